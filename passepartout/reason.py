@@ -124,7 +124,7 @@ def _hold(agent, signal:Signal, decision, ctx:Context, transcript:list) -> Signa
     return _settle(signal, 'pending', reply(f"Waiting for approval: {action!r} ({why}). "
                                              f"Approve with `approve {token}` or refuse with `deny {token}`."), decision.trace)
 
-# %% ../nbs/05_reason.ipynb #52179ded
+# %% ../nbs/05_reason.ipynb #c141b05a
 def _propose(agent, signal:Signal, transcript:list, rejections:list, turn) -> Action:
     "One attempt of think: the provider's action, with a call id if it is a tool call."
     proposal = agent.provider.propose(ProposalRequest(agent, signal, transcript, rejections))
@@ -133,7 +133,7 @@ def _propose(agent, signal:Signal, transcript:list, rejections:list, turn) -> Ac
         turn.record('proposal', action=proposal.action.to_dict(), attempt=len(rejections) + 1, provider=proposal.provider)
     action = proposal.action
     if action.kind == 'tool' and not action.call_id:
-        action = dataclasses.replace(action, call_id=f"call_{len(transcript)}")
+        action = Action(action.kind, action.tool, action.args, action.text, action.target, action.explanation, f"call_{len(transcript)}")
     return action
 
 # %% ../nbs/05_reason.ipynb #8023cf91

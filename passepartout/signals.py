@@ -137,14 +137,16 @@ class Context:
     turn:object=None        # the Turn being recorded
     attempt:int=1           # 1-based proposal attempt within Reason
 
-# %% ../nbs/02_signals.ipynb #cf508948
+# %% ../nbs/02_signals.ipynb #422acf0a
 class Turn:
     "Everything one user message caused: proposals, verdicts, results, replies, held actions."
-    def __init__(self): self.events, self.replies, self.pending, self.usage = [], [], [], {}
+    def __init__(self, sink=None): # `sink(event)`: also called for every event (the audit log)
+        self.events, self.replies, self.pending, self.usage, self.sink = [], [], [], {}, sink
     def record(self, kind:str, **data):
         "Append an event of `kind` (proposal, verdict, result, reply, pending, error, dropped, ...)."
         data['kind'] = kind
         self.events.append(data)
+        if self.sink is not None: self.sink(data)
     def of(self, kind:str) -> list: return [e for e in self.events if e['kind'] == kind]
     @property
     def reply(self) -> str|None:

@@ -48,7 +48,7 @@ def json_type(hint) -> dict:
     if origin is dict: return {'type': 'object'}
     return {}
 
-# %% ../nbs/06_tools.ipynb #2fba36ca
+# %% ../nbs/06_tools.ipynb #68a170e9
 EFFECTS = ('read-only', 'local-write', 'outward')
 
 @dataclass
@@ -56,6 +56,7 @@ class Tool:
     "A registered tool: the function, its declared effect, and its schema (built on first use)."
     name:str; fn:typing.Callable; effect:str='read-only'; description:str=''
     _schema:dict|None=field(default=None, repr=False)
+    _takes_ctx:bool|None=field(default=None, repr=False)
 
     @property
     def schema(self) -> dict:
@@ -94,7 +95,7 @@ class Toolbelt:
     def __len__(self): return len(self.by_name)
     def __repr__(self): return f"Toolbelt({', '.join(f'{t.name}:{t.effect}' for t in self)})"
 
-# %% ../nbs/06_tools.ipynb #62583bc3
+# %% ../nbs/06_tools.ipynb #49d22f45
 def schemas(self:Toolbelt) -> list:
     "`{name, description, parameters}` for every tool."
     return [{'name': t.name, 'description': t.description, 'parameters': t.schema} for t in self]
@@ -103,8 +104,8 @@ def run(self:Toolbelt, name:str, args:dict, ctx=None):
     "Call tool `name` with `args` (and `ctx` if it takes one); await it if it is async."
     t = self.by_name.get(name)
     if t is None: raise KeyError(f"no tool named {name!r}")
-    kwargs = dict(args)
-    if 'ctx' in inspect.signature(t.fn).parameters: kwargs['ctx'] = ctx
+    if t._takes_ctx is None: t._takes_ctx = 'ctx' in inspect.signature(t.fn).parameters
+    kwargs = {**args, 'ctx': ctx} if t._takes_ctx else args
     result = t.fn(**kwargs)
     if inspect.isawaitable(result): result = _await(result)
     return result
