@@ -98,14 +98,15 @@ def _tell(self:Agent, signal:Signal, text:str, turn:Turn):
 
 Agent._tell = _tell
 
-# %% ../nbs/08_loop.ipynb #43676fd8
+# %% ../nbs/08_loop.ipynb #3317aa63
 _ABORT = object()
 
 def _recover(self:Agent, exc:Exception, signal:Signal, turn:Turn):
     "Decide what follows a crashed cycle: the next signal, None (drop), or _ABORT."
     why = f"{type(exc).__name__}: {exc}"
     self.syslog.log('ERROR', f"cycle failed on {signal.sensor} at depth {signal.depth}: {why}")
-    turn.record('error', error=why, sensor=signal.sensor, depth=signal.depth)
+    turn.record('error', error=why, type=type(exc).__name__, final=isinstance(exc, (LLMError, BudgetError)),
+                sensor=signal.sensor, depth=signal.depth)
     for error_type, handler in self.recovery:
         choice = handler(exc, signal) if isinstance(exc, error_type) else None
         if choice is None: continue

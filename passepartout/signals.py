@@ -137,7 +137,7 @@ class Context:
     turn:object=None        # the Turn being recorded
     attempt:int=1           # 1-based proposal attempt within Reason
 
-# %% ../nbs/02_signals.ipynb #422acf0a
+# %% ../nbs/02_signals.ipynb #e1f4817e
 class Turn:
     "Everything one user message caused: proposals, verdicts, results, replies, held actions."
     def __init__(self, sink=None): # `sink(event)`: also called for every event (the audit log)
@@ -152,8 +152,13 @@ class Turn:
     def reply(self) -> str|None:
         "The last reply delivered to the user, if any."
         return self.replies[-1] if self.replies else None
+    @property
+    def failed(self) -> bool:
+        "Did the turn end on an error that asking again would not fix (all providers down, budget spent)?"
+        return any(e.get('final') for e in self.of('error'))
     def to_dict(self) -> dict:
-        "The whole turn as JSON-ready data."
-        return {'events': self.events, 'replies': self.replies, 'pending': self.pending,
-                'reply': self.reply, 'usage': self.usage}
+        "The whole turn as JSON-ready data: proposals, verdicts with gate traces, actions run, held actions, replies, usage."
+        return {'proposals': self.of('proposal'), 'verdicts': self.of('verdict'), 'actions': self.of('result'),
+                'pending': self.pending, 'errors': self.of('error'), 'replies': self.replies, 'reply': self.reply,
+                'usage': self.usage, 'failed': self.failed, 'events': self.events}
     def __repr__(self): return f"Turn({len(self.events)} events, reply={self.reply!r})"
