@@ -69,7 +69,7 @@ def _workspace(workspace) -> Path:
     if ws == Path('/'): raise ValueError("the workspace cannot be the root directory")
     return ws
 
-# %% ../nbs/31_sandbox.ipynb #4726bb5f
+# %% ../nbs/31_sandbox.ipynb #997f39c7
 def bwrap_args(workspace:Path,      # the only writable directory; also the working directory
                network:bool=False,  # share the host's network
                env:dict|None=None,  # environment to scrub (default: os.environ)
@@ -79,7 +79,7 @@ def bwrap_args(workspace:Path,      # the only writable directory; also the work
     args = [bwrap, '--unshare-all', *([] if not network else ['--share-net']), '--cap-drop', 'ALL',
             '--die-with-parent', '--new-session', *_system_binds(),
             '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--dir', SANDBOX_HOME,
-            '--bind', str(ws), str(ws), *_masks(ws), '--chdir', str(ws), '--clearenv']
+            '--bind', str(ws), str(ws), *_masks(ws), '--remount-ro', '/', '--chdir', str(ws), '--clearenv']
     for k, v in scrubbed_env(env).items(): args += ['--setenv', k, v]
     return args
 
