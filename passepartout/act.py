@@ -7,8 +7,8 @@ Docs: https://passepartout-agent.github.io/passepartout/act.html.md"""
 # %% auto #0
 __all__ = ['Actuator', 'Actuators', 'resolve_target', 'format_result', 'act', 'run_tool', 'deliver_reply']
 
-# %% ../nbs/07_act.ipynb #d80adb65
-import json
+# %% ../nbs/07_act.ipynb #eab110aa
+import json, dataclasses
 from dataclasses import dataclass
 from collections.abc import Callable
 from .signals import Signal, Action, Context
@@ -50,7 +50,19 @@ def format_result(result, limit:int=20000) -> str:
     if len(text) > limit: text = text[:limit] + f"\n[... cut: {len(text) - limit} more characters]"
     return text
 
-# %% ../nbs/07_act.ipynb #e5e6f458
+# %% ../nbs/07_act.ipynb #4b683c3a
+def _unsealed(action:Action, vault) -> Action:
+    "The action the actuator gets: vault handles in a tool's arguments replaced by their values."
+    if vault is None or action.kind != 'tool': return action
+    from passepartout.vault import substitute
+    return dataclasses.replace(action, args=substitute(action.args, vault))
+
+def _scrub(text:str, vault) -> str:
+    "`text` with every secret of the vault replaced by its handle."
+    if vault is None: return text
+    from passepartout.vault import redact
+    return redact(text, vault)
+
 def _feedback(signal:Signal, action:Action, sensor:str, text:str) -> Signal:
     return signal.child(sensor, text, tool=action.tool, call_id=action.call_id)
 
@@ -68,13 +80,14 @@ def act(signal:Signal, ctx:Context) -> Signal | None:
     target = resolve_target(action, signal, agent.actuators, agent.default_actuator)
     if target not in agent.actuators:
         return _feedback(signal, action, 'tool-error', f"no actuator named {target!r}")
-    actuator = agent.actuators[target]
-    try: result = actuator.fn(action, ctx)
+    actuator, vault = agent.actuators[target], getattr(agent, 'vault', None)
+    try: result = actuator.fn(_unsealed(action, vault), ctx)
     except Exception as e:
-        if turn is not None: turn.record('result', actuator=target, action=action.to_dict(), error=f"{type(e).__name__}: {e}")
-        return None if actuator.silent else _feedback(signal, action, 'tool-error', f"{type(e).__name__}: {e}")
+        why = _scrub(f"{type(e).__name__}: {e}", vault)
+        if turn is not None: turn.record('result', actuator=target, action=action.to_dict(), error=why)
+        return None if actuator.silent else _feedback(signal, action, 'tool-error', why)
     if actuator.silent: return None
-    text = format_result(result, agent.max_result_chars)
+    text = format_result(result if vault is None else _scrub(format_result(result, 1 << 62), vault), agent.max_result_chars)
     if turn is not None: turn.record('result', actuator=target, action=action.to_dict(), output=text)
     return _feedback(signal, action, 'tool-output', text)
 
