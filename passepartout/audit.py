@@ -38,25 +38,28 @@ def connect(path:Path) -> sqlite3.Connection:
     db.execute('PRAGMA journal_mode=WAL'); db.execute('PRAGMA synchronous=NORMAL'); db.execute('PRAGMA busy_timeout=10000')
     return db
 
-# %% ../nbs/33_audit.ipynb #13594bf9
+# %% ../nbs/33_audit.ipynb #4c613d7a
 class AuditLog:
     "An append-only, hash-chained log of everything the agent proposed, decided and did."
     def __init__(self, path=None, # the SQLite file (default `$data/audit.db`)
-                 vault=None):     # a Vault whose secrets are redacted from every record
+                 vault=None):     # the Vault whose secrets are redacted (None: the default vault; False: none)
         self.path = Path(path) if path else config.paths().data / 'audit.db'
-        self.vault, self.lock = vault, threading.Lock()
+        if vault is None:
+            from passepartout.vault import Vault
+            vault = Vault()
+        self.vault, self.lock = vault or None, threading.Lock()
         self.db = connect(self.path)
         self.db.execute(_SCHEMA)
     def close(self): self.db.close()
     def __len__(self): return self.db.execute('SELECT count(*) FROM audit').fetchone()[0]
     def __repr__(self): return f"AuditLog({str(self.path)!r}, {len(self)} records)"
 
-# %% ../nbs/33_audit.ipynb #f8d75c08
+# %% ../nbs/33_audit.ipynb #e8567c8c
 def append(self:AuditLog, event:dict) -> dict:
     "Append `event` (a dict with a `kind`) as the next chained record; secrets are redacted first."
     from passepartout.vault import redact
     event = dict(event); kind = str(event.pop('kind', 'event'))
-    data = json.loads(redact(canonical_json(event), self.vault)) if self.vault is not None else json.loads(canonical_json(event))
+    data = json.loads(redact(canonical_json(event), self.vault))
     at = time.time()
     with self.lock:
         self.db.execute('BEGIN IMMEDIATE')
