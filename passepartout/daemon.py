@@ -6,7 +6,7 @@ Docs: https://passepartout-agent.github.io/passepartout/daemon.html.md"""
 
 # %% auto #0
 __all__ = ['OWNER', 'LOOPBACK', 'is_owner', 'write_secret', 'state_files', 'Daemon', 'default_agent', 'start', 'Connection',
-           'response', 'status', 'shutdown', 'serve', 'read_address', 'request', 'Client', 'daemon_running',
+           'response', 'enqueue', 'status', 'shutdown', 'serve', 'read_address', 'request', 'Client', 'daemon_running',
            'client_send', 'client_status', 'AsyncClient', 'daemon_command', 'start_command', 'stop_command',
            'status_command']
 
@@ -176,24 +176,27 @@ def _request_meta(envelope:dict) -> dict:
         if not isinstance(value, str) or not 0 < len(value) <= 200: raise ProtocolError(f"meta.{name} must be a string of 1 to 200 characters")
     return {'session': session, 'source': source}
 
-# %% ../nbs/51_daemon.ipynb #9439bb5d
+# %% ../nbs/51_daemon.ipynb #003a23f0
 def _dispatch(self:Daemon, envelope:dict, conn:Connection):
     "Answer a status request at once; queue anything else on its session's worker."
     payload = envelope.get('payload')
     if isinstance(payload, dict) and payload.get('sensor') == 'status':
         return conn.send(response('status', _reply_meta(envelope), **self.status()))
     meta = _request_meta(envelope)
-    signal = perceive(envelope, **meta, owner=OWNER)
-    session = meta['session']
+    self.enqueue(perceive(envelope, **meta, owner=OWNER), conn, _reply_meta(envelope))
+
+def enqueue(self:Daemon, signal, conn:Connection|None=None, reply_meta:dict|None=None):
+    "Queue `signal` on its session's worker; the reply goes to `conn` (None: only the logs)."
+    session = signal.session
     self.seen_sessions.add(session)
     queue = self.queues.get(session)
     if queue is None: queue = self.queues[session] = []
-    queue.append((signal, conn, _reply_meta(envelope)))
+    queue.append((signal, conn, reply_meta or {}))
     if session not in self.workers: self.workers[session] = asyncio.create_task(self._work(session))
 
-Daemon._dispatch = _dispatch
+Daemon._dispatch, Daemon.enqueue = _dispatch, enqueue
 
-# %% ../nbs/51_daemon.ipynb #a901d22a
+# %% ../nbs/51_daemon.ipynb #a7ef08db
 def _run_batch(self:Daemon, batch:list) -> list:
     "Run a session's queued signals one after another (in a pool thread); a failure is one error reply."
     out = []
@@ -209,7 +212,9 @@ async def _work(self:Daemon, session:str):
         while queue:
             batch = queue[:64]; del queue[:64]
             replies = await loop.run_in_executor(self.pool, self._run_batch, batch)
-            for (_, conn, _), reply_frame in zip(batch, replies): conn.send(reply_frame)
+            for (_, conn, _), reply_frame in zip(batch, replies):
+                if conn is not None: conn.send(reply_frame)
+                elif reply_frame['payload']['sensor'] == 'error': self.agent.syslog.log('ERROR', reply_frame['payload']['text'])
             self.replies += len(batch)
     finally:
         del self.workers[session]
