@@ -58,7 +58,7 @@ def _is_binary(real:Path) -> bool:
     "A NUL byte in the first 8 KiB: not a text file."
     with open(real, 'rb') as f: return b'\0' in f.read(8192)
 
-# %% ../nbs/30_builtin_tools.ipynb #ec8d491b
+# %% ../nbs/30_builtin_tools.ipynb #ce6268d8
 def read_file(path:str,            # file to read, relative to the workspace
               offset:int=0,        # first line to return (0-based)
               limit:int|None=None, # most lines to return (default 2000)
@@ -77,7 +77,8 @@ def read_file(path:str,            # file to read, relative to the workspace
             n += 1
     text = b''.join(lines).decode('utf-8', 'replace')
     if more: text += f"\n[... stopped after line {offset + len(lines)}; call read_file with offset={offset + len(lines)} to read on]"
-    return text if text or n else '(empty file)'
+    if not lines: return '(empty file)' if n == 0 else f"(nothing at offset {offset}: the file has {n} lines)"
+    return text
 
 # %% ../nbs/30_builtin_tools.ipynb #62310d01
 def _write_atomic(real:Path, data:bytes):

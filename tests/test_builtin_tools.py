@@ -1,0 +1,295 @@
+"""The built-in tools, for real, in a temporary workspace; HTTP against a loopback server."""
+import os, subprocess, sys, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import SimpleNamespace
+import pytest
+from passepartout.builtin_tools import (builtin_tools, confine, read_file, write_file, edit_file, list_dir, search_files,
+                                        http_fetch, send_message, shell, tool_workspace, MAX_WRITE_BYTES, MAX_LIST)
+from passepartout.sandbox import sandbox_available
+from passepartout.signals import Context, Signal, tool_call, reply
+from passepartout.loop import Agent
+from passepartout.reason import ScriptedProvider
+
+needs_sandbox = pytest.mark.skipif(not sandbox_available(), reason='no usable bubblewrap sandbox')
+
+
+@pytest.fixture
+def ws(tmp_path, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'pphome'))
+    w = tmp_path / 'ws'; w.mkdir()
+    (tmp_path / 'outside').mkdir(); (tmp_path / 'outside' / 'secret.txt').write_text('TOP SECRET\n')
+    return Path(os.path.realpath(w))
+
+
+@pytest.fixture
+def ctx(ws): return Context(agent=SimpleNamespace(workspace=ws))
+
+
+# ---- confinement -------------------------------------------------------------------------------
+
+def test_workspace_from_agent_or_config(ws, monkeypatch, tmp_path):
+    assert tool_workspace(Context(agent=SimpleNamespace(workspace=ws))) == ws
+    monkeypatch.setenv('PASSEPARTOUT_WORKSPACE', str(tmp_path / 'outside'))
+    assert tool_workspace(None) == Path(os.path.realpath(tmp_path / 'outside'))
+    assert tool_workspace(Context(agent=SimpleNamespace(workspace=None))) == Path(os.path.realpath(tmp_path / 'outside'))
+    assert read_file('secret.txt') == 'TOP SECRET\n'   # no ctx at all: config.workspace()
+
+
+@pytest.mark.parametrize('path', ['../outside/secret.txt', '/etc/passwd', '~/.bashrc', 'a/../../outside/secret.txt', '/'])
+def test_paths_outside_are_refused(ctx, path):
+    with pytest.raises(PermissionError, match='outside the workspace'): read_file(path, ctx=ctx)
+    with pytest.raises(PermissionError, match='outside the workspace'): write_file(path, 'x', ctx=ctx)
+
+
+def test_symlink_escapes_are_refused_by_the_tools(ws, ctx, tmp_path):
+    os.symlink(tmp_path / 'outside', ws / 'dirlink')
+    os.symlink(tmp_path / 'outside' / 'secret.txt', ws / 'filelink')
+    os.symlink(tmp_path / 'outside' / 'new.txt', ws / 'dangling')
+    for call in (lambda: read_file('dirlink/secret.txt', ctx=ctx), lambda: read_file('filelink', ctx=ctx),
+                 lambda: write_file('dirlink/evil.txt', 'x', ctx=ctx), lambda: write_file('filelink', 'x', ctx=ctx),
+                 lambda: write_file('dangling', 'x', ctx=ctx), lambda: edit_file('filelink', 'TOP', 'NO', ctx=ctx),
+                 lambda: list_dir('dirlink', ctx=ctx), lambda: search_files('SECRET', path='dirlink', ctx=ctx)):
+        with pytest.raises(PermissionError, match='outside the workspace'): call()
+    assert (tmp_path / 'outside' / 'secret.txt').read_text() == 'TOP SECRET\n'
+    assert sorted(os.listdir(tmp_path / 'outside')) == ['secret.txt']
+    # a recursive search does not follow the links out either
+    (ws / 'own.txt').write_text('SECRET of my own\n')
+    assert search_files('SECRET', ctx=ctx) == 'own.txt:1: SECRET of my own'
+
+
+def test_symlink_inside_the_workspace_is_fine(ws, ctx):
+    (ws / 'real.txt').write_text('inside\n'); os.symlink('real.txt', ws / 'alias.txt')
+    assert read_file('alias.txt', ctx=ctx) == 'inside\n'
+    write_file('alias.txt', 'changed\n', ctx=ctx)
+    assert (ws / 'real.txt').read_text() == 'changed\n' and (ws / 'alias.txt').is_symlink()
+
+
+def test_protected_places_inside_the_workspace(ws, ctx, monkeypatch):
+    (ws / '.ssh').mkdir(); (ws / '.ssh' / 'id_ed25519').write_text('PRIVATE KEY\n')
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(ws / '.pp'))
+    (ws / '.pp' / 'config').mkdir(parents=True); (ws / '.pp' / 'config' / 'permissions.toml').write_text('rules\n')
+    for path in ('.ssh/id_ed25519', '.ssh', '.pp/config/permissions.toml', '.pp/data/vault.db'):
+        with pytest.raises(PermissionError, match='no tool may touch'): read_file(path, ctx=ctx)
+        with pytest.raises(PermissionError, match='no tool may touch'): write_file(path, 'x', ctx=ctx)
+    assert search_files('PRIVATE|rules', ctx=ctx).startswith('no matches')
+
+
+# ---- read_file ---------------------------------------------------------------------------------
+
+def test_read_huge_file_is_capped(ws, ctx, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_MAX_OUTPUT_BYTES', '10000')
+    (ws / 'one_line.txt').write_bytes(b'x' * 5_000_000)         # a single 5 MB line
+    out = read_file('one_line.txt', ctx=ctx)
+    assert out.startswith('x' * 10000) and 'x' * 10001 not in out and 'offset=1' in out
+    with open(ws / 'many.txt', 'w') as f:
+        for i in range(200_000): f.write(f"row {i}\n")
+    out = read_file('many.txt', ctx=ctx)
+    assert len(out.encode()) < 10_200 and out.startswith('row 0\n') and 'to read on' in out
+    out = read_file('many.txt', offset=150_000, limit=3, ctx=ctx)
+    assert out.startswith('row 150000\nrow 150001\nrow 150002\n') and 'offset=150003' in out
+
+
+def test_read_binary_and_missing(ws, ctx):
+    (ws / 'img.bin').write_bytes(b'\x89PNG\0\0\0')
+    with pytest.raises(ValueError, match='binary file'): read_file('img.bin', ctx=ctx)
+    with pytest.raises(FileNotFoundError, match='no file'): read_file('nope.txt', ctx=ctx)
+    (ws / 'empty.txt').write_text('')
+    assert read_file('empty.txt', ctx=ctx) == '(empty file)'
+
+
+# ---- write_file and edit_file -----------------------------------------------------------------
+
+def test_write_creates_parents_and_is_atomic(ws, ctx):
+    assert write_file('a/b/c.txt', 'héllo', ctx=ctx) == 'created a/b/c.txt (6 bytes)'
+    (ws / 'a/b/c.txt').chmod(0o640)
+    assert write_file('a/b/c.txt', 'new', ctx=ctx) == 'replaced a/b/c.txt (3 bytes)'
+    assert (ws / 'a/b/c.txt').read_text() == 'new' and oct((ws / 'a/b/c.txt').stat().st_mode & 0o777) == '0o640'
+    assert sorted(os.listdir(ws / 'a/b')) == ['c.txt']        # no temporary file left behind
+    with pytest.raises(IsADirectoryError): write_file('a', 'x', ctx=ctx)
+
+
+def test_write_size_limit(ws, ctx):
+    with pytest.raises(ValueError, match='at most'): write_file('big.txt', 'x' * (MAX_WRITE_BYTES + 1), ctx=ctx)
+    assert not (ws / 'big.txt').exists()
+
+
+def test_edit_file_exactly_once(ws, ctx):
+    (ws / 'cfg.py').write_text('a = 1\nb = 1\nc = 2\n')
+    with pytest.raises(ValueError, match="occurs 2 times in cfg.py"): edit_file('cfg.py', ' = 1', ' = 3', ctx=ctx)
+    with pytest.raises(ValueError, match='does not occur'): edit_file('cfg.py', 'd = 4', 'd = 5', ctx=ctx)
+    with pytest.raises(ValueError, match='is empty'): edit_file('cfg.py', '', 'x', ctx=ctx)
+    with pytest.raises(FileNotFoundError): edit_file('missing.py', 'a', 'b', ctx=ctx)
+    assert (ws / 'cfg.py').read_text() == 'a = 1\nb = 1\nc = 2\n'
+    assert edit_file('cfg.py', 'b = 1', 'b = 10', ctx=ctx) == 'edited cfg.py at line 2'
+    assert (ws / 'cfg.py').read_text() == 'a = 1\nb = 10\nc = 2\n'
+    assert edit_file('cfg.py', 'c = 2\n', '', ctx=ctx) == 'edited cfg.py at line 3'
+    assert (ws / 'cfg.py').read_text() == 'a = 1\nb = 10\n'
+
+
+# ---- list_dir and search_files ----------------------------------------------------------------
+
+def test_list_dir(ws, ctx):
+    (ws / 'sub').mkdir(); (ws / 'f.txt').write_text('12345'); os.symlink('f.txt', ws / 'ln')
+    assert list_dir(ctx=ctx) == './ (3 entries)\nf.txt  (5 bytes)\nln -> f.txt\nsub/'
+    with pytest.raises(NotADirectoryError): list_dir('f.txt', ctx=ctx)
+    for i in range(MAX_LIST + 50): (ws / 'sub' / f'{i:05}').touch()
+    out = list_dir('sub', ctx=ctx)
+    assert out.startswith(f'sub/ ({MAX_LIST + 50} entries)') and out.endswith('[... 50 more entries not shown]')
+
+
+def test_search_files(ws, ctx):
+    (ws / 'src').mkdir(); (ws / 'src' / 'a.py').write_text('def main():\n    return 42\n')
+    (ws / 'src' / 'b.txt').write_text('main course\n')
+    (ws / '.git').mkdir(); (ws / '.git' / 'config').write_text('main = branch\n')
+    (ws / 'blob.bin').write_bytes(b'main\0\0')
+    assert search_files(r'\bmain\b', ctx=ctx) == 'src/a.py:1: def main():\nsrc/b.txt:1: main course'
+    assert search_files('main', glob='*.py', ctx=ctx) == 'src/a.py:1: def main():'
+    assert search_files('return', path='src/a.py', ctx=ctx) == 'src/a.py:2:     return 42'
+    with pytest.raises(ValueError, match='invalid regular expression'): search_files('[', ctx=ctx)
+
+
+def test_search_caps_matches(ws, ctx):
+    (ws / 'log.txt').write_text('hit\n' * 1000)
+    out = search_files('hit', ctx=ctx)
+    assert out.count('\n') == 200 and out.endswith('stopped at 200 matches; narrow the pattern, path or glob]')
+
+
+# ---- shell -------------------------------------------------------------------------------------
+
+@needs_sandbox
+def test_shell_runs_in_the_workspace(ws, ctx, tmp_path):
+    out = shell('pwd; echo hi > out.txt; echo bad > ../outside/x.txt', ctx=ctx)
+    assert out.startswith('[exit 1,') and str(ws) in out
+    assert (ws / 'out.txt').read_text() == 'hi\n' and not (tmp_path / 'outside' / 'x.txt').exists()
+
+
+@needs_sandbox
+def test_shell_timeout_is_clamped_to_the_setting(ws, ctx, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_SHELL_TIMEOUT', '1')
+    t0 = time.monotonic()
+    out = shell('sleep 30', timeout=1000, ctx=ctx)
+    assert 'timed out' in out and time.monotonic() - t0 < 6
+
+
+# ---- http_fetch --------------------------------------------------------------------------------
+
+class Handler(BaseHTTPRequestHandler):
+    hits = []
+    def log_message(self, *a): pass
+    def _send(self, code, body=b'', ctype='text/plain; charset=utf-8', **headers):
+        self.send_response(code); self.send_header('Content-Type', ctype); self.send_header('Content-Length', str(len(body)))
+        for k, v in headers.items(): self.send_header(k, v)
+        self.end_headers()
+        if self.command != 'HEAD': self.wfile.write(body)
+    def do_GET(self):
+        Handler.hits.append(self.path)
+        if self.path == '/hello': self._send(200, 'grüß dich\n'.encode())
+        elif self.path == '/big': self._send(200, b'y' * 2_000_000)
+        elif self.path == '/redirect': self._send(302, b'', Location='http://127.0.0.1:9/elsewhere')
+        elif self.path == '/bin': self._send(200, b'\x00\x01\x02' * 100, 'application/octet-stream')
+        else: self._send(404, b'not here')
+    do_HEAD = do_GET
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers['Content-Length'] or 0))
+        self._send(201, b'got ' + body, 'application/json')
+
+
+@pytest.fixture
+def server():
+    srv = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    Handler.hits = []
+    yield f'http://127.0.0.1:{srv.server_address[1]}'
+    srv.shutdown(); srv.server_close()
+
+
+def test_http_fetch_text(server, ctx):
+    assert http_fetch(f'{server}/hello', ctx=ctx) == 'HTTP 200 OK · text/plain · 12 bytes\n\ngrüß dich\n'
+    assert http_fetch(f'{server}/nothing', ctx=ctx) == 'HTTP 404 Not Found · text/plain · 8 bytes\n\nnot here'
+    assert http_fetch(f'{server}/hello', method='head', ctx=ctx) == 'HTTP 200 OK · text/plain · 0 bytes'
+    assert http_fetch(f'{server}/x', method='POST', body='{"a": 1}', ctx=ctx) == 'HTTP 201 Created · application/json · 12 bytes\n\ngot {"a": 1}'
+
+
+def test_http_fetch_size_cap(server, ctx, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_MAX_OUTPUT_BYTES', '1000')
+    out = http_fetch(f'{server}/big', ctx=ctx)
+    assert out.startswith('HTTP 200 OK · text/plain · 1000 bytes (stopped at the size limit of 1000 bytes)')
+    assert out.split('\n\n', 1)[1] == 'y' * 1000
+
+
+def test_http_fetch_does_not_follow_redirects(server, ctx):
+    out = http_fetch(f'{server}/redirect', ctx=ctx)
+    assert out == "HTTP 302 Found: redirects to 'http://127.0.0.1:9/elsewhere', not followed (fetch that URL if you need it)"
+    assert Handler.hits == ['/redirect']
+
+
+def test_http_fetch_binary_and_errors(server, ctx):
+    assert http_fetch(f'{server}/bin', ctx=ctx).endswith('(binary content, not shown)')
+    with pytest.raises(ValueError, match='not an http'): http_fetch('ftp://127.0.0.1/x', ctx=ctx)
+    with pytest.raises(ValueError, match='not an http'): http_fetch('http:///nohost', ctx=ctx)
+    with pytest.raises(ConnectionError, match='ConnectError'): http_fetch('http://127.0.0.1:9/', ctx=ctx)
+
+
+def test_http_fetch_ignores_proxy_environment(server, ctx, monkeypatch):
+    monkeypatch.setenv('HTTP_PROXY', 'http://127.0.0.1:9'); monkeypatch.setenv('ALL_PROXY', 'http://127.0.0.1:9')
+    assert http_fetch(f'{server}/hello', ctx=ctx).startswith('HTTP 200 OK')
+
+
+def test_import_is_cheap():
+    code = "import sys, passepartout.builtin_tools; assert 'httpx' not in sys.modules, 'httpx imported'"
+    subprocess.run([sys.executable, '-c', code], check=True)
+
+
+# ---- send_message ------------------------------------------------------------------------------
+
+def test_send_message_through_a_gateway(ws):
+    agent = Agent(ScriptedProvider([]), tools=builtin_tools(), workspace=ws)
+    delivered = []
+    agent.actuators.register('telegram', lambda a, c: delivered.append((a.kind, a.target, a.text, c.signal.meta)), silent=True)
+    ctx = Context(Signal(meta={'source': 'cli', 'session': 's1', 'chat_id': 'owner-chat'}), agent)
+    assert agent.tools.run('send_message', {'channel': 'telegram', 'recipient': '+4912345', 'text': 'Dinner at 8?'}, ctx) \
+        == 'sent to +4912345 via telegram (12 characters)'
+    kind, target, text, meta = delivered[0]
+    assert (kind, target, text) == ('reply', 'telegram', 'Dinner at 8?')
+    assert meta == {'source': 'telegram', 'recipient': '+4912345', 'session': 's1', 'outbound': True}
+    with pytest.raises(ValueError, match="no gateway named 'signal'; available: cli, telegram"):
+        send_message('signal', '+49', 'x', ctx=ctx)
+    with pytest.raises(ValueError, match='must not be empty'): send_message('telegram', '', 'x', ctx=ctx)
+    with pytest.raises(RuntimeError, match='needs an agent'): send_message('telegram', '1', 'x', ctx=None)
+
+
+# ---- the belt and whole turns ------------------------------------------------------------------
+
+def test_belt_names_and_effects():
+    belt = builtin_tools()
+    assert {t.name: t.effect for t in belt} == {
+        'shell': 'local-write', 'read_file': 'read-only', 'write_file': 'local-write', 'edit_file': 'local-write',
+        'list_dir': 'read-only', 'search_files': 'read-only', 'http_fetch': 'outward', 'send_message': 'outward'}
+    props = {s['name']: list(s['parameters']['properties']) for s in belt.schemas()}
+    assert props == {'shell': ['command', 'timeout'], 'read_file': ['path', 'offset', 'limit'], 'write_file': ['path', 'content'],
+                     'edit_file': ['path', 'old', 'new'], 'list_dir': ['path'], 'search_files': ['pattern', 'path', 'glob'],
+                     'http_fetch': ['url', 'method', 'body'], 'send_message': ['channel', 'recipient', 'text']}
+    assert all(s['description'] for s in belt.schemas())
+
+
+@needs_sandbox
+def test_end_to_end_turn_writes_only_inside_the_workspace(ws, tmp_path, monkeypatch):
+    elsewhere = tmp_path / 'cwd'; elsewhere.mkdir(); monkeypatch.chdir(elsewhere)
+    agent = Agent(ScriptedProvider([tool_call('shell', {'command': 'echo hi > out.txt'}, call_id='c1'),
+                                    lambda req: reply(f"done: {req.messages[-1]['content']}")]),
+                  tools=builtin_tools(), workspace=ws)
+    turn = agent.send('make a file')
+    assert (ws / 'out.txt').read_text() == 'hi\n'
+    assert not (elsewhere / 'out.txt').exists() and not (tmp_path / 'out.txt').exists()
+    assert turn.reply.startswith('done: [exit 0,')
+    assert [e['kind'] for e in turn.events] == ['proposal', 'verdict', 'result', 'proposal', 'verdict', 'reply']
+
+
+def test_end_to_end_escape_becomes_a_tool_error(ws, tmp_path):
+    agent = Agent(ScriptedProvider([tool_call('write_file', {'path': '../outside/pwned.txt', 'content': 'x'}),
+                                    lambda req: reply(req.messages[-1]['content'])]),
+                  tools=builtin_tools(), workspace=ws)
+    turn = agent.send('try to escape')
+    assert turn.reply.startswith("PermissionError: '../outside/pwned.txt' is outside the workspace")
+    assert not (tmp_path / 'outside' / 'pwned.txt').exists()
