@@ -36,7 +36,7 @@ def ensure_dirs(p:Paths|None=None) -> Paths:
     for d in (p.config, p.data, p.state): d.mkdir(parents=True, exist_ok=True, mode=0o700)
     return p
 
-# %% ../nbs/09_config.ipynb #7d076f70
+# %% ../nbs/09_config.ipynb #3232219f
 SETTINGS = {
     # name: (default, type, documentation)
     'PASSEPARTOUT_HOME': ('', str, "Directory holding config/, data/ and state/ (default: XDG directories)."),
@@ -49,6 +49,8 @@ SETTINGS = {
     'PASSEPARTOUT_RETRY_AFTER_MAX': (10.0, float, "Longest Retry-After (seconds) honoured before failing over."),
     'PASSEPARTOUT_BUDGET_USD': (0.0, float, "Session budget in USD; a call that would cross it is refused (0: no budget)."),
     'PASSEPARTOUT_PRICES': ('', str, "JSON file overriding the per-model price table (USD per million tokens)."),
+    'PASSEPARTOUT_MAX_TOKENS': (1024, int, "Longest answer (tokens) asked of a model; also the budget's estimate of a call's output."),
+    'PASSEPARTOUT_RECORD_FILE': ('', str, "Record every model call of the session to this JSONL file (secrets removed), for replay."),
     'PASSEPARTOUT_ASSISTANT_NAME': ('Passepartout', str, "The name the assistant is told it has."),
     'PASSEPARTOUT_MAX_DEPTH': (10, int, "Feedback depth at which the loop drops a signal."),
     'PASSEPARTOUT_MAX_ATTEMPTS': (3, int, "Proposals per signal before a rejection reaches the user."),
