@@ -1,0 +1,208 @@
+"""Approvals across processes and restarts: a held action is released once, by the owner only, from another
+process (the real `passepartout approve` command), never twice under concurrency, never when altered."""
+import json, multiprocessing, os, sqlite3, subprocess, sys, textwrap, time, types
+
+import pytest
+
+from passepartout.approvals import (ApprovalStore, ApprovalError, install_approvals, resolve_approval, TOKEN_ALPHABET,
+                                    deny_approval)
+from passepartout.audit import AuditLog
+from passepartout.gates import GateEngine, ask
+from passepartout.loop import Agent
+from passepartout.reason import ScriptedProvider
+from passepartout.signals import tool_call, reply
+from passepartout.tools import Toolbelt
+
+
+def make_agent(journal, script=()):
+    "An agent whose `append` tool writes a line to `journal`; the `careful` gate asks before it."
+    belt = Toolbelt()
+    @belt.tool(effect='local-write')
+    def append(line: str):  # the line to add
+        "Append a line to the journal."
+        with open(journal, 'a') as f: f.write(line + '\n')
+        return f"appended {line}"
+    gates = GateEngine()
+    gates.add('careful', lambda a, c: ask('writes need approval') if a.tool == 'append' else None)
+    return Agent(ScriptedProvider(list(script)), gates=gates, tools=belt)
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    return tmp_path / 'home'
+
+
+def hold_one(agent, store, line, **meta):
+    agent.provider.script[:] = [tool_call('append', {'line': line})]
+    install_approvals(agent, store)
+    turn = agent.send(f'add {line}', **meta)
+    assert turn.pending, turn.events
+    return turn.pending[0]['token']
+
+
+def test_token_shape(home, tmp_path):
+    agent, store = make_agent(tmp_path / 'j'), ApprovalStore()
+    tokens = {hold_one(agent, store, str(i)) for i in range(50)}
+    assert len(tokens) == 50 and all(len(t) == 8 and set(t) <= set(TOKEN_ALPHABET) for t in tokens)
+
+
+# -- concurrency: two processes approving the same tokens at the same time ---------------------------------
+
+def _race(db, journal, tokens, barrier, results):
+    agent, store = make_agent(journal), ApprovalStore(db)
+    barrier.wait()
+    won = []
+    for t in tokens:
+        try: resolve_approval(agent, store, t); won.append(t)
+        except ApprovalError as e: assert 'already used' in e.message, e.message
+    results.put(won)
+
+
+def test_only_one_process_runs_a_token(home, tmp_path):
+    journal = tmp_path / 'journal'
+    agent, store = make_agent(journal), ApprovalStore()
+    tokens = [hold_one(agent, store, f"line {i}") for i in range(40)]
+    ctx = multiprocessing.get_context('fork')
+    barrier, results = ctx.Barrier(3), ctx.Queue()
+    procs = [ctx.Process(target=_race, args=(store.path, journal, order, barrier, results))
+             for order in (tokens, tokens[::-1], tokens[20:] + tokens[:20])]
+    for p in procs: p.start()
+    won = [results.get(timeout=60) for _ in procs]
+    for p in procs: p.join(30)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    assert sorted(t for w in won for t in w) == sorted(tokens)          # every token won exactly once
+    lines = journal.read_text().splitlines()
+    assert sorted(lines) == sorted(f"line {i}" for i in range(40))      # every action ran exactly once
+    assert all(store.get(t)['state'] == 'used' for t in tokens)
+
+
+# -- restart and a second process: the real command line ------------------------------------------------------
+
+FAKE_APP = textwrap.dedent('''
+    import sys, types
+    sys.path.insert(0, {tests!r})
+    from test_approvals import make_agent
+    from passepartout.approvals import ApprovalStore
+    from passepartout.audit import AuditLog
+    app = types.ModuleType('passepartout.app')
+    def build_agent():
+        agent = make_agent({journal!r})
+        agent.approvals, agent.audit = ApprovalStore(), AuditLog().append
+        return agent
+    app.build_agent = build_agent
+    sys.modules['passepartout.app'] = app
+    from passepartout.cli import main
+    main()
+''')
+
+
+def cli(home, journal, *args):
+    "`passepartout ARGS` in a fresh process, with `build_agent` giving the test's tools (the real app may not exist yet)."
+    code = FAKE_APP.format(tests=os.path.dirname(__file__), journal=str(journal))
+    return subprocess.run([sys.executable, '-c', code, *args], capture_output=True, text=True,
+                          env={**os.environ, 'PASSEPARTOUT_HOME': str(home)}, timeout=60)
+
+
+def test_approve_from_another_process_after_a_restart(home, tmp_path):
+    journal = tmp_path / 'journal'
+    agent, store = make_agent(journal), ApprovalStore()
+    token = hold_one(agent, store, 'hello')
+    other = hold_one(agent, store, 'not this one')
+    store.close(); del agent                                   # the holding process is gone
+    r = cli(home, journal, 'approvals')
+    assert r.returncode == 0 and token in r.stdout and other in r.stdout and "append(line='hello')" in r.stdout
+    r = cli(home, journal, 'approve', token.upper())           # tokens are case-insensitive
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == f"Approved {token}: append(line='hello') output: appended hello"
+    assert journal.read_text() == 'hello\n'
+    r = cli(home, journal, 'approve', token)
+    assert r.returncode == 1 and r.stderr.strip() == f"Error: approval {token} was already used: a token releases its action once"
+    r = cli(home, journal, 'deny', other, '--reason', 'changed my mind')
+    assert r.returncode == 0 and r.stdout.strip() == f"denied {other}: append(line='not this one') will not run"
+    r = cli(home, journal, 'approve', other)
+    assert r.returncode == 1 and 'was denied (changed my mind)' in r.stderr
+    r = cli(home, journal, 'approve', 'nosuchtk')
+    assert r.returncode == 1 and "no approval with token 'nosuchtk'" in r.stderr
+    assert journal.read_text() == 'hello\n'
+    log = AuditLog()
+    kinds = [r['kind'] for r in log.recent(50)]
+    assert kinds.count('approval') == 1 and kinds.count('denial') == 1 and kinds.count('approval-refused') == 3
+    assert log.verify() == (True, [])
+
+
+def test_expired_token(home, tmp_path, monkeypatch):
+    journal = tmp_path / 'journal'
+    monkeypatch.setenv('PASSEPARTOUT_APPROVAL_TTL', '1')
+    agent, store = make_agent(journal), ApprovalStore()
+    token = hold_one(agent, store, 'late')
+    time.sleep(1.1)
+    assert store.get(token)['state'] == 'expired' and store.pending() == []
+    r = cli(home, journal, 'approve', token)
+    assert r.returncode == 1 and f"approval {token} expired" in r.stderr
+    assert not journal.exists()
+
+
+def test_altered_action_or_digest_is_refused(home, tmp_path):
+    journal = tmp_path / 'journal'
+    agent, store = make_agent(journal), ApprovalStore()
+    t1, t2 = hold_one(agent, store, 'safe'), hold_one(agent, store, 'safe too')
+    db = sqlite3.connect(store.path)
+    db.execute("UPDATE approvals SET action = ? WHERE token = ?", (json.dumps(tool_call('append', {'line': 'evil'}).to_dict()), t1))
+    db.execute("UPDATE approvals SET digest = ? WHERE token = ?", ('0' * 64, t2))
+    db.commit(); db.close()
+    for t in (t1, t2):
+        with pytest.raises(ApprovalError, match='changed after it was held'):
+            resolve_approval(agent, store, t)
+        with pytest.raises(ApprovalError, match='changed after it was held'):
+            store.approve(t)
+    assert not journal.exists()
+
+
+def test_owner_only(home, tmp_path):
+    journal = tmp_path / 'journal'
+    agent, store = make_agent(journal), ApprovalStore()
+    token = hold_one(agent, store, 'x')
+    for meta in ({'source': 'telegram'}, {'source': 'chat-message'}, {'source': 'cli', 'owner': False}, {'source': 'signal', 'owner': 'yes'}):
+        assert agent.send(f'approve {token}', **meta).reply == "Only the owner can approve or deny actions."
+        assert agent.send(f'deny {token}', **meta).reply == "Only the owner can approve or deny actions."
+    assert store.get(token)['state'] == 'pending' and not journal.exists()
+    assert agent.send(f'/approve {token}', source='telegram', owner=True).reply == f"Approved {token}: append(line='x') output: appended x"
+    assert journal.read_text() == 'x\n'
+    assert agent.send('approve zzzzzzzz', source='tui').reply.startswith("no approval with token 'zzzzzzzz'")
+
+
+def test_always_learns_a_rule(home, tmp_path, monkeypatch):
+    journal = tmp_path / 'journal'
+    agent, store = make_agent(journal), ApprovalStore()
+    learned = []
+    fake = types.ModuleType('passepartout.builtin_gates')
+    fake.learn_rule = lambda action, decision: learned.append((action, decision)) or f"allow {action.tool} line={action.args['line']}"
+    monkeypatch.setitem(sys.modules, 'passepartout.builtin_gates', fake)
+    token = hold_one(agent, store, 'again')
+    res = resolve_approval(agent, store, token, always=True)
+    assert [(a.digest(), d) for a, d in learned] == [(tool_call('append', {'line': 'again'}).digest(), 'allow')]
+    assert res.rule == 'Remembered: allow append line=again from now on.' and res.rule in res.message
+    monkeypatch.setitem(sys.modules, 'passepartout.builtin_gates', None)    # the module is missing
+    token = hold_one(agent, store, 'once')
+    reply_text = agent.send(f'approve {token} --always').reply
+    assert 'appended once' in reply_text and 'Not remembered' in reply_text and 'learn_rule is missing' in reply_text
+
+
+def test_a_failing_action_is_reported_and_the_token_is_spent(home, tmp_path):
+    journal = tmp_path / 'no-such-dir' / 'journal'
+    agent, store = make_agent(journal), ApprovalStore()
+    token = hold_one(agent, store, 'x')
+    res = resolve_approval(agent, store, token)
+    assert not res.ok and res.error.startswith('FileNotFoundError') and 'failed: FileNotFoundError' in res.message
+    assert store.get(token)['state'] == 'used'
+    r = cli(home, journal, 'approve', hold_one(agent, store, 'y'))
+    assert r.returncode == 1 and 'failed: FileNotFoundError' in r.stdout
+
+
+def test_the_model_hears_the_outcome(home, tmp_path):
+    agent, store = make_agent(tmp_path / 'journal'), ApprovalStore()
+    token = hold_one(agent, store, 'z')
+    agent.send(f'approve {token}')
+    agent.provider.script[:] = [lambda req: reply(req.messages[-2]['content'])]
+    assert agent.send('what happened?').reply == f"[approval {token}] the owner approved append(line='z'): its output: appended z"
