@@ -207,7 +207,7 @@ def _read_capped(response, cap:int, deadline:float):
         if time.monotonic() > deadline: return bytes(body), f'time limit of {FETCH_SECONDS:.0f} s'
     return bytes(body), ''
 
-# %% ../nbs/30_builtin_tools.ipynb #c6b2290a
+# %% ../nbs/30_builtin_tools.ipynb #ed07840a
 def http_fetch(url:str,             # http or https URL
                method:str='GET',    # GET, HEAD, POST, PUT, PATCH or DELETE
                body:str|None=None,  # request body, for POST, PUT and PATCH
@@ -228,7 +228,8 @@ def http_fetch(url:str,             # http or https URL
     head = f"{status} · {ctype} · {len(data)} bytes" + (f" (stopped at the {stopped})" if stopped else '')
     if not data: return head
     if not _TEXTUAL.search(ctype) and b'\0' in data[:8192]: return head + '\n(binary content, not shown)'
-    return head + '\n\n' + data.decode(encoding, 'replace')
+    try: return head + '\n\n' + data.decode(encoding, 'replace')
+    except LookupError: return head + '\n\n' + data.decode('utf-8', 'replace')   # an unknown charset name
 
 # %% ../nbs/30_builtin_tools.ipynb #ecbf976d
 def send_message(channel:str,   # gateway to send through, e.g. telegram or signal

@@ -187,9 +187,17 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == '/hello': self._send(200, 'grüß dich\n'.encode())
         elif self.path == '/big': self._send(200, b'y' * 2_000_000)
         elif self.path == '/redirect': self._send(302, b'', Location='http://127.0.0.1:9/elsewhere')
+        elif self.path == '/oddcharset': self._send(200, b'caf\xc3\xa9', 'text/plain; charset=no-such-charset')
+        elif self.path == '/latin1': self._send(200, b'caf\xe9', 'text/plain; charset=iso-8859-1')
+        elif self.path == '/drip': self._drip()
         elif self.path == '/bin': self._send(200, b'\x00\x01\x02' * 100, 'application/octet-stream')
         else: self._send(404, b'not here')
     do_HEAD = do_GET
+    def _drip(self):
+        self.send_response(200); self.send_header('Content-Type', 'text/plain'); self.end_headers()
+        try:
+            for _ in range(100): self.wfile.write(b'.'); self.wfile.flush(); time.sleep(0.05)
+        except OSError: pass
     def do_POST(self):
         body = self.rfile.read(int(self.headers['Content-Length'] or 0))
         self._send(201, b'got ' + body, 'application/json')
@@ -216,6 +224,19 @@ def test_http_fetch_size_cap(server, ctx, monkeypatch):
     out = http_fetch(f'{server}/big', ctx=ctx)
     assert out.startswith('HTTP 200 OK · text/plain · 1000 bytes (stopped at the size limit of 1000 bytes)')
     assert out.split('\n\n', 1)[1] == 'y' * 1000
+
+
+def test_http_fetch_charsets(server, ctx):
+    assert http_fetch(f'{server}/latin1', ctx=ctx).endswith('\n\ncafé')
+    assert http_fetch(f'{server}/oddcharset', ctx=ctx).endswith('\n\ncafé')
+
+
+def test_http_fetch_overall_time_limit(server, ctx, monkeypatch):
+    from passepartout import builtin_tools
+    monkeypatch.setattr(builtin_tools, 'FETCH_SECONDS', 0.5)
+    t0 = time.monotonic()
+    out = http_fetch(f'{server}/drip', ctx=ctx)   # a server trickling one byte every 50 ms, never idle long enough to time out
+    assert 'stopped at the time limit' in out and time.monotonic() - t0 < 3
 
 
 def test_http_fetch_does_not_follow_redirects(server, ctx):

@@ -195,6 +195,14 @@ def test_output_cap_setting(ws, monkeypatch):
     assert 'truncated' in r.for_model()
 
 
+def test_resource_limits(ws, monkeypatch):
+    monkeypatch.setattr(sandbox, 'MAX_FILE_BYTES', 1 << 20)
+    r = run('ulimit -c; ulimit -Hf; ulimit -f unlimited 2>&1; head -c 3000000 /dev/zero > big; echo rc=$?', ws)
+    lines = r.stdout.splitlines()
+    assert lines[:2] == ['0', '1024'] and 'rc=0' not in r.stdout, r
+    assert (ws / 'big').stat().st_size == 1 << 20
+
+
 def test_cannot_signal_or_see_host_processes(ws):
     r = run(f'kill -0 {os.getpid()} 2>&1; ls /proc | grep -E "^[0-9]+$" | wc -l', ws)
     assert 'No such process' in r.stdout
