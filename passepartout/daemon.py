@@ -406,7 +406,15 @@ def start_command(foreground, port, wait):
     if not daemon_running(): raise click.ClickException(f"the daemon did not start; see {files['log']}")
     click.echo(f"passepartout daemon {proc.pid} listening on {':'.join(map(str, read_address()))}")
 
-# %% ../nbs/51_daemon.ipynb #b696a902
+# %% ../nbs/51_daemon.ipynb #830fe7ba
+def _alive(pid:int) -> bool:
+    "Does process `pid` still run? (a zombie, exited but not yet reaped by its parent, does not)"
+    try: os.kill(pid, 0)
+    except ProcessLookupError: return False
+    except PermissionError: return True
+    try: return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0] != 'Z'
+    except (OSError, IndexError): return True
+
 @daemon_command.command('stop')
 @click.option('--wait', type=float, default=30.0, help='Seconds to wait for the daemon to exit.')
 def stop_command(wait):
@@ -417,8 +425,7 @@ def stop_command(wait):
     except ProcessLookupError: raise click.ClickException(f"no daemon is running (stale pid {pid})") from None
     deadline = time.time() + wait
     while time.time() < deadline:
-        try: os.kill(pid, 0)
-        except ProcessLookupError: return click.echo(f"stopped daemon {pid}")
+        if not _alive(pid): return click.echo(f"stopped daemon {pid}")
         time.sleep(0.05)
     raise click.ClickException(f"daemon {pid} did not exit within {wait} s")
 
