@@ -1,0 +1,106 @@
+"""Fuzz the daemon's wire protocol with hypothesis: random bytes and malformed frames, authenticated or
+not, never crash the server, every bad connection ends, and a well-behaved client keeps being served."""
+import json, socket, time
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from passepartout.daemon import Client, request
+from passepartout.protocol import encode_frame, recv_frame, send_frame
+from _daemon_support import daemon_in_thread, token_of
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                           max_leaves=12)
+
+
+def body_frame(body: bytes) -> bytes: return b'%06x' % len(body) + body
+
+pieces = st.one_of(
+    st.binary(max_size=64),                                                            # raw noise
+    json_values.map(lambda v: body_frame(json.dumps(v).encode())),                     # well framed, any JSON value
+    st.dictionaries(st.sampled_from(['type', 'meta', 'payload', 'depth', 'text']), json_values, max_size=5)
+      .map(lambda d: body_frame(json.dumps(d).encode())),                              # envelope-ish objects
+    st.binary(max_size=40).map(body_frame),                                            # well framed, bytes body
+    st.binary(min_size=6, max_size=6),                                                 # a random header
+    st.tuples(st.integers(0, 5000), st.binary(max_size=50)).map(lambda t: b'%06x' % t[0] + t[1]),  # length lies
+    st.sampled_from([b'ffffff', b'FFFFFF{}', b'-00002{}', b' 0002{}', b'0x0002', b'00002g{}',
+                     b'000004\xff\xfe\xfd\xfc', b'000002[]', b'000004null', b'00000a{"a":"\xed\xa0\x80"}']),
+)
+
+
+@pytest.fixture(scope='module')
+def served(tmp_path_factory):
+    state = tmp_path_factory.mktemp('fuzz-state')
+    with daemon_in_thread(state_dir=state, frame_timeout=0.5, max_frame_bytes=4096) as daemon:
+        with Client(state) as witness:   # a well-behaved client connected the whole time
+            yield daemon, witness
+
+
+def drain(sock, limit=10.0) -> bytes:
+    "Read until the server closes the connection; fail if it never does."
+    sock.settimeout(limit)
+    data, t0 = b'', time.time()
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk: return data
+        data += chunk
+        assert time.time() - t0 < limit, "server kept a broken connection open"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(handshake=st.booleans(), chunks=st.lists(pieces, max_size=6))
+def test_garbage_never_hurts_the_server(served, handshake, chunks):
+    daemon, witness = served
+    s = socket.create_connection(daemon.address, timeout=10)
+    try:
+        if handshake:
+            send_frame(s, {'type': 'REQUEST', 'payload': {'sensor': 'handshake', 'token': token_of(daemon)}})
+            assert recv_frame(s)['payload']['sensor'] == 'handshake'
+        s.sendall(b''.join(chunks))
+        s.shutdown(socket.SHUT_WR)          # the end of stream: the server must answer and close
+        drain(s)
+    finally:
+        s.close()
+    answer = witness.ask(request('still there?', session='witness'))
+    assert answer['turn']['reply'] == 'witness|still there?'
+
+
+def test_slow_client_is_cut_off_while_others_are_served(served):
+    daemon, witness = served
+    s = socket.create_connection(daemon.address, timeout=10)
+    send_frame(s, {'type': 'REQUEST', 'payload': {'sensor': 'handshake', 'token': token_of(daemon)}})
+    recv_frame(s)
+    t0 = time.time()
+    s.sendall(b'00001')                     # a frame started ...
+    for i in range(5):                      # ... and never finished, while the witness is served
+        assert witness.ask(request(str(i), session='witness'))['turn']['reply'] == f'witness|{i}'
+    answer = recv_frame(s)
+    assert 'not completed within 0.5 s' in answer['payload']['text'] and time.time() - t0 < 5
+    assert drain(s) == b''
+    s.close()
+
+
+def test_dribbling_bytes_does_not_extend_the_deadline(served):
+    "One byte every 50 ms keeps the connection busy, but the frame deadline (0.5 s) still applies."
+    import select
+    daemon, witness = served
+    s = socket.create_connection(daemon.address, timeout=10)
+    send_frame(s, {'type': 'REQUEST', 'payload': {'sensor': 'handshake', 'token': token_of(daemon)}})
+    recv_frame(s)
+    frame, t0 = encode_frame(request('x' * 200)), time.time()
+    for b in frame:                         # ~10 s at this pace if nobody stopped us
+        if select.select([s], [], [], 0.05)[0]: break   # the server answered: stop sending
+        s.sendall(bytes([b]))
+    answer = recv_frame(s)
+    assert 'not completed within 0.5 s' in answer['payload']['text'] and time.time() - t0 < 3
+    s.close()
+
+
+def test_many_bad_clients_at_once(served):
+    daemon, witness = served
+    socks = [socket.create_connection(daemon.address, timeout=10) for _ in range(50)]
+    for i, s in enumerate(socks): s.sendall([b'zzzzzz', b'000003{}', b'\xff' * 10, b'00000'][i % 4])
+    assert witness.ask(request('ok', session='witness'))['turn']['reply'] == 'witness|ok'
+    for s in socks: drain(s); s.close()
+    assert daemon.status()['connections'] == 1
