@@ -163,7 +163,7 @@ class Resolution:
         body = f"failed: {self.error}" if self.error else (f"output: {self.output}" if self.output is not None else 'done')
         return f"{head} {body}" + (f"\n{self.rule}" if self.rule else '')
 
-# %% ../nbs/32_approvals.ipynb #95899f09
+# %% ../nbs/32_approvals.ipynb #1e9b5c40
 def _learn(action:Action) -> str:
     "Create an 'always allow' permission rule for `action`; say what happened."
     try: from passepartout.builtin_gates import learn_rule
@@ -171,7 +171,7 @@ def _learn(action:Action) -> str:
         return "Not remembered: this installation has no permission rules (passepartout.builtin_gates.learn_rule is missing)."
     try: rule = learn_rule(action, decision='allow')
     except Exception as e: return f"Not remembered: the permission rule could not be written ({type(e).__name__}: {e})."
-    return f"Remembered: {rule if rule is not None else 'allow this action'} from now on."
+    return f"Remembered: {action!r} is allowed from now on" + (f" (rule added to {rule})." if rule else '.')
 
 # %% ../nbs/32_approvals.ipynb #250c4ffd
 def resolve_approval(agent, store:ApprovalStore, token:str, always:bool=False) -> Resolution:
@@ -193,15 +193,17 @@ def resolve_approval(agent, store:ApprovalStore, token:str, always:bool=False) -
     feedback = act(signal, ctx)
     return _resolution(agent, token, signal, feedback, rule, turn)
 
-# %% ../nbs/32_approvals.ipynb #f905d99d
+# %% ../nbs/32_approvals.ipynb #f5439703
 def _resolution(agent, token:str, signal:Signal, feedback, rule, turn:Turn) -> Resolution:
-    "The outcome of a released action; the model learns it through the session's transcript."
+    "The outcome of a released action; the model learns it where its transcript said the action was held."
     action, result = signal.approved_action, (turn.of('result') or [{}])[-1]
     error = feedback.text if feedback is not None and feedback.sensor == 'tool-error' else result.get('error')
     output = feedback.text if feedback is not None and error is None else None
-    if hasattr(agent, 'transcript'):
-        agent.transcript(signal.session).append({'role': 'user', 'content':
-            f"[approval {token}] the owner approved {action!r}: " + (f"it failed: {error}" if error else f"its output: {output}")})
+    held = f"held for human approval (token {token})"
+    for msg in reversed(getattr(agent, 'transcripts', {}).get(signal.session, [])):
+        if msg.get('role') == 'tool' and msg.get('content') == held:
+            msg['content'], msg['is_error'] = f"approved by the owner (token {token}): " + (error or output or '(no output)'), error is not None
+            break
     return Resolution(token, action, output, error, rule, turn)
 
 # %% ../nbs/32_approvals.ipynb #50aaef2c

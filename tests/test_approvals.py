@@ -182,7 +182,8 @@ def test_always_learns_a_rule(home, tmp_path, monkeypatch):
     token = hold_one(agent, store, 'again')
     res = resolve_approval(agent, store, token, always=True)
     assert [(a.digest(), d) for a, d in learned] == [(tool_call('append', {'line': 'again'}).digest(), 'allow')]
-    assert res.rule == 'Remembered: allow append line=again from now on.' and res.rule in res.message
+    assert res.rule == "Remembered: append(line='again') is allowed from now on (rule added to allow append line=again)."
+    assert res.rule in res.message
     monkeypatch.setitem(sys.modules, 'passepartout.builtin_gates', None)    # the module is missing
     token = hold_one(agent, store, 'once')
     reply_text = agent.send(f'approve {token} --always').reply
@@ -204,5 +205,6 @@ def test_the_model_hears_the_outcome(home, tmp_path):
     agent, store = make_agent(tmp_path / 'journal'), ApprovalStore()
     token = hold_one(agent, store, 'z')
     agent.send(f'approve {token}')
-    agent.provider.script[:] = [lambda req: reply(req.messages[-2]['content'])]
-    assert agent.send('what happened?').reply == f"[approval {token}] the owner approved append(line='z'): its output: appended z"
+    agent.provider.script[:] = [lambda req: reply(json.dumps([m for m in req.messages if m['role'] == 'tool']))]
+    tool_messages = json.loads(agent.send('what happened?').reply)
+    assert [(m['content'], m['is_error']) for m in tool_messages] == [(f"approved by the owner (token {token}): appended z", False)]
