@@ -76,16 +76,24 @@ def _workspace(workspace) -> Path:
     if ws == Path('/'): raise ValueError("the workspace cannot be the root directory")
     return ws
 
-# %% ../nbs/31_sandbox.ipynb #997f39c7
+# %% ../nbs/31_sandbox.ipynb #3604ef8a
+@functools.cache
+def _no_nested_userns(bwrap:str) -> tuple:
+    "`--unshare-user --disable-userns` when this bubblewrap supports them, else nothing."
+    try: usage = subprocess.run([bwrap, '--help'], capture_output=True, text=True, timeout=5, env={}).stdout
+    except (OSError, subprocess.SubprocessError): return ()
+    return ('--unshare-user', '--disable-userns') if '--disable-userns' in usage else ()
+
+# %% ../nbs/31_sandbox.ipynb #b66df800
 def bwrap_args(workspace:Path,      # the only writable directory; also the working directory
                network:bool=False,  # share the host's network
                env:dict|None=None,  # environment to scrub (default: os.environ)
                bwrap:str='bwrap') -> list: # the bubblewrap executable
     "The bubblewrap command line that confines a command to `workspace`."
     ws = _workspace(workspace)
-    args = [bwrap, '--unshare-all', *([] if not network else ['--share-net']), '--cap-drop', 'ALL',
-            '--die-with-parent', '--new-session', *_system_binds(),
-            '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--dir', SANDBOX_HOME,
+    args = [bwrap, '--unshare-all', *([] if not network else ['--share-net']), *_no_nested_userns(bwrap),
+            '--cap-drop', 'ALL', '--die-with-parent', '--new-session', *_system_binds(),
+            '--proc', '/proc', '--ro-bind', '/proc/sys', '/proc/sys', '--dev', '/dev', '--tmpfs', '/tmp', '--dir', SANDBOX_HOME,
             '--bind', str(ws), str(ws), *_masks(ws), '--remount-ro', '/', '--chdir', str(ws), '--clearenv']
     for k, v in scrubbed_env(env).items(): args += ['--setenv', k, v]
     return args

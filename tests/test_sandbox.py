@@ -42,6 +42,20 @@ def test_kernel_settings_are_the_sandbox_own(ws):
     assert Path('/proc/sys/kernel/hostname').read_text() == before
 
 
+def test_global_kernel_settings_are_read_only(ws):
+    # as root, a writable /proc/sys/kernel/core_pattern is a host escape: writing back the same value must fail
+    before = Path('/proc/sys/kernel/core_pattern').read_text()
+    r = run('v=$(cat /proc/sys/kernel/core_pattern); printf "%s" "$v" > /proc/sys/kernel/core_pattern; echo rc=$?', ws)
+    assert 'rc=1' in r.stdout and 'Read-only file system' in r.stderr, r
+    assert Path('/proc/sys/kernel/core_pattern').read_text() == before
+
+
+def test_no_nested_user_namespaces(ws):
+    if '--disable-userns' not in sandbox._no_nested_userns(sandbox.shutil.which('bwrap')): pytest.skip('bubblewrap < 0.8')
+    r = run('unshare -Ur true 2>&1; echo rc=$?; unshare -Urm mount -o remount,rw /usr 2>&1; touch /usr/pp-evil 2>&1', ws)
+    assert 'rc=0' not in r.stdout and not Path('/usr/pp-evil').exists(), r
+
+
 def test_tmp_is_private_and_not_persistent(ws, tmp_path):
     marker = f'/tmp/pp-{uuid.uuid4().hex}'
     assert run(f'echo x > {marker} && cat {marker}', ws).stdout == 'x\n'
