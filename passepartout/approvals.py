@@ -67,12 +67,12 @@ def hold(self:ApprovalStore, action:Action, decision, ctx) -> str:
 
 ApprovalStore.hold = hold
 
-# %% ../nbs/32_approvals.ipynb #41a01741
+# %% ../nbs/32_approvals.ipynb #f2f1618e
 _COLUMNS = ('token', 'digest', 'action', 'reasons', 'meta', 'created', 'expires', 'state', 'decided', 'note', 'always')
 
 def get(self:ApprovalStore, token:str) -> dict|None:
     "The record of `token` (state `expired` once past its time), or None."
-    row = self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM approvals WHERE token = ?", (token.strip().lower(),)).fetchone()
+    with self.lock: row = self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM approvals WHERE token = ?", (token.strip().lower(),)).fetchone()
     if row is None: return None
     r = dict(zip(_COLUMNS, row))
     r['reasons'], r['meta'] = json.loads(r['reasons']), json.loads(r['meta'])
@@ -81,7 +81,7 @@ def get(self:ApprovalStore, token:str) -> dict|None:
 
 def pending(self:ApprovalStore) -> list:
     "The records still waiting for a decision, oldest first."
-    rows = self.db.execute("SELECT token FROM approvals WHERE state = 'pending' AND expires > ? ORDER BY created", (time.time(),)).fetchall()
+    with self.lock: rows = self.db.execute("SELECT token FROM approvals WHERE state = 'pending' AND expires > ? ORDER BY created", (time.time(),)).fetchall()
     return [r for (t,) in rows if (r := self.get(t)) is not None]
 
 ApprovalStore.get, ApprovalStore.pending = get, pending
