@@ -29,11 +29,11 @@ def scrubbed_env(env:dict|None=None) -> dict:
     kept = {k: v for k, v in env.items() if k in ENV_ALLOW and not SECRET_NAME.search(k)}
     return {**kept, 'PATH': SANDBOX_PATH, 'HOME': SANDBOX_HOME, 'TERM': kept.get('TERM', 'dumb'), 'LANG': kept.get('LANG', 'C.UTF-8')}
 
-# %% ../nbs/31_sandbox.ipynb #37099313
+# %% ../nbs/31_sandbox.ipynb #24947c70
 ETC_ALLOW = ('passwd', 'group', 'hosts', 'host.conf', 'nsswitch.conf', 'resolv.conf', 'gai.conf', 'services',
              'protocols', 'localtime', 'timezone', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'alternatives',
              'ssl', 'ca-certificates', 'ca-certificates.conf', 'mime.types', 'magic', 'os-release',
-             'debian_version', 'lsb-release', 'inputrc', 'bash.bashrc', 'profile', 'locale.alias', 'gitconfig')
+             'debian_version', 'lsb-release', 'inputrc', 'bash.bashrc', 'profile', 'locale.alias')
 MASKED = ('.ssh', '.gnupg', '.aws', '.azure', '.kube', '.docker', '.password-store', '.config/gcloud',
           '.config/gh', '.local/share/keyrings')
 
