@@ -8,6 +8,14 @@ Docs: https://passepartout-agent.github.io/passepartout/shell_gate.html.md"""
 __all__ = ['SHELL_GATE_PRIORITY', 'MAX_COMMAND_BYTES', 'MAX_NESTING', 'MAX_TREE_DEPTH', 'bash_parser', 'Finding', 'Command',
            'ShellAnalysis', 'analyse', 'shell_verdict', 'shell_gate']
 
+# %% ../nbs/21_shell_gate.ipynb #a4514d9a
+import re, posixpath, codecs, shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from . import config
+from .gates import Verdict, allow, ask, deny
+from .signals import Action, Context
+
 # %% ../nbs/21_shell_gate.ipynb #f28702c9
 SHELL_GATE_PRIORITY = 60
 MAX_COMMAND_BYTES = 64 * 1024   # longer inputs are denied unread

@@ -1,0 +1,77 @@
+"""The shell gate measured on the shared corpora (/work/shared/corpora/shell, see its README).
+
+Targets: no dangerous item allowed unattended; >= 95% of benign_readonly allowed; no benign_mutating
+item denied. Counts per decision and the median time per command are printed (run with -s to see them).
+"""
+import json, os, statistics, time
+from collections import Counter
+from pathlib import Path
+import pytest
+from passepartout.shell_gate import analyse, shell_verdict
+
+CORPORA = Path(os.environ.get('PASSEPARTOUT_SHELL_CORPORA', '/work/shared/corpora/shell'))
+WORKSPACE = Path('/work/proj')      # a fixed workspace so results do not depend on where tests run
+pytestmark = pytest.mark.skipif(not (CORPORA / 'dangerous.jsonl').exists(), reason=f"corpora not found at {CORPORA}")
+
+
+def _load(name):
+    return [json.loads(line) for line in (CORPORA / f'{name}.jsonl').read_text().splitlines() if line.strip()]
+
+
+def _judge(name):
+    "Every item's decision, with the counts printed."
+    items = _load(name)
+    decisions = [(it, analyse(it['command'], WORKSPACE)) for it in items]
+    counts = Counter(a.decision for _, a in decisions)
+    print(f"\n{name}: {len(items)} items, {dict(sorted(counts.items()))}")
+    return decisions, counts
+
+
+def _listing(failures):
+    return '\n'.join(f"  {it['id']}: {a.decision} {it['command'][:120]!r} {a.reasons[:2]}" for it, a in failures[:40])
+
+
+def test_no_dangerous_item_is_allowed():
+    decisions, counts = _judge('dangerous')
+    allowed = [(it, a) for it, a in decisions if a.decision == 'allow']
+    assert not allowed, f"{len(allowed)} dangerous items allowed unattended:\n{_listing(allowed)}"
+    assert counts['deny'] + counts['ask'] == len(decisions)
+
+
+def test_readonly_items_are_mostly_allowed():
+    decisions, counts = _judge('benign_readonly')
+    held = [(it, a) for it, a in decisions if a.decision != 'allow']
+    rate = counts['allow'] / len(decisions)
+    print(f"benign_readonly allowed: {rate:.1%}")
+    assert rate >= 0.95, f"only {rate:.1%} of read-only items allowed; held:\n{_listing(held)}"
+    denied = [(it, a) for it, a in decisions if a.decision == 'deny']
+    assert not denied, f"read-only items denied:\n{_listing(denied)}"
+
+
+def test_no_mutating_item_is_denied():
+    decisions, counts = _judge('benign_mutating')
+    denied = [(it, a) for it, a in decisions if a.decision == 'deny']
+    assert not denied, f"{len(denied)} ordinary mutating items denied:\n{_listing(denied)}"
+
+
+def test_verdicts_agree_with_analysis_and_name_the_command():
+    "shell_verdict is the analysis as a gate Verdict; ask and deny reasons quote a command."
+    for name in ('dangerous', 'benign_mutating'):
+        for it in _load(name)[::25]:
+            v = shell_verdict(it['command'], WORKSPACE)
+            assert v.decision == analyse(it['command'], WORKSPACE).decision
+            assert v.decision == 'allow' or ('`' in v.reason and v.reason), (it['id'], v)
+
+
+def test_timing_is_reported():
+    "Median time per command over all corpora (a print, not an assertion: machines here are shared)."
+    commands = [it['command'] for name in ('dangerous', 'benign_readonly', 'benign_mutating') for it in _load(name)]
+    shell_verdict('ls', WORKSPACE)                 # build the parser outside the measurement
+    runs = []
+    for _ in range(3):
+        times = []
+        for c in commands:
+            t0 = time.perf_counter_ns(); shell_verdict(c, WORKSPACE); times.append(time.perf_counter_ns() - t0)
+        runs.append(statistics.median(times) / 1000)
+    print(f"\nshell_verdict median over {len(commands)} commands: {min(runs):.1f} µs (runs: {', '.join(f'{r:.1f}' for r in runs)})")
+    assert runs
