@@ -36,7 +36,7 @@ def ensure_dirs(p:Paths|None=None) -> Paths:
     for d in (p.config, p.data, p.state): d.mkdir(parents=True, exist_ok=True, mode=0o700)
     return p
 
-# %% ../nbs/09_config.ipynb #3232219f
+# %% ../nbs/09_config.ipynb #95816568
 SETTINGS = {
     # name: (default, type, documentation)
     'PASSEPARTOUT_HOME': ('', str, "Directory holding config/, data/ and state/ (default: XDG directories)."),
@@ -62,6 +62,7 @@ SETTINGS = {
     'PASSEPARTOUT_NETWORK_ALLOW': ('', str, "Hosts (comma-separated, `*.example.org` allowed) that http_fetch may reach without asking."),
     'PASSEPARTOUT_SHELL_NETWORK': (0, int, "1: give sandboxed shell commands network access."),
     'PASSEPARTOUT_APPROVAL_TTL': (3600, int, "Seconds an approval token stays valid."),
+    'PASSEPARTOUT_VAULT_KEY_FILE': ('', str, "Key file of the vault (default: $config/vault.key); keep it apart from the data directory."),
     'PASSEPARTOUT_HEARTBEAT_INTERVAL': (60.0, float, "Seconds between heartbeat signals."),
     'PASSEPARTOUT_AUTOSAVE_INTERVAL': (300.0, float, "Seconds between automatic memory snapshots."),
     'PASSEPARTOUT_DAEMON_PORT': (7717, int, "Loopback TCP port of the daemon (0: any free port)."),

@@ -27,10 +27,10 @@ def handle(name:str) -> str:
     "The text that stands for secret `name`."
     return '{{vault:' + name + '}}'
 
-# %% ../nbs/22_vault.ipynb #4375df63
+# %% ../nbs/22_vault.ipynb #d49791d6
 def key_file(key_path=None) -> Path:
     "Where the vault key lives: `key_path`, else PASSEPARTOUT_VAULT_KEY_FILE, else `$config/vault.key`."
-    return Path(key_path or os.environ.get('PASSEPARTOUT_VAULT_KEY_FILE') or config.paths().config / 'vault.key').expanduser()
+    return Path(key_path or config.setting('PASSEPARTOUT_VAULT_KEY_FILE') or config.paths().config / 'vault.key').expanduser()
 
 def _write_private(path:Path, data:bytes):
     "Write `data` to `path` atomically, readable by the owner only."
