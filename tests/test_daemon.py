@@ -263,6 +263,7 @@ def test_cli_start_background_send_stop(tmp_path):
         assert again.returncode == 1 and 'already running' in again.stderr
         st = json.loads(subprocess.run(CLI + ['daemon', 'status', '--json'], capture_output=True, text=True, env=env).stdout)
         assert st['running']
+        assert 'doctor: ' in (state / 'daemon.log').read_text()   # the doctor ran at start (and did not stop it)
         turn = client_send('hello', state_dir=state, timeout=60)
         assert isinstance(turn, dict) and {'reply', 'replies', 'events'} <= set(turn)
     finally:
