@@ -1093,7 +1093,7 @@ _KNOWN_NAMES = _READONLY | _SHELLS | _DOWNLOADERS | _NETWORK | _DISK_TOOLS | _PO
 printf test eval exec source alias unalias export set unset command builtin type which kill trap read wait exit return
 python python3 perl ruby node npm pip pip3 make chmod chown mkdir touch find xargs sed awk grep tar ssh curl wget'''.split())
 
-# %% ../nbs/21_shell_gate.ipynb #001326c4
+# %% ../nbs/21_shell_gate.ipynb #1e5738ba
 _RESOLVED = {}
 def _resolve_workspace(workspace) -> str|None:
     "The workspace as an absolute path string (cached; `/` counts as none)."
@@ -1117,7 +1117,8 @@ def analyse(command:str, workspace=None) -> ShellAnalysis:
     elif not command.strip(): st.deny('', "the command is empty")
     else:
         st.source = command
-        _analyse_into(command, st)
+        try: _analyse_into(command, st)
+        except RecursionError: st.deny(command[:40], "the command nests too deeply to check")
         if not st.parsed: st.ask(command, "bash's grammar does not parse this cleanly, so it cannot be checked reliably")
     return ShellAnalysis(command if isinstance(command, str) else repr(command), st.commands, st.findings, st.parsed)
 
