@@ -299,7 +299,7 @@ def load_selector(spec:str):
     if not callable(fn): raise ValueError(f"PASSEPARTOUT_MODEL_SELECTOR={spec!r} is not a function")
     return fn
 
-# %% ../nbs/11_cascade.ipynb #a74760d0
+# %% ../nbs/11_cascade.ipynb #48b1c18c
 def provider_from_env(env=None):
     "The provider the configuration asks for: a Cascade (or Consensus, or a Recorder around one), with `.budget`."
     env = os.environ if env is None else env
@@ -310,7 +310,7 @@ def provider_from_env(env=None):
     common = dict(retry_after_max=s('PASSEPARTOUT_RETRY_AFTER_MAX'), selector=load_selector(s('PASSEPARTOUT_MODEL_SELECTOR')), budget=budget, prices=prices)
     n = s('PASSEPARTOUT_CONSENSUS')
     if n > len(members): raise ValueError(f"PASSEPARTOUT_CONSENSUS={n} but only {len(members)} providers are configured")
-    provider = Consensus([Cascade([m], **common) for m in members[:n]], budget=budget) if n > 1 else Cascade(members, **common)
+    provider = Consensus([Cascade([m], name=m.name, **common) for m in members[:n]], budget=budget) if n > 1 else Cascade(members, **common)
     if s('PASSEPARTOUT_RECORD_FILE'):
         from passepartout.replay import Recorder
         provider = Recorder(provider, s('PASSEPARTOUT_RECORD_FILE'), env=env)
