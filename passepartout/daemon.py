@@ -196,7 +196,7 @@ def enqueue(self:Daemon, signal, conn:Connection|None=None, reply_meta:dict|None
 
 Daemon._dispatch, Daemon.enqueue = _dispatch, enqueue
 
-# %% ../nbs/51_daemon.ipynb #a7ef08db
+# %% ../nbs/51_daemon.ipynb #9fb1d760
 def _run_batch(self:Daemon, batch:list) -> list:
     "Run a session's queued signals one after another (in a pool thread); a failure is one error reply."
     out = []
@@ -212,10 +212,10 @@ async def _work(self:Daemon, session:str):
         while queue:
             batch = queue[:64]; del queue[:64]
             replies = await loop.run_in_executor(self.pool, self._run_batch, batch)
+            self.replies += len(batch)
             for (_, conn, _), reply_frame in zip(batch, replies):
                 if conn is not None: conn.send(reply_frame)
                 elif reply_frame['payload']['sensor'] == 'error': self.agent.syslog.log('ERROR', reply_frame['payload']['text'])
-            self.replies += len(batch)
     finally:
         del self.workers[session]
         if not queue: self.queues.pop(session, None)
