@@ -9,12 +9,12 @@ __all__ = ['log', 'VALIDATOR_PRIORITY', 'BUDGET_PRIORITY', 'POLICY_PRIORITY', 'S
            'SECRETS_PRIORITY', 'NETWORK_PRIORITY', 'PERMISSIONS_PRIORITY', 'DEFAULT_SHELL_PRIORITY', 'SANDBOX_PRIORITY',
            'PROVENANCE_PRIORITY', 'RULE_KEYS', 'FILE_TOOLS', 'WRITE_TOOLS', 'MAX_PATH_BYTES', 'MAX_NAME_BYTES',
            'METADATA_HOSTS', 'SECRET_PATTERNS', 'SENSITIVE_ARGS', 'PROTECTED_NAMES', 'tool_of', 'tool_effect',
-           'side_effecting', 'workspace_of', 'inside', 'resolve_path', 'schema_error', 'validator_gate', 'policy_gate',
-           'PermissionsError', 'permissions_file', 'Rule', 'load_rules', 'permission_rule', 'permissions_gate',
-           'allowed_by_rule', 'learn_rule', 'path_problem', 'paths_gate', 'network_allowlist', 'url_verdict',
-           'network_gate', 'secrets_gate', 'values_in', 'SessionValues', 'session_values', 'provenance_gate',
-           'protected_places', 'protected', 'self_protection_gate', 'budget_gate', 'sandbox_ready', 'sandbox_gate',
-           'ask_every_shell_command', 'default_gates']
+           'side_effecting', 'workspace_of', 'inside', 'resolve_path', 'resolve_for', 'schema_error', 'validator_gate',
+           'policy_gate', 'PermissionsError', 'permissions_file', 'Rule', 'load_rules', 'permission_rule',
+           'permissions_gate', 'allowed_by_rule', 'learn_rule', 'path_problem', 'paths_gate', 'network_allowlist',
+           'url_verdict', 'network_gate', 'secrets_gate', 'values_in', 'SessionValues', 'session_values',
+           'provenance_gate', 'protected_places', 'protected', 'self_protection_gate', 'budget_gate', 'sandbox_ready',
+           'sandbox_gate', 'ask_every_shell_command', 'default_gates']
 
 # %% ../nbs/20_builtin_gates.ipynb #7fa03e92
 import os, re, json, time, stat, socket, logging, fnmatch, ipaddress
@@ -49,16 +49,17 @@ def side_effecting(action:Action, ctx:Context) -> bool:
     "Does the action change anything: a shell command, or a tool whose effect is not read-only?"
     return action.kind == 'tool' and (action.tool == 'shell' or tool_effect(action, ctx) != 'read-only')
 
-# %% ../nbs/20_builtin_gates.ipynb #371b243f
+# %% ../nbs/20_builtin_gates.ipynb #9ba98e92
 _workspaces = {}
 
 def workspace_of(ctx:Context) -> str:
     "Real path of the workspace: the agent's `workspace` if set, else `config.workspace()`."
     raw = getattr(getattr(ctx, 'agent', None), 'workspace', None)
-    key = (str(raw) if raw else None, os.environ.get('PASSEPARTOUT_WORKSPACE'), os.getcwd())
+    raw = str(raw) if raw else None
+    key = raw if raw and raw[0] == os.sep else (raw, os.environ.get('PASSEPARTOUT_WORKSPACE'), os.getcwd())
     ws = _workspaces.get(key)
     if ws is None:
-        ws = os.path.realpath(os.path.expanduser(str(raw))) if raw else os.path.realpath(config.workspace())
+        ws = os.path.realpath(os.path.expanduser(raw)) if raw else os.path.realpath(config.workspace())
         if len(_workspaces) > 64: _workspaces.clear()
         _workspaces[key] = ws
     return ws
@@ -81,6 +82,18 @@ def resolve_path(path:str, base:str) -> str:
         except OSError: is_link = False
         cur = os.path.realpath(nxt) if is_link else nxt
     return cur
+
+# %% ../nbs/20_builtin_gates.ipynb #004b425a
+_recent = (None, None, None, None, 0)   # action, path, workspace, real path, when (ns)
+
+def resolve_for(action:Action, path:str, ws:str) -> str:
+    "`resolve_path(path, ws)`, shared by the gates judging the same `action` within a millisecond."
+    a, p, w, real, when = _recent
+    now = time.monotonic_ns()
+    if a is action and p == path and w == ws and now - when < 1_000_000: return real
+    real = resolve_path(path, ws)
+    globals()['_recent'] = (action, path, ws, real, now)
+    return real
 
 # %% ../nbs/20_builtin_gates.ipynb #e5a54543
 def _is_type(value, t:str) -> bool:
@@ -129,7 +142,7 @@ def _object_error(value:dict, schema:dict, where:str) -> str|None:
         if e: return e
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #486f79a8
+# %% ../nbs/20_builtin_gates.ipynb #897091e0
 def validator_gate(action:Action, ctx:Context) -> Verdict|None:
     "The action is well formed: a reply with text to a known actuator, or a known tool with arguments matching its schema."
     if action.kind == 'reply': return _reply_error(action, ctx)
@@ -141,8 +154,32 @@ def validator_gate(action:Action, ctx:Context) -> Verdict|None:
     t = getattr(tools, 'by_name', {}).get(action.tool) if isinstance(action.tool, str) else None
     if t is None: return deny(f"there is no tool named {action.tool!r}; the tools are: {', '.join(sorted(tools.by_name)) or 'none'}")
     if not isinstance(action.args, dict): return deny(f"the arguments must be an object, not {_json_name(action.args)}")
+    if _surely_valid(action.args, t.schema): return None
     e = schema_error(action.args, t.schema)
     return deny(f"{action.tool}: {e}") if e else None
+
+# %% ../nbs/20_builtin_gates.ipynb #69866b52
+_PY_TYPES = {'string': (str,), 'integer': (int,), 'number': (int,), 'boolean': (bool,), 'array': (list,), 'object': (dict,)}
+_plans = {}
+
+def _plan(schema:dict):
+    "`(required, {name: exact Python types})` for a flat object schema of plain types, else None."
+    if schema.get('type') != 'object' or schema.get('additionalProperties') is not False: return None
+    types = {}
+    for k, p in (schema.get('properties') or {}).items():
+        if not isinstance(p, dict) or set(p) - {'type', 'description', 'default'} or p.get('type') not in _PY_TYPES: return None
+        types[k] = _PY_TYPES[p['type']]
+    return tuple(schema.get('required', ())), types
+
+def _surely_valid(args:dict, schema:dict) -> bool:
+    "True when `args` certainly matches `schema`; False means: let `schema_error` decide."
+    hit = _plans.get(id(schema))
+    if hit is None or hit[0] is not schema:
+        if len(_plans) > 1024: _plans.clear()
+        hit = _plans[id(schema)] = (schema, _plan(schema))
+    if hit[1] is None: return False
+    required, types = hit[1]
+    return all(k in args for k in required) and all(type(v) in types.get(k, ()) for k, v in args.items())
 
 # %% ../nbs/20_builtin_gates.ipynb #8060df1e
 def _reply_error(action:Action, ctx:Context) -> Verdict|None:
@@ -171,16 +208,25 @@ def policy_gate(action:Action, ctx:Context) -> Verdict|None:
         held = held or ask(f"mandate {name}: {v.reason}")
     return held
 
-# %% ../nbs/20_builtin_gates.ipynb #9bbeddfa
+# %% ../nbs/20_builtin_gates.ipynb #684d5a97
 class PermissionsError(ValueError):
     "The permissions file cannot be used."
 
 RULE_KEYS = {'tool', 'match', 'args', 'decision', 'note'}
 _COMPOUND = re.compile(r"[;&|<>`\n\r]|\$\(")
 
+_permission_paths = {}
+
 def permissions_file(config_dir=None) -> Path:
     "`$config/permissions.toml` (or in `config_dir`)."
-    return Path(config_dir or config.paths().config) / 'permissions.toml'
+    if config_dir: return Path(config_dir) / 'permissions.toml'
+    env = os.environ
+    key = (env.get('PASSEPARTOUT_HOME'), env.get('XDG_CONFIG_HOME'), env.get('HOME'))
+    path = _permission_paths.get(key)
+    if path is None:
+        if len(_permission_paths) > 64: _permission_paths.clear()
+        path = _permission_paths[key] = config.paths().config / 'permissions.toml'
+    return path
 
 # %% ../nbs/20_builtin_gates.ipynb #4a7b7ffa
 class Rule:
@@ -219,16 +265,26 @@ def _check_rule(i:int, d) -> dict:
     if 'args' in d and not isinstance(d['args'], dict): raise PermissionsError(f"{where}: `args` must be a table")
     return d
 
-# %% ../nbs/20_builtin_gates.ipynb #53059e7a
-_rules_cache = {}
+# %% ../nbs/20_builtin_gates.ipynb #4b4e4b38
+_rules_cache = {}   # path: (stamp, rules), or (None, directory mtime) while the file is missing
+
+def _still_missing(path, dir_mtime_ns:int) -> bool:
+    "Is a file seen missing still missing? Its directory has not changed (and not within the last second)."
+    try: mtime = os.stat(os.path.dirname(path)).st_mtime_ns
+    except OSError: return False
+    return mtime == dir_mtime_ns and time.time_ns() - mtime > 1_000_000_000
 
 def load_rules(path:Path) -> list:
     "The rules in `path` (none if it is missing), re-read only when the file changes."
+    hit = _rules_cache.get(str(path))
+    if hit is not None and hit[0] is None and _still_missing(path, hit[1]): return []
     try: st = os.stat(path)
-    except FileNotFoundError: return []
+    except FileNotFoundError:
+        try: _rules_cache[str(path)] = (None, os.stat(os.path.dirname(path)).st_mtime_ns)
+        except OSError: pass
+        return []
     except OSError as e: raise PermissionsError(f"cannot read {path}: {e}") from None
     stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
-    hit = _rules_cache.get(str(path))
     if hit is not None and hit[0] == stamp: return hit[1]
     import tomllib
     try: data = tomllib.loads(Path(path).read_text(encoding='utf-8'))
@@ -313,7 +369,7 @@ def path_problem(path) -> str|None:
     if len(raw) > MAX_NAME_BYTES and any(len(c) > MAX_NAME_BYTES for c in raw.split(b'/')): return f"has a name longer than {MAX_NAME_BYTES} bytes"
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #a5e0b981
+# %% ../nbs/20_builtin_gates.ipynb #38c29c79
 def paths_gate(action:Action, ctx:Context) -> Verdict|None:
     "File tools stay inside the real workspace, for reading as for writing."
     key = FILE_TOOLS.get(action.tool) if action.kind == 'tool' else None
@@ -321,7 +377,7 @@ def paths_gate(action:Action, ctx:Context) -> Verdict|None:
     path = action.args.get(key, '.')
     if (why := path_problem(path)): return deny(f"{action.tool}: the {key} {why}")
     ws = workspace_of(ctx)
-    real = resolve_path(path, ws)
+    real = resolve_for(action, path, ws)
     if not inside(real, ws): return deny(f"{action.tool}: {path!r} is {real}, outside the workspace {ws}")
     glob = action.args.get('glob')
     if action.tool == 'search_files' and glob is not None and (
@@ -347,9 +403,10 @@ def network_allowlist(raw:str|None=None) -> tuple:
         _allow_cache[raw] = tuple(hosts)
     return _allow_cache[raw]
 
-# %% ../nbs/20_builtin_gates.ipynb #dc2e11b6
+# %% ../nbs/20_builtin_gates.ipynb #266bfac5
 def _ip(host:str):
     "The IP address `host` denotes (also in the shorthand forms libc accepts: `0x7f.1`, `2130706433`), or None."
+    if not (host[:1].isdigit() or ':' in host): return None
     try: return ipaddress.ip_address(host)
     except ValueError: pass
     if re.fullmatch(r'[0-9a-fx.]+', host) and re.search(r'\d', host):
@@ -387,7 +444,7 @@ def network_gate(action:Action, ctx:Context) -> Verdict|None:
     if action.kind != 'tool' or action.tool != 'http_fetch': return None
     return url_verdict(action.args.get('url'))
 
-# %% ../nbs/20_builtin_gates.ipynb #925941a4
+# %% ../nbs/20_builtin_gates.ipynb #88d11c2c
 SECRET_PATTERNS = {
     'a private key': r'-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----',
     'an AWS access key': r'\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b',
@@ -399,11 +456,18 @@ SECRET_PATTERNS = {
 }
 _SECRET = re.compile('|'.join(f"(?P<s{i}>{p})" for i, p in enumerate(SECRET_PATTERNS.values())))
 _SECRET_NAMES = list(SECRET_PATTERNS)
+_SECRET_MARKS = ('PRIVATE KEY', 'AKIA', 'ASIA', 'ABIA', 'ACCA', 'sk-', 'ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_', 'github_pat_', 'xox', 'AIza', 'k_live_')
 
-# %% ../nbs/20_builtin_gates.ipynb #87a27f7b
+def _secret_in(s:str):
+    "The first secret-looking match in `s`, or None; a literal prefilter skips the regex for ordinary text."
+    for mark in _SECRET_MARKS:
+        if mark in s: return _SECRET.search(s)
+    return None
+
+# %% ../nbs/20_builtin_gates.ipynb #cb337460
 def _strings(value, where:str):
     "Every string inside `value` with where it sits."
-    if isinstance(value, str): yield where, value
+    if type(value) is str: yield where, value
     elif isinstance(value, dict):
         for k, v in value.items(): yield from _strings(v, f"{where}.{k}")
     elif isinstance(value, (list, tuple)):
@@ -413,7 +477,7 @@ def secrets_gate(action:Action, ctx:Context) -> Verdict|None:
     "Refuse actions that carry a secret's value; the model must use a vault handle `{{vault:NAME}}`."
     fields = _strings(action.args, 'args') if action.kind == 'tool' else (('text', action.text or ''),)
     for where, s in (*fields, ('explanation', action.explanation or '')):
-        if (m := _SECRET.search(s)):
+        if (m := _secret_in(s)):
             what = _SECRET_NAMES[int(m.lastgroup[1:])]
             return deny(f"{where} holds what looks like {what} ({m.group()[:6]}…): refer to secrets by vault handle, e.g. {{{{vault:NAME}}}}, never by value")
     return None
@@ -516,13 +580,14 @@ def provenance_gate(action:Action, ctx:Context) -> Verdict|None:
             return ask(f"{key} {s[:80]!r} was written in {where}, not by you: check it before it is used")
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #66cf272e
+# %% ../nbs/20_builtin_gates.ipynb #825e2259
 _protected_cache = {}
 
 def protected_places() -> tuple:
     "`(real path, what it is, readable)` for the agent's own directories, key file and package, most specific first."
     env = os.environ
-    key = tuple(env.get(k) for k in ('PASSEPARTOUT_HOME', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME', 'XDG_STATE_HOME', 'HOME', 'PASSEPARTOUT_VAULT_KEY_FILE'))
+    key = (env.get('PASSEPARTOUT_HOME'), env.get('PASSEPARTOUT_VAULT_KEY_FILE'))
+    if not key[0]: key += tuple(env.get(k) for k in ('XDG_CONFIG_HOME', 'XDG_DATA_HOME', 'XDG_STATE_HOME', 'HOME'))
     if key not in _protected_cache:
         import passepartout
         p, real = config.paths(), lambda x: os.path.realpath(os.path.expanduser(str(x)))
@@ -537,14 +602,14 @@ def protected(real:str, writing:bool=True) -> str|None:
     "What protected place the real path `real` is in (for writing, or for reading), or None."
     return next((what for root, what, readable in protected_places() if (writing or not readable) and inside(real, root)), None)
 
-# %% ../nbs/20_builtin_gates.ipynb #8c06399d
+# %% ../nbs/20_builtin_gates.ipynb #f8e08561
 _WORD_SPLIT = re.compile(r"[\s;&|()<>`=,:{}]+")
 PROTECTED_NAMES = {'permissions.toml': 'the permissions file', 'vault.enc': 'the vault', 'vault.key': 'the vault key'}
 
 def _shell_words(command:str) -> list:
     "The path-like words of a shell command (redirect targets included), quotes and escapes removed."
     flat = re.sub(r"\\(.)", r"\1", command.replace('"', '').replace("'", ''))
-    flat = os.path.expandvars(flat)
+    if '$' in flat: flat = os.path.expandvars(flat)
     return [w for w in _WORD_SPLIT.split(flat) if w and ('/' in w or w[0] in '~.' or w in PROTECTED_NAMES)]
 
 def _locality(action:Action, ctx:Context) -> list:
@@ -559,7 +624,7 @@ def _locality(action:Action, ctx:Context) -> list:
         return [(v, True) for k, v in action.args.items() if isinstance(v, str) and re.search(r'(?i)path|file|dir|dest|target', k)]
     return []
 
-# %% ../nbs/20_builtin_gates.ipynb #09856a1b
+# %% ../nbs/20_builtin_gates.ipynb #849e8fef
 def self_protection_gate(action:Action, ctx:Context) -> Verdict|None:
     "No tool may write the agent's config, data, state, skills, permissions or package, nor read its secrets."
     if action.kind != 'tool': return None
@@ -570,7 +635,7 @@ def self_protection_gate(action:Action, ctx:Context) -> Verdict|None:
         if action.tool == 'shell' and os.path.basename(path) in PROTECTED_NAMES:
             return deny(f"shell command names {PROTECTED_NAMES[os.path.basename(path)]} ({path!r}): the agent may not touch its own policy or vault")
         if not isinstance(path, str) or '\x00' in path or len(path) > MAX_PATH_BYTES: continue  # the paths gate refuses these
-        what = protected(resolve_path(path, ws), writing)
+        what = protected(resolve_for(action, path, ws) if action.tool in FILE_TOOLS else resolve_path(path, ws), writing)
         if what: return deny(f"{action.tool} would {'change' if writing else 'read'} {what} ({path!r}): the agent may not alter its own policy, vault or code")
     return None
 

@@ -1,0 +1,106 @@
+"""Gate-engine cost per action through `default_gates()`.
+
+shell:     every command of the three corpora in /work/shared/corpora/shell, as `shell` tool calls
+           (target <= 200 µs per command);
+non-shell: a mix of read_file / write_file / edit_file / list_dir / search_files / http_fetch / send_message
+           calls and replies (target <= 20 µs per action).
+
+Each action is verified `--repeat` times and its fastest run kept (the least disturbed by the other
+processes on this shared machine); the figures are the median and p90 over actions. The session
+holds a short transcript (an owner message and a tool output), so provenance does real work.
+
+    python bench/gates.py [--repeat 5] [--corpora /work/shared/corpora/shell]
+"""
+import argparse, json, os, statistics, sys, tempfile, time
+from pathlib import Path
+
+SHELL_TARGET_US, OTHER_TARGET_US = 200.0, 20.0
+
+
+def setup(tmp:Path):
+    os.environ['PASSEPARTOUT_HOME'] = str(tmp / 'home')
+    os.environ['PASSEPARTOUT_NETWORK_ALLOW'] = 'docs.python.org,*.example.org'
+    ws = tmp / 'ws'; (ws / 'docs').mkdir(parents=True); (ws / 'docs' / 'a.txt').write_text('hello')
+    from passepartout import config
+    config.ensure_dirs()
+    from passepartout.loop import Agent
+    from passepartout.signals import Context, Signal
+    from passepartout.reason import note_signal
+    from passepartout.builtin_gates import default_gates
+    from passepartout.policy import policy_tools
+    agent = Agent(tools=policy_tools(), gates=default_gates(), workspace=ws)
+    owner = Signal(meta={'source': 'cli', 'session': 'bench'}, payload={'sensor': 'user-input', 'text': 'Tidy docs/ and check https://docs.python.org/3/'})
+    note_signal(agent.transcript('bench'), owner)
+    note_signal(agent.transcript('bench'), owner.child('tool-output', 'a.txt b.txt notes.md (3 files, 4096 bytes)', tool='list_dir'))
+    return agent, Context(owner, agent)
+
+
+def non_shell_actions():
+    from passepartout.signals import tool_call, reply
+    e = 'benchmark'
+    return [tool_call('read_file', {'path': 'docs/a.txt'}), tool_call('read_file', {'path': 'docs/a.txt', 'offset': 10, 'limit': 100}),
+            tool_call('write_file', {'path': 'docs/b.txt', 'content': 'some notes\n' * 20}, explanation=e),
+            tool_call('edit_file', {'path': 'docs/a.txt', 'old': 'hello', 'new': 'hi'}, explanation=e),
+            tool_call('list_dir', {}), tool_call('list_dir', {'path': 'docs'}),
+            tool_call('search_files', {'pattern': 'TODO', 'glob': '*.md'}),
+            tool_call('http_fetch', {'url': 'https://docs.python.org/3/library/re.html'}, explanation=e),
+            tool_call('send_message', {'channel': 'telegram', 'recipient': 'owner', 'text': 'done'}, explanation=e),
+            reply('All done: three files tidied.'), reply('Here is the summary you asked for.')]
+
+
+def shell_actions(corpora:Path):
+    from passepartout.signals import tool_call
+    out = []
+    for name in ('dangerous.jsonl', 'benign_readonly.jsonl', 'benign_mutating.jsonl'):
+        for line in (corpora / name).read_text().splitlines():
+            if line.strip(): out.append(tool_call('shell', {'command': json.loads(line)['command']}, explanation='benchmark'))
+    return out
+
+
+def per_action_us(engine, ctx, actions, repeat:int) -> list:
+    clock, times = time.perf_counter_ns, []
+    for a in actions:
+        best = None
+        for _ in range(repeat):
+            t0 = clock(); engine.verify(a, ctx); dt = clock() - t0
+            best = dt if best is None or dt < best else best
+        times.append(best / 1000)
+    return times
+
+
+def p(q:float, xs:list) -> float: return sorted(xs)[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--repeat', type=int, default=5)
+    ap.add_argument('--corpora', default='/work/shared/corpora/shell')
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        agent, ctx = setup(Path(d))
+        engine = agent.gates
+        print(f"gates: {engine!r}", file=sys.stderr)
+        others = non_shell_actions()
+        shells = shell_actions(Path(args.corpora))
+        per_action_us(engine, ctx, others + shells[:50], 2)                 # warm up: schemas, sandbox probe, caches
+        other_us = per_action_us(engine, ctx, others * 20, args.repeat)
+        shell_us = per_action_us(engine, ctx, shells, args.repeat)
+        from passepartout.gates import GateEngine
+        floor = GateEngine()
+        for i in range(len(engine)): floor.add(f"noop{i}", lambda a, c: None, i)
+        floor_us = per_action_us(floor, ctx, others * 20, args.repeat)
+        decisions = {}
+        for a in shells: k = engine.verify(a, ctx).decision; decisions[k] = decisions.get(k, 0) + 1
+    m_shell, m_other = statistics.median(shell_us), statistics.median(other_us)
+    print("shell gate: " + ('passepartout.shell_gate' if sys.modules.get('passepartout.shell_gate') else 'FALLBACK (module missing): every command asks'))
+    print(f"shell: {m_shell:.1f} µs (p90 {p(0.9, shell_us):.1f}, max {max(shell_us):.1f}) over {len(shell_us)} commands; "
+          f"target {SHELL_TARGET_US:.0f} µs, ratio {m_shell / SHELL_TARGET_US:.2f}; decisions {decisions}")
+    m_floor = statistics.median(floor_us)
+    print(f"non-shell: {m_other:.1f} µs (p90 {p(0.9, other_us):.1f}, max {max(other_us):.1f}) over {len(other_us)} actions; "
+          f"target {OTHER_TARGET_US:.0f} µs, ratio {m_other / OTHER_TARGET_US:.2f}")
+    print(f"floor: {m_floor:.1f} µs for the same engine with {len(engine)} do-nothing gates; "
+          f"gates' own cost: non-shell {m_other - m_floor:.1f} µs, shell {m_shell - m_floor:.1f} µs")
+
+
+if __name__ == '__main__':
+    main()
