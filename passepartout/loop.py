@@ -20,7 +20,9 @@ from .reason import reason
 from .tools import Toolbelt
 from .act import act, Actuators, run_tool, deliver_reply, resolve_target
 
-# %% ../nbs/08_loop.ipynb #c6688de5
+# %% ../nbs/08_loop.ipynb #17610ce1
+logging.getLogger('passepartout').addHandler(logging.NullHandler())  # a library does not print unless the app configures logging
+
 class SystemLog:
     "A ring buffer of the loop's recent log lines (level, message), readable by context assembly."
     def __init__(self, size:int=1000): self.entries = deque(maxlen=size)
