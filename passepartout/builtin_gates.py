@@ -7,14 +7,15 @@ Docs: https://passepartout-agent.github.io/passepartout/builtin_gates.html.md"""
 # %% auto #0
 __all__ = ['log', 'VALIDATOR_PRIORITY', 'BUDGET_PRIORITY', 'POLICY_PRIORITY', 'SELF_PROTECTION_PRIORITY', 'PATHS_PRIORITY',
            'SECRETS_PRIORITY', 'NETWORK_PRIORITY', 'PERMISSIONS_PRIORITY', 'DEFAULT_SHELL_PRIORITY', 'SANDBOX_PRIORITY',
-           'PROVENANCE_PRIORITY', 'RULE_KEYS', 'FILE_TOOLS', 'WRITE_TOOLS', 'MAX_PATH_BYTES', 'MAX_NAME_BYTES',
-           'METADATA_HOSTS', 'SECRET_PATTERNS', 'SENSITIVE_ARGS', 'PROTECTED_NAMES', 'tool_of', 'tool_effect',
-           'side_effecting', 'workspace_of', 'inside', 'resolve_path', 'resolve_for', 'schema_error', 'validator_gate',
-           'policy_gate', 'PermissionsError', 'permissions_file', 'Rule', 'load_rules', 'permission_rule',
-           'permissions_gate', 'allowed_by_rule', 'learn_rule', 'path_problem', 'paths_gate', 'network_allowlist',
-           'url_verdict', 'network_gate', 'secrets_gate', 'values_in', 'SessionValues', 'session_values',
-           'provenance_gate', 'protected_places', 'protected', 'self_protection_gate', 'budget_gate', 'sandbox_ready',
-           'sandbox_gate', 'ask_every_shell_command', 'default_gates']
+           'PROVENANCE_PRIORITY', 'HOME_VARS', 'RULE_KEYS', 'FILE_TOOLS', 'WRITE_TOOLS', 'MAX_PATH_BYTES',
+           'MAX_NAME_BYTES', 'METADATA_HOSTS', 'SECRET_PATTERNS', 'SENSITIVE_ARGS', 'PROTECTED_NAMES', 'tool_of',
+           'tool_effect', 'side_effecting', 'env_key', 'workspace_of', 'inside', 'resolve_path', 'resolve_for',
+           'schema_error', 'validator_gate', 'policy_gate', 'PermissionsError', 'permissions_file', 'Rule',
+           'load_rules', 'permission_rule', 'permissions_gate', 'allowed_by_rule', 'learn_rule', 'path_problem',
+           'paths_gate', 'network_allowlist', 'url_verdict', 'network_gate', 'secrets_gate', 'values_in',
+           'SessionValues', 'session_values', 'provenance_gate', 'protected_places', 'protected',
+           'self_protection_gate', 'budget_gate', 'sandbox_ready', 'sandbox_gate', 'ask_every_shell_command',
+           'default_gates']
 
 # %% ../nbs/20_builtin_gates.ipynb #7fa03e92
 import os, re, json, time, stat, socket, logging, fnmatch, ipaddress
@@ -49,7 +50,16 @@ def side_effecting(action:Action, ctx:Context) -> bool:
     "Does the action change anything: a shell command, or a tool whose effect is not read-only?"
     return action.kind == 'tool' and (action.tool == 'shell' or tool_effect(action, ctx) != 'read-only')
 
-# %% ../nbs/20_builtin_gates.ipynb #9ba98e92
+# %% ../nbs/20_builtin_gates.ipynb #2bb2b13b
+_environ = getattr(os.environ, '_data', None)   # CPython's raw view of the environment, kept in step by os.environ
+HOME_VARS = ('PASSEPARTOUT_HOME', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME', 'XDG_STATE_HOME', 'HOME', 'PASSEPARTOUT_VAULT_KEY_FILE')
+_HOME_VARS_RAW = tuple(os.fsencode(n) for n in HOME_VARS)
+
+def env_key(names:tuple=HOME_VARS) -> tuple:
+    "The current values of environment variables `names`, cheaply, as a cache key (raw bytes where possible)."
+    if _environ is not None and names is HOME_VARS and os.name == 'posix': return tuple(map(_environ.get, _HOME_VARS_RAW))
+    return tuple(map(os.environ.get, names))
+
 _workspaces = {}
 
 def workspace_of(ctx:Context) -> str:
@@ -68,12 +78,11 @@ def inside(path:str, root:str) -> bool:
     "Is the real path `path` equal to or below the real directory `root`?"
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
-# %% ../nbs/20_builtin_gates.ipynb #df4f13c1
+# %% ../nbs/20_builtin_gates.ipynb #e2d2a38b
 def resolve_path(path:str, base:str) -> str:
     "Where `path` (relative to the real directory `base`) really lands: `~`, `..` and symlinks resolved."
-    p = os.path.expanduser(path)
-    if os.path.isabs(p): return os.path.realpath(p)
-    cur = base
+    p = os.path.expanduser(path) if path[:1] == '~' else path
+    cur = os.sep if p[:1] == os.sep else base
     for part in p.split(os.sep):
         if part in ('', '.'): continue
         if part == '..': cur = os.path.dirname(cur); continue
@@ -208,7 +217,7 @@ def policy_gate(action:Action, ctx:Context) -> Verdict|None:
         held = held or ask(f"mandate {name}: {v.reason}")
     return held
 
-# %% ../nbs/20_builtin_gates.ipynb #684d5a97
+# %% ../nbs/20_builtin_gates.ipynb #608bb97e
 class PermissionsError(ValueError):
     "The permissions file cannot be used."
 
@@ -220,8 +229,7 @@ _permission_paths = {}
 def permissions_file(config_dir=None) -> Path:
     "`$config/permissions.toml` (or in `config_dir`)."
     if config_dir: return Path(config_dir) / 'permissions.toml'
-    env = os.environ
-    key = (env.get('PASSEPARTOUT_HOME'), env.get('XDG_CONFIG_HOME'), env.get('HOME'))
+    key = env_key()
     path = _permission_paths.get(key)
     if path is None:
         if len(_permission_paths) > 64: _permission_paths.clear()
@@ -265,22 +273,24 @@ def _check_rule(i:int, d) -> dict:
     if 'args' in d and not isinstance(d['args'], dict): raise PermissionsError(f"{where}: `args` must be a table")
     return d
 
-# %% ../nbs/20_builtin_gates.ipynb #4b4e4b38
+# %% ../nbs/20_builtin_gates.ipynb #c215123f
 _rules_cache = {}   # path: (stamp, rules), or (None, directory mtime) while the file is missing
 
-def _still_missing(path, dir_mtime_ns:int) -> bool:
-    "Is a file seen missing still missing? Its directory has not changed (and not within the last second)."
-    try: mtime = os.stat(os.path.dirname(path)).st_mtime_ns
+def _still_missing(folder:str, dir_mtime_ns:int) -> bool:
+    "Is a file seen missing from `folder` still missing? The folder has not changed (and not within the last second)."
+    try: mtime = os.stat(folder).st_mtime_ns
     except OSError: return False
     return mtime == dir_mtime_ns and time.time_ns() - mtime > 1_000_000_000
 
 def load_rules(path:Path) -> list:
     "The rules in `path` (none if it is missing), re-read only when the file changes."
-    hit = _rules_cache.get(str(path))
-    if hit is not None and hit[0] is None and _still_missing(path, hit[1]): return []
+    path = os.fspath(path)
+    hit = _rules_cache.get(path)
+    if hit is not None and hit[0] is None and _still_missing(hit[2], hit[1]): return []
     try: st = os.stat(path)
     except FileNotFoundError:
-        try: _rules_cache[str(path)] = (None, os.stat(os.path.dirname(path)).st_mtime_ns)
+        folder = os.path.dirname(path)
+        try: _rules_cache[path] = (None, os.stat(folder).st_mtime_ns, folder)
         except OSError: pass
         return []
     except OSError as e: raise PermissionsError(f"cannot read {path}: {e}") from None
@@ -292,7 +302,7 @@ def load_rules(path:Path) -> list:
     if set(data) - {'rule'} or not isinstance(data.get('rule', []), list):
         raise PermissionsError(f"{path}: expected only [[rule]] tables, found {sorted(data)}")
     rules = [Rule(i, _check_rule(i, d)) for i, d in enumerate(data.get('rule', []), 1)]
-    _rules_cache[str(path)] = (stamp, rules)
+    _rules_cache[path] = (stamp, rules)
     return rules
 
 # %% ../nbs/20_builtin_gates.ipynb #81c8862f
@@ -580,14 +590,12 @@ def provenance_gate(action:Action, ctx:Context) -> Verdict|None:
             return ask(f"{key} {s[:80]!r} was written in {where}, not by you: check it before it is used")
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #825e2259
+# %% ../nbs/20_builtin_gates.ipynb #4dc0303d
 _protected_cache = {}
 
 def protected_places() -> tuple:
-    "`(real path, what it is, readable)` for the agent's own directories, key file and package, most specific first."
-    env = os.environ
-    key = (env.get('PASSEPARTOUT_HOME'), env.get('PASSEPARTOUT_VAULT_KEY_FILE'))
-    if not key[0]: key += tuple(env.get(k) for k in ('XDG_CONFIG_HOME', 'XDG_DATA_HOME', 'XDG_STATE_HOME', 'HOME'))
+    "`(real path, real path + '/', what it is, readable)` for the agent's own directories, key file and package, most specific first."
+    env, key = os.environ, env_key()
     if key not in _protected_cache:
         import passepartout
         p, real = config.paths(), lambda x: os.path.realpath(os.path.expanduser(str(x)))
@@ -595,22 +603,25 @@ def protected_places() -> tuple:
                   (real(p.config), 'the config directory', False), (real(p.data), 'the data directory (vault, approvals, audit log)', False),
                   (real(p.state), 'the state directory', False), (real(os.path.dirname(passepartout.__file__)), 'the installed passepartout package', True)]
         if env.get('PASSEPARTOUT_VAULT_KEY_FILE'): places.insert(0, (real(env['PASSEPARTOUT_VAULT_KEY_FILE']), 'the vault key', False))
-        _protected_cache.clear(); _protected_cache[key] = tuple(places)
+        _protected_cache.clear(); _protected_cache[key] = tuple((root, root.rstrip(os.sep) + os.sep, what, readable) for root, what, readable in places)
     return _protected_cache[key]
 
 def protected(real:str, writing:bool=True) -> str|None:
     "What protected place the real path `real` is in (for writing, or for reading), or None."
-    return next((what for root, what, readable in protected_places() if (writing or not readable) and inside(real, root)), None)
+    for root, prefix, what, readable in protected_places():
+        if (writing or not readable) and (real == root or real.startswith(prefix)): return what
+    return None
 
-# %% ../nbs/20_builtin_gates.ipynb #f8e08561
+# %% ../nbs/20_builtin_gates.ipynb #dd38ecad
 _WORD_SPLIT = re.compile(r"[\s;&|()<>`=,:{}]+")
 PROTECTED_NAMES = {'permissions.toml': 'the permissions file', 'vault.enc': 'the vault', 'vault.key': 'the vault key'}
 
 def _shell_words(command:str) -> list:
     "The path-like words of a shell command (redirect targets included), quotes and escapes removed."
-    flat = re.sub(r"\\(.)", r"\1", command.replace('"', '').replace("'", ''))
+    flat = command.replace('"', '').replace("'", '')
+    if '\\' in flat: flat = re.sub(r"\\(.)", r"\1", flat)
     if '$' in flat: flat = os.path.expandvars(flat)
-    return [w for w in _WORD_SPLIT.split(flat) if w and ('/' in w or w[0] in '~.' or w in PROTECTED_NAMES)]
+    return [w for w in dict.fromkeys(_WORD_SPLIT.split(flat)) if w and ('/' in w or w[0] in '~.' or w in PROTECTED_NAMES)]
 
 def _locality(action:Action, ctx:Context) -> list:
     "The paths a tool call touches, each `(path, writing)`."
