@@ -305,12 +305,13 @@ def load_rules(path:Path) -> list:
     _rules_cache[path] = (stamp, rules)
     return rules
 
-# %% ../nbs/20_builtin_gates.ipynb #81c8862f
-def permission_rule(action:Action, config_dir=None) -> Rule|None:
-    "The strictest rule covering `action` (deny beats ask beats allow), or None."
+# %% ../nbs/20_builtin_gates.ipynb #679d345c
+def permission_rule(action:Action, config_dir=None, exact_only:bool=False) -> Rule|None:
+    "The strictest rule covering `action` (deny beats ask beats allow), or None (`exact_only`: only `args` rules)."
     if action.kind != 'tool' or not isinstance(action.tool, str): return None
     best = None
     for rule in load_rules(permissions_file(config_dir)):
+        if exact_only and rule.args is None: continue
         if (best is None or _RANK[rule.decision] > _RANK[best.decision]) and rule.matches(action):
             best = rule
             if best.decision == DENY: break
@@ -323,13 +324,13 @@ def permissions_gate(action:Action, ctx:Context) -> Verdict|None:
         return deny(f"{e}; side-effecting actions are refused until the file is fixed") if side_effecting(action, ctx) else None
     return None if rule is None else Verdict(rule.decision, f"{rule!r} in permissions.toml")
 
-# %% ../nbs/20_builtin_gates.ipynb #d5d736ca
-def allowed_by_rule(check, name:str|None=None):
-    "Wrap gate `check` so that its *ask* becomes allow when a permissions rule allows the action; a deny stays a deny."
+# %% ../nbs/20_builtin_gates.ipynb #53b8cf35
+def allowed_by_rule(check, name:str|None=None, exact_only:bool=False):
+    "Wrap gate `check` so that its *ask* becomes allow when a permissions rule (`exact_only`: an exact one) allows the action; a deny stays a deny."
     def gate(action:Action, ctx:Context) -> Verdict|None:
         v = check(action, ctx)
         if v is None or v.decision != ASK: return v
-        try: rule = permission_rule(action)
+        try: rule = permission_rule(action, exact_only=exact_only)
         except PermissionsError: return v
         return allow(f"{v.reason} (allowed by {rule!r})") if rule is not None and rule.decision == ALLOW else v
     gate.__name__ = name or getattr(check, '__name__', 'gate')
@@ -690,7 +691,7 @@ def _shell_gate():
         log.warning("shell gate unavailable (%s: %s): every shell command will ask", type(e).__name__, e)
         return ask_every_shell_command, DEFAULT_SHELL_PRIORITY
 
-# %% ../nbs/20_builtin_gates.ipynb #466fb1c0
+# %% ../nbs/20_builtin_gates.ipynb #4df8fbf9
 def default_gates() -> GateEngine:
     "Every built-in gate, in priority order, with the shell gate and the sandbox gate."
     engine = GateEngine()
@@ -698,7 +699,7 @@ def default_gates() -> GateEngine:
             ('policy', policy_gate, POLICY_PRIORITY), ('self-protection', self_protection_gate, SELF_PROTECTION_PRIORITY),
             ('paths', paths_gate, PATHS_PRIORITY), ('secrets', secrets_gate, SECRETS_PRIORITY),
             ('network', allowed_by_rule(network_gate), NETWORK_PRIORITY), ('permissions', permissions_gate, PERMISSIONS_PRIORITY),
-            ('provenance', provenance_gate, PROVENANCE_PRIORITY)]:
+            ('provenance', allowed_by_rule(provenance_gate, 'provenance', exact_only=True), PROVENANCE_PRIORITY)]:
         engine.add(name, check, priority)
     shell, shell_priority = _shell_gate()
     engine.add('shell', allowed_by_rule(shell, 'shell'), shell_priority)
