@@ -78,17 +78,18 @@ def inside(path:str, root:str) -> bool:
     "Is the real path `path` equal to or below the real directory `root`?"
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
-# %% ../nbs/20_builtin_gates.ipynb #e2d2a38b
+# %% ../nbs/20_builtin_gates.ipynb #5144eb3f
 def resolve_path(path:str, base:str) -> str:
     "Where `path` (relative to the real directory `base`) really lands: `~`, `..` and symlinks resolved."
-    p = os.path.expanduser(path) if path[:1] == '~' else path
+    try: p = os.path.expanduser(path) if path[:1] == '~' else path
+    except ValueError: p = path   # `~name` that is not encodable names no user
     cur = os.sep if p[:1] == os.sep else base
     for part in p.split(os.sep):
         if part in ('', '.'): continue
         if part == '..': cur = os.path.dirname(cur); continue
         nxt = os.path.join(cur, part)
         try: is_link = stat.S_ISLNK(os.lstat(nxt).st_mode)
-        except OSError: is_link = False
+        except (OSError, ValueError): is_link = False   # missing, not a directory, or not encodable: not a link
         cur = os.path.realpath(nxt) if is_link else nxt
     return cur
 
@@ -365,7 +366,7 @@ def learn_rule(action:Action, decision:str='allow', config_dir=None) -> Path:
     finally: os.close(fd)
     return path
 
-# %% ../nbs/20_builtin_gates.ipynb #aebe45ba
+# %% ../nbs/20_builtin_gates.ipynb #9df2a529
 FILE_TOOLS = {'read_file': 'path', 'write_file': 'path', 'edit_file': 'path', 'list_dir': 'path', 'search_files': 'path'}
 WRITE_TOOLS = ('write_file', 'edit_file')
 MAX_PATH_BYTES, MAX_NAME_BYTES = 4096, 255
@@ -375,7 +376,8 @@ def path_problem(path) -> str|None:
     if not isinstance(path, str): return f"must be a string, not {_json_name(path)}"
     if not path: return "is empty"
     if '\x00' in path: return "contains a NUL byte"
-    raw = path.encode('utf-8', 'surrogatepass')
+    try: raw = path.encode('utf-8')
+    except UnicodeEncodeError: return "is not valid text (it holds a lone surrogate)"
     if len(raw) > MAX_PATH_BYTES: return f"is {len(raw)} bytes long (at most {MAX_PATH_BYTES})"
     if len(raw) > MAX_NAME_BYTES and any(len(c) > MAX_NAME_BYTES for c in raw.split(b'/')): return f"has a name longer than {MAX_NAME_BYTES} bytes"
     return None
@@ -636,7 +638,7 @@ def _locality(action:Action, ctx:Context) -> list:
         return [(v, True) for k, v in action.args.items() if isinstance(v, str) and re.search(r'(?i)path|file|dir|dest|target', k)]
     return []
 
-# %% ../nbs/20_builtin_gates.ipynb #849e8fef
+# %% ../nbs/20_builtin_gates.ipynb #9ac2a10c
 def self_protection_gate(action:Action, ctx:Context) -> Verdict|None:
     "No tool may write the agent's config, data, state, skills, permissions or package, nor read its secrets."
     if action.kind != 'tool': return None
@@ -646,7 +648,7 @@ def self_protection_gate(action:Action, ctx:Context) -> Verdict|None:
     for path, writing in places:
         if action.tool == 'shell' and os.path.basename(path) in PROTECTED_NAMES:
             return deny(f"shell command names {PROTECTED_NAMES[os.path.basename(path)]} ({path!r}): the agent may not touch its own policy or vault")
-        if not isinstance(path, str) or '\x00' in path or len(path) > MAX_PATH_BYTES: continue  # the paths gate refuses these
+        if action.tool in FILE_TOOLS and path_problem(path): continue   # the paths gate refuses these
         what = protected(resolve_for(action, path, ws) if action.tool in FILE_TOOLS else resolve_path(path, ws), writing)
         if what: return deny(f"{action.tool} would {'change' if writing else 'read'} {what} ({path!r}): the agent may not alter its own policy, vault or code")
     return None

@@ -73,7 +73,7 @@ def test_symlink_swapped_after_a_check_is_seen(env):
 
 
 @pytest.mark.parametrize('path,why', [('docs/a\x00.txt', 'NUL'), ('a' * 256, 'longer than 255'),
-                                      ('d/' * 2049, 'at most 4096'), ('', 'empty')])
+                                      ('d/' * 2049, 'at most 4096'), ('', 'empty'), ('docs/a\ud800.txt', 'lone surrogate')])
 def test_malformed_paths_are_denied(env, path, why):
     d = env.verify(write(path))
     assert d.decision == 'deny' and why in d.reasons[0]
@@ -357,3 +357,21 @@ def test_policy_check_cli_json(env):
     out = json.loads(r.stdout)
     assert r.exit_code == 0 and out['decision'] == 'deny' and out['trace'][-1]['gate'] == 'paths'
     assert CliRunner().invoke(policy_command, ['check', '--action', '{"kind": "tool"']).exit_code == 2
+
+
+# --- robustness: junk never crashes a gate (a crash would deny, but should not be the mechanism) ---
+
+def test_gates_do_not_crash_on_junk(env):
+    import random
+    rng = random.Random(7)
+    alphabet = 'ab/.~\\:@%[]*?$`"\'\x00\x7f \t\n' + 'é\u3002\u202e\ud800' + '0123456789'
+    junk = lambda: ''.join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+    values = [None, True, 3, -1.5, float('inf'), [], {}, ['x', 1], {'k': 'v'}]
+    for _ in range(400):
+        s = junk()
+        for action in (read(s), write(s, s), fetch('http://' + s), fetch(s), tool_call('shell', {'command': s}, explanation=s),
+                       tool_call('send_message', {'channel': s, 'recipient': s, 'text': s}, explanation='x'),
+                       tool_call('read_file', {'path': rng.choice(values)}), tool_call('search_files', {'pattern': s, 'glob': s}),
+                       tool_call('http_fetch', {'url': rng.choice(values)}, explanation='x'), reply(s)):
+            d = env.verify(action)
+            assert not any(r.reason.startswith('gate error') for r in d.trace), (action, d)
