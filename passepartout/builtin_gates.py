@@ -513,9 +513,17 @@ def _url_values(text:str) -> set:
         if host: out.add(host.rstrip('.'))
     return out
 
-# %% ../nbs/20_builtin_gates.ipynb #efbf0e73
+# %% ../nbs/20_builtin_gates.ipynb #571af82b
 def _phones(text:str) -> set: return {d for p in _PHONE.findall(text) if len(d := re.sub(r'\D', '', p)) >= 7}
-def _amounts(text:str) -> set: return {re.sub(r"[,']", '', a) for a in _AMOUNT.findall(text) if len(re.sub(r'\D', '', a)) >= 2}
+def _amounts(text:str) -> set:
+    "Numbers of two digits or more, normalised: `1,999.50` and `1999.5` are the same amount."
+    from decimal import Decimal, InvalidOperation
+    out = set()
+    for a in _AMOUNT.findall(text):
+        if len(re.sub(r'\D', '', a)) < 2: continue
+        try: out.add(format(Decimal(re.sub(r"[,']", '', a)).normalize(), 'f'))
+        except InvalidOperation: pass
+    return out
 
 def values_in(text:str) -> set:
     "The values in a message that must not flow unreviewed: URLs, hosts, domains, e-mails, phone numbers, amounts."
