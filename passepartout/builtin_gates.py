@@ -168,7 +168,7 @@ def validator_gate(action:Action, ctx:Context) -> Verdict|None:
     e = schema_error(action.args, t.schema)
     return deny(f"{action.tool}: {e}") if e else None
 
-# %% ../nbs/20_builtin_gates.ipynb #69866b52
+# %% ../nbs/20_builtin_gates.ipynb #e9db875a
 _PY_TYPES = {'string': (str,), 'integer': (int,), 'number': (int,), 'boolean': (bool,), 'array': (list,), 'object': (dict,)}
 _plans = {}
 
@@ -189,7 +189,11 @@ def _surely_valid(args:dict, schema:dict) -> bool:
         hit = _plans[id(schema)] = (schema, _plan(schema))
     if hit[1] is None: return False
     required, types = hit[1]
-    return all(k in args for k in required) and all(type(v) in types.get(k, ()) for k, v in args.items())
+    for k in required:
+        if k not in args: return False
+    for k, v in args.items():
+        if type(v) not in types.get(k, ()): return False
+    return True
 
 # %% ../nbs/20_builtin_gates.ipynb #8060df1e
 def _reply_error(action:Action, ctx:Context) -> Verdict|None:
@@ -427,11 +431,13 @@ def _ip(host:str):
         except OSError: return None
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #82fffd5a
+# %% ../nbs/20_builtin_gates.ipynb #07739ad9
+_BAD_URL_CHARS = re.compile(r"[\s\x00-\x1f\x7f\\\u0085\u2028\u2029]")
+
 def url_verdict(url, allowlist:tuple|None=None) -> Verdict:
     "Judge one URL: http(s) only, no credentials or metadata addresses; allowlisted hosts pass, others ask."
     if not isinstance(url, str): return deny(f"the url must be a string, not {_json_name(url)}")
-    if any(c.isspace() or ord(c) < 32 or c in '\x7f\\' for c in url): return deny("the url contains spaces, control characters or backslashes")
+    if _BAD_URL_CHARS.search(url): return deny("the url contains spaces, control characters or backslashes")
     try: parts = urlsplit(url); port = parts.port
     except ValueError as e: return deny(f"the url does not parse: {e}")
     if parts.scheme.lower() not in ('http', 'https'): return deny(f"scheme {parts.scheme or '(none)'!r} is not allowed: only http and https")
@@ -457,7 +463,7 @@ def network_gate(action:Action, ctx:Context) -> Verdict|None:
     if action.kind != 'tool' or action.tool != 'http_fetch': return None
     return url_verdict(action.args.get('url'))
 
-# %% ../nbs/20_builtin_gates.ipynb #88d11c2c
+# %% ../nbs/20_builtin_gates.ipynb #db7be27a
 SECRET_PATTERNS = {
     'a private key': r'-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----',
     'an AWS access key': r'\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b',
@@ -473,6 +479,7 @@ _SECRET_MARKS = ('PRIVATE KEY', 'AKIA', 'ASIA', 'ABIA', 'ACCA', 'sk-', 'ghp_', '
 
 def _secret_in(s:str):
     "The first secret-looking match in `s`, or None; a literal prefilter skips the regex for ordinary text."
+    if not ('A' in s or 'P' in s or '-' in s or '_' in s): return None   # every mark holds one of these
     for mark in _SECRET_MARKS:
         if mark in s: return _SECRET.search(s)
     return None
@@ -495,12 +502,13 @@ def secrets_gate(action:Action, ctx:Context) -> Verdict|None:
             return deny(f"{where} holds what looks like {what} ({m.group()[:6]}…): refer to secrets by vault handle, e.g. {{{{vault:NAME}}}}, never by value")
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #b55d6212
+# %% ../nbs/20_builtin_gates.ipynb #36352c51
 _URL = re.compile(r"\b(?:https?|ftp|file)://[^\s<>\"'`]+", re.I)
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 _PHONE = re.compile(r"(?<![\w+])\+?\d[\d .()/-]{6,}\d(?!\w)")
 _DOMAIN = re.compile(r"\b(?:[a-z0-9-]+\.)+(?:com|org|net|io|dev|ai|app|co|me|info|biz|xyz|ru|cn|de|uk|fr|site|online|top|tk)\b", re.I)
 _AMOUNT = re.compile(r"(?<![\w.])\d[\d,']*(?:\.\d+)?(?![\w.])")
+_DIGIT = re.compile(r"\d")
 
 def _url_values(text:str) -> set:
     "URLs in `text` (trailing punctuation dropped) and their hosts, lower case."
@@ -513,7 +521,7 @@ def _url_values(text:str) -> set:
         if host: out.add(host.rstrip('.'))
     return out
 
-# %% ../nbs/20_builtin_gates.ipynb #571af82b
+# %% ../nbs/20_builtin_gates.ipynb #176cb403
 def _phones(text:str) -> set: return {d for p in _PHONE.findall(text) if len(d := re.sub(r'\D', '', p)) >= 7}
 def _amounts(text:str) -> set:
     "Numbers of two digits or more, normalised: `1,999.50` and `1999.5` are the same amount."
@@ -527,8 +535,11 @@ def _amounts(text:str) -> set:
 
 def values_in(text:str) -> set:
     "The values in a message that must not flow unreviewed: URLs, hosts, domains, e-mails, phone numbers, amounts."
-    return (_url_values(text) | {d.lower().rstrip('.') for d in _DOMAIN.findall(text)} | {e.lower() for e in _EMAIL.findall(text)}
-            | {'tel:' + p for p in _phones(text)} | {'num:' + a for a in _amounts(text)})
+    out = _url_values(text) if '://' in text else set()
+    if '.' in text: out.update(d.lower().rstrip('.') for d in _DOMAIN.findall(text))
+    if '@' in text: out.update(e.lower() for e in _EMAIL.findall(text))
+    if _DIGIT.search(text): out.update(['tel:' + p for p in _phones(text)] + ['num:' + a for a in _amounts(text)])
+    return out
 
 # %% ../nbs/20_builtin_gates.ipynb #a6ca5ce0
 class SessionValues:
