@@ -484,7 +484,7 @@ def _secret_in(s:str):
         if mark in s: return _SECRET.search(s)
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #cb337460
+# %% ../nbs/20_builtin_gates.ipynb #48322bf8
 def _strings(value, where:str):
     "Every string inside `value` with where it sits."
     if type(value) is str: yield where, value
@@ -495,8 +495,11 @@ def _strings(value, where:str):
 
 def secrets_gate(action:Action, ctx:Context) -> Verdict|None:
     "Refuse actions that carry a secret's value; the model must use a vault handle `{{vault:NAME}}`."
-    fields = _strings(action.args, 'args') if action.kind == 'tool' else (('text', action.text or ''),)
-    for where, s in (*fields, ('explanation', action.explanation or '')):
+    if action.kind == 'tool' and all(type(v) is str for v in action.args.values()):   # the common flat case, without a generator
+        fields = [(f"args.{k}", v) for k, v in action.args.items()]
+    else: fields = list(_strings(action.args, 'args')) if action.kind == 'tool' else [('text', action.text or '')]
+    if action.explanation: fields.append(('explanation', action.explanation))
+    for where, s in fields:
         if (m := _secret_in(s)):
             what = _SECRET_NAMES[int(m.lastgroup[1:])]
             return deny(f"{where} holds what looks like {what} ({m.group()[:6]}…): refer to secrets by vault handle, e.g. {{{{vault:NAME}}}}, never by value")
