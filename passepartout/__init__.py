@@ -7,7 +7,7 @@ Docs: https://passepartout-agent.github.io/passepartout/package.html.md"""
 # %% auto #0
 __all__ = []
 
-# %% ../nbs/00_package.ipynb #68351b9a
+# %% ../nbs/00_package.ipynb #4a25b618
 __version__ = "0.1.0"
 
 _lazy = {
@@ -15,7 +15,12 @@ _lazy = {
     'BudgetError': 'errors', 'ProtocolError': 'errors',
     'Signal': 'signals', 'Action': 'signals', 'Context': 'signals', 'Turn': 'signals', 'reply': 'signals',
     'tool_call': 'signals', 'perceive': 'perceive', 'GateEngine': 'gates', 'allow': 'gates', 'ask': 'gates',
-    'deny': 'gates', 'ScriptedProvider': 'reason', 'Toolbelt': 'tools', 'tool': 'tools', 'Agent': 'loop',
+    'deny': 'gates', 'ScriptedProvider': 'reason', 'Proposal': 'reason', 'Toolbelt': 'tools', 'Agent': 'loop',
+    'Recovery': 'loop', 'fallback': 'loop', 'SKIP': 'loop', 'ABORT': 'loop',
+    'default_gates': 'builtin_gates', 'shell_verdict': 'shell_gate', 'builtin_tools': 'builtin_tools',
+    'provider_from_env': 'cascade', 'Cascade': 'cascade', 'Budget': 'cascade', 'ReplayProvider': 'replay',
+    'OpenAIProvider': 'providers', 'AnthropicProvider': 'providers', 'OllamaProvider': 'providers',
+    'ApprovalStore': 'approvals', 'AuditLog': 'audit', 'Vault': 'vault', 'build_agent': 'app',
 }
 
 def __getattr__(name):

@@ -8,8 +8,9 @@ Docs: https://passepartout-agent.github.io/passepartout/gates.html.md"""
 __all__ = ['ALLOW', 'ASK', 'DENY', 'Check', 'Verdict', 'allow', 'ask', 'deny', 'GateRecord', 'Decision', 'Gate', 'GateEngine',
            'verify']
 
-# %% ../nbs/04_gates.ipynb #8ae94f14
+# %% ../nbs/04_gates.ipynb #f93a8eb0
 import time
+from typing import NamedTuple
 from dataclasses import dataclass, field
 from collections.abc import Callable
 from .signals import Action, Context
@@ -29,12 +30,11 @@ def allow(reason:str='', action:Action|None=None) -> Verdict: return Verdict(ALL
 def ask(reason:str) -> Verdict: return Verdict(ASK, reason)
 def deny(reason:str) -> Verdict: return Verdict(DENY, reason)
 
-# %% ../nbs/04_gates.ipynb #acae2833
-@dataclass(frozen=True, slots=True)
-class GateRecord:
+# %% ../nbs/04_gates.ipynb #651b3425
+class GateRecord(NamedTuple):
     "One line of a gate trace."
     gate:str; decision:str; reason:str; us:float
-    def to_dict(self) -> dict: return {'gate': self.gate, 'decision': self.decision, 'reason': self.reason, 'us': round(self.us, 1)}
+    def to_dict(self) -> dict: return {'gate': self.gate, 'decision': self.decision, 'reason': self.reason, 'us': self.us}
 
 @dataclass(slots=True)
 class Decision:
@@ -86,29 +86,29 @@ class GateEngine:
     def __len__(self): return len(self.gates)
     def __repr__(self): return 'GateEngine(' + ', '.join(f"{g.name}@{g.priority}" for g in self.gates) + ')'
 
-# %% ../nbs/04_gates.ipynb #983df2d6
-_ALLOWED = Verdict(ALLOW)
+# %% ../nbs/04_gates.ipynb #96206b82
+_ALLOWED = Verdict(ALLOW)  # one shared verdict for gates that return None: building one per gate costs a microsecond
 
-def _run_gate(g:Gate, action:Action, ctx:Context) -> Verdict:
-    "One gate's verdict; a crash or a wrong return value is a deny."
-    try: v = g.check(action, ctx)
-    except Exception as e: return deny(f"gate error {type(e).__name__}: {e}")
-    if v is None: return _ALLOWED  # one shared verdict: building one per gate costs a microsecond
+def _unusable(v) -> Verdict:
+    "The deny for a gate that returned something other than a verdict."
     if type(v) is not Verdict: return deny(f"gate returned {type(v).__name__}, not a verdict")
-    if v.decision not in _RANK: return deny(f"gate returned unknown verdict {v.decision!r}")
-    return v
+    return deny(f"gate returned unknown verdict {v.decision!r}")
 
 def verify(self:GateEngine, action:Action, ctx:Context|None=None) -> Decision:
     "Run every gate on `action` in priority order; the strictest verdict wins, a deny stops the row."
     ctx = ctx or Context()
-    trace, worst, clock = [], ALLOW, time.perf_counter_ns
+    trace, worst, clock, rank = [], ALLOW, time.perf_counter_ns, _RANK
     for g in self.gates:
         t0 = clock()
-        v = _run_gate(g, action, ctx)
-        trace.append(GateRecord(g.name, v.decision, v.reason, (clock() - t0) / 1000))
-        if _RANK[v.decision] > _RANK[worst]: worst = v.decision
-        if worst == DENY: break
-        if v.action is not None and v.decision == ALLOW: action = v.action
+        try: v = g.check(action, ctx)
+        except Exception as e: v = deny(f"gate error {type(e).__name__}: {e}")
+        if v is None: v = _ALLOWED
+        elif type(v) is not Verdict or v.decision not in rank: v = _unusable(v)
+        trace.append(GateRecord(g.name, v.decision, v.reason, (clock() - t0) // 100 / 10))
+        if v.decision != ALLOW:
+            if rank[v.decision] > rank[worst]: worst = v.decision
+            if worst == DENY: break
+        elif v.action is not None: action = v.action
     return Decision(worst, action, trace)
 
 GateEngine.verify = verify
