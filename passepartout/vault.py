@@ -8,8 +8,8 @@ Docs: https://passepartout-agent.github.io/passepartout/vault.html.md"""
 __all__ = ['NAME_RE', 'HANDLE_RE', 'MIN_SECRET_CHARS', 'VaultError', 'handle', 'key_file', 'Vault', 'add', 'get', 'remove',
            'names', 'substitute', 'redact', 'vault_command', 'vault_add', 'vault_list', 'vault_remove']
 
-# %% ../nbs/22_vault.ipynb #79d51aa1
-import json, os, re, tempfile, urllib.parse
+# %% ../nbs/22_vault.ipynb #050a93f3
+import json, os, re, sys, tempfile, urllib.parse
 from pathlib import Path
 import click
 from .errors import PassepartoutError
@@ -148,7 +148,7 @@ def redact(text, vault:Vault|None) -> str:
     rx, by_form = vault._redactor()
     return rx.sub(lambda m: by_form[m.group(0)], text) if rx is not None else text
 
-# %% ../nbs/22_vault.ipynb #26a66e30
+# %% ../nbs/22_vault.ipynb #6740f97a
 @click.group('vault')
 def vault_command():
     "Store secrets the agent may use by handle {{vault:NAME}}, without the model ever seeing them."
@@ -157,7 +157,7 @@ def vault_command():
 @click.argument('name')
 def vault_add(name):
     "Store secret NAME; the value is read from a hidden prompt, or from standard input when piped."
-    stdin = click.get_text_stream('stdin')
+    stdin = sys.stdin
     value = stdin.read().rstrip('\r\n') if not stdin.isatty() else click.prompt(f"Value of {name}", hide_input=True, confirmation_prompt=True)
     try: Vault().add(name, value)
     except VaultError as e: raise click.ClickException(e.message) from None
