@@ -50,7 +50,7 @@ def format_result(result, limit:int=20000) -> str:
     if len(text) > limit: text = text[:limit] + f"\n[... cut: {len(text) - limit} more characters]"
     return text
 
-# %% ../nbs/07_act.ipynb #4b683c3a
+# %% ../nbs/07_act.ipynb #910947d4
 def _unsealed(action:Action, vault) -> Action:
     "The action the actuator gets: vault handles in a tool's arguments replaced by their values."
     if vault is None or action.kind != 'tool': return action
@@ -70,7 +70,7 @@ def act(signal:Signal, ctx:Context) -> Signal | None:
     "Check the approved action once more, run it on its actuator, and return the feedback signal (or None)."
     action, agent, turn = signal.approved_action, ctx.agent, ctx.turn
     if action is None or signal.sensor == 'heartbeat': return None
-    if signal.status == 'approved':
+    if signal.status == 'approved' and action is not ctx.verified:
         last = agent.gates.verify(action, ctx)
         if last.decision != ALLOW:
             why = '; '.join(last.reasons) or last.decision
