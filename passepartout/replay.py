@@ -67,7 +67,7 @@ def load_session(path) -> list:
         if line.strip() and (rec := _record(path, n, line)) is not None: calls.append((n, rec))
     return calls
 
-# %% ../nbs/12_replay.ipynb #91bab76b
+# %% ../nbs/12_replay.ipynb #e1a2b165
 class ReplayProvider:
     "Plays a recorded session: one proposal per call, in order, checked against the live requests."
     def __init__(self, path=None, # session file (None: PASSEPARTOUT_REPLAY_FILE, else the packaged demo session)
@@ -79,21 +79,27 @@ class ReplayProvider:
         if self._calls is None: self._calls = load_session(self.path)
         return self._calls
     def __repr__(self): return f"ReplayProvider({str(self.path)!r}, played {self.played}{'' if self._calls is None else f' of {len(self._calls)}'})"
+    @property
+    def hint(self) -> str:
+        "What to tell a user who reached this provider without meaning to: the packaged demo answers only the demo."
+        if self.path != resources.files('passepartout') / DEFAULT_SESSION: return ''
+        return (". No live model is configured, so this is the offline demo recording, which only answers the demo's "
+                "questions: set PASSEPARTOUT_PROVIDERS (see `passepartout configure` and `passepartout doctor`)")
 
-# %% ../nbs/12_replay.ipynb #5f2984c9
+# %% ../nbs/12_replay.ipynb #ec17a7e1
 def _next(self:ReplayProvider, request) -> tuple:
     "The next recorded call, after checking it answers this request."
     with self._lock:
         calls = self.load()
         if self.played >= len(calls):
-            raise LLMError(f"replay: the recorded session {self.path.name} has no more answers ({len(calls)} played)", provider=self.name)
+            raise LLMError(f"replay: the recorded session {self.path.name} has no more answers ({len(calls)} played){self.hint}", provider=self.name)
         lineno, rec = calls[self.played]
         self.played += 1
     if self.check and 'request' in rec:
         live = request_fingerprint(request)
         if not fingerprint_matches(rec['request'], live):
             raise LLMError(f"replay diverged at call {self.played} ({self.path.name}:{lineno}): the recording answers "
-                           f"{_describe(rec['request'])}, but the session sent {_describe(live)}", provider=self.name)
+                           f"{_describe(rec['request'])}, but the session sent {_describe(live)}{self.hint}", provider=self.name)
     return lineno, rec
 
 # %% ../nbs/12_replay.ipynb #575042e4
