@@ -139,9 +139,9 @@ def cli(home, *args, input=None):
 def test_cli_reads_the_value_from_stdin_never_argv(home):
     r = cli(home, 'vault', 'add', 'BOT', input='tok-123456789\n')
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == 'stored BOT; use it as {{vault:BOT}}'
+    assert r.stdout == 'stored BOT; use it as {{vault:BOT}}\nit may go to: (nothing: every use asks)\n'
     r = cli(home, 'vault', 'list')
-    assert r.stdout == 'BOT  {{vault:BOT}}\n' and 'tok-123' not in r.stdout
+    assert r.stdout == 'BOT  {{vault:BOT}}  for: (nothing: every use asks)\n' and 'tok-123' not in r.stdout
     r = cli(home, 'vault', 'add', 'BOT', 'tok-on-argv')
     assert r.returncode == 2   # a value on the command line is a usage error
     assert Vault(home / 'data' / 'vault.enc', home / 'config' / 'vault.key').get('BOT') == 'tok-123456789'
