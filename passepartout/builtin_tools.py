@@ -7,15 +7,16 @@ Docs: https://passepartout-agent.github.io/passepartout/builtin_tools.html.md"""
 # %% auto #0
 __all__ = ['READ_LINES', 'MAX_WRITE_BYTES', 'MAX_LIST', 'MAX_MATCHES', 'SEARCH_FILE_BYTES', 'SEARCH_SECONDS', 'FETCH_SECONDS',
            'SKIP_DIRS', 'METHODS', 'BUILTIN_EFFECTS', 'tool_workspace', 'confine', 'read_file', 'write_file',
-           'edit_file', 'list_dir', 'search_files', 'shell', 'http_fetch', 'send_message', 'builtin_tools']
+           'edit_file', 'list_dir', 'search_files', 'released_by_owner', 'shell', 'http_fetch', 'send_message',
+           'builtin_tools']
 
-# %% ../nbs/30_builtin_tools.ipynb #7d3e9341
+# %% ../nbs/30_builtin_tools.ipynb #07fabdb6
 import os, re, time, fnmatch, tempfile
 from pathlib import Path
 from . import config
 from .tools import Toolbelt
 from .signals import Signal, Context, reply
-from .sandbox import run_sandboxed, protected_paths
+from .sandbox import run_sandboxed, run_unconfined, sandbox_problem, protected_paths, SandboxUnavailable
 
 # %% ../nbs/30_builtin_tools.ipynb #649b784e
 def tool_workspace(ctx=None) -> Path:
@@ -176,14 +177,41 @@ def search_files(pattern:str,         # regular expression (Python syntax) to lo
     if not hits: return f"no matches for /{pattern}/ in {_rel(real, ws)}"
     return '\n'.join(hits) + (f"\n[... stopped at {stopped}; narrow the pattern, path or glob]" if stopped else '')
 
-# %% ../nbs/30_builtin_tools.ipynb #364929ff
+# %% ../nbs/30_builtin_tools.ipynb #dd7c4406
+def released_by_owner(ctx,          # the step's Context, as Act passes it to the tool
+                      command:str   # the command about to run
+                     ) -> bool:
+    "Is `command` being run because the owner approved exactly it with `approve TOKEN`?"
+    sig, turn = getattr(ctx, 'signal', None), getattr(ctx, 'turn', None)
+    if sig is None or turn is None or sig.sensor != 'approval-command' or sig.status != 'handled' or sig.payload.get('verb') != 'approve': return False
+    action, token = sig.approved_action, str(sig.payload.get('token', ''))
+    if action is None or action.kind != 'tool' or action.tool != 'shell' or not token: return False
+    if not any(e.get('token') == token and e.get('digest') == action.digest() for e in turn.of('approval')): return False
+    from passepartout.approvals import ApprovalStore
+    store = getattr(getattr(ctx, 'agent', None), 'approvals', None) or ApprovalStore()
+    record = store.get(token)
+    if record is None or record['state'] != 'used' or record['digest'] != action.digest(): return False
+    return command == _unsealed_command(action, getattr(ctx.agent, 'vault', None))
+
+# %% ../nbs/30_builtin_tools.ipynb #4cc837ef
+def _unsealed_command(action, vault) -> str|None:
+    "The approved action's command as the tool receives it: with the vault's handles replaced by their values."
+    if vault is None: return action.args.get('command')
+    from passepartout.vault import substitute
+    return substitute(action.args, vault).get('command')
+
+# %% ../nbs/30_builtin_tools.ipynb #1f1b70c7
 def shell(command:str,             # bash command line, run in the workspace
           timeout:float|None=None, # seconds (default and maximum: PASSEPARTOUT_SHELL_TIMEOUT)
           ctx=None) -> str:
     "Run a shell command in a sandbox: the workspace is writable, the rest of the system read-only, no network."
     limit = float(config.setting('PASSEPARTOUT_SHELL_TIMEOUT'))
     timeout = limit if timeout is None else min(max(float(timeout), 0.1), limit)
-    return run_sandboxed(command, tool_workspace(ctx), timeout=timeout).for_model()
+    why = sandbox_problem()
+    if why is None: return run_sandboxed(command, tool_workspace(ctx), timeout=timeout).for_model()
+    if not released_by_owner(ctx, command):
+        raise SandboxUnavailable(f"{why}: shell commands cannot be sandboxed here, and only a command the owner approved may run without it")
+    return run_unconfined(command, tool_workspace(ctx), timeout=timeout).for_model()
 
 # %% ../nbs/30_builtin_tools.ipynb #0fdd3ca2
 _TEXTUAL = re.compile(r'^text/|json|xml|javascript|x-www-form-urlencoded|yaml|csv')
