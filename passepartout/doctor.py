@@ -65,15 +65,24 @@ def check_providers(env, timeout:float=3.0) -> list:
         out.append(Finding('providers', 'fail', f"{spec}: {base} is not reachable ({why})") if why else Finding('providers', 'ok', f"{spec}: {base} answers"))
     return out
 
-# %% ../nbs/54_doctor.ipynb #4ea644d5
+# %% ../nbs/54_doctor.ipynb #d355dc84
 def check_sandbox() -> list:
-    "The shell sandbox (bubblewrap) works on this machine."
-    try: from passepartout.sandbox import sandbox_problem
+    "The shell sandbox (bubblewrap) works on this machine; its setuid filter and resource limits."
+    try: from passepartout import sandbox
     except ImportError: return [Finding('sandbox', 'warn', "the sandbox module is not installed")]
-    why = sandbox_problem()
-    return [Finding('sandbox', 'fail', f"{why}: shell commands cannot run sandboxed (install bubblewrap)") if why
-            else Finding('sandbox', 'ok', "bubblewrap runs sandboxed commands")]
+    if why := sandbox.sandbox_problem():
+        return [Finding('sandbox', 'fail', f"{why}: shell commands cannot run sandboxed. Every shell command asks for approval, and an "
+                        "approved one runs WITHOUT a sandbox, with the agent's full rights (all its files, the network, its keys); "
+                        "install the 'bubblewrap' package")]
+    mem, cpu = sandbox._limits()
+    limits = f"{f'{mem} MB memory' if mem else 'no memory limit'}, {f'{cpu} s CPU' if cpu else 'no CPU limit'}, {sandbox.MAX_FILE_BYTES >> 20} MiB per file"
+    out = [Finding('sandbox', 'ok', f"bubblewrap runs sandboxed commands; limits per process: {limits}")]
+    if sandbox.seccomp_filter() is None:
+        out.append(Finding('sandbox', 'warn', f"no setuid filter for this architecture ({sandbox.platform.machine()}): "
+                           "a sweep after each command removes setuid/setgid bits from the workspace instead"))
+    return out
 
+# %% ../nbs/54_doctor.ipynb #5efd9cfd
 _SQLITE_MAGIC = b'SQLite format 3\x00'
 
 def check_stores(data_dir:Path) -> list:
