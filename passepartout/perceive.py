@@ -32,9 +32,11 @@ def text_signal(text:str, **meta) -> Signal:
                                       'token': token, 'always': bool(always), 'reason': (reason or '').strip()})
     return Signal('EVENT', meta, {'sensor': 'user-input', 'text': text})
 
-# %% ../nbs/03_perceive.ipynb #523e21ef
+# %% ../nbs/03_perceive.ipynb #dc8aaa1c
 def envelope_signal(d:dict, **meta) -> Signal:
     "A signal from a JSON envelope `{type, meta, payload, depth}` or a loose `{text: ...}` dict."
+    if isinstance(d.get('meta'), dict) and 'owner' in d['meta']:   # only the gateway says who the owner is
+        d = {**d, 'meta': {k: v for k, v in d['meta'].items() if k != 'owner'}}
     if 'payload' not in d and isinstance(d.get('text'), str) and set(d) <= {'text', 'meta'}:
         return text_signal(d['text'], **{**(d.get('meta') or {}), **meta}) if isinstance(d.get('meta', {}), dict) \
             else protocol_error("'meta' must be an object", d, **meta)
