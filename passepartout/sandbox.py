@@ -242,7 +242,7 @@ def _init_pid(info:bytes) -> int|None:
     try: return int(json.loads(info)['child-pid'])
     except (ValueError, KeyError, TypeError): return None
 
-# %% ../nbs/31_sandbox.ipynb #4efb2162
+# %% ../nbs/31_sandbox.ipynb #a588e5d2
 MAX_PROCESSES = 2048         # RLIMIT_NPROC inside the sandbox (not enforced by the kernel for root)
 MAX_FILE_BYTES = 2**30       # RLIMIT_FSIZE: the largest file a command may write
 
@@ -254,7 +254,7 @@ def _limited(command:str) -> list:
     "The argv that runs `command` with bash under hard resource limits."
     mem, cpu = _limits()
     limits = ['ulimit -c 0', f'ulimit -f {MAX_FILE_BYTES // 1024}'] + ([f'ulimit -d {mem * 1024}'] if mem else []) + \
-             ([f'ulimit -Ht {cpu + 1}', f'ulimit -St {cpu}'] if cpu else []) + [f'ulimit -u {MAX_PROCESSES}']
+             ([f'ulimit -t {cpu + 1}', f'ulimit -St {cpu}'] if cpu else []) + [f'ulimit -u {MAX_PROCESSES}']
     return ['/bin/bash', '-c', '; '.join(f'{l} 2>/dev/null' for l in limits) + '; exec /bin/bash -c "$1"', 'passepartout-shell', command]
 
 # %% ../nbs/31_sandbox.ipynb #a320195e
@@ -271,7 +271,7 @@ def limit_note(code:int|None, stderr:str) -> str:
     if mem and _OUT_OF_MEMORY.search(stderr): return f"ran out of memory (limit {mem} MB per process, PASSEPARTOUT_SHELL_MEMORY_MB)"
     return ''
 
-# %% ../nbs/31_sandbox.ipynb #1a8a4d76
+# %% ../nbs/31_sandbox.ipynb #e4594d1d
 def _settings(timeout, max_output) -> tuple:
     "Timeout and output cap, from the arguments or the settings."
     return (float(config.setting('PASSEPARTOUT_SHELL_TIMEOUT') if timeout is None else timeout),
@@ -279,7 +279,11 @@ def _settings(timeout, max_output) -> tuple:
 
 def _text(b) -> str: return bytes(b).decode('utf-8', 'replace')
 
-# %% ../nbs/31_sandbox.ipynb #265e1275
+def _shell_code(code:int) -> int:
+    "An exit status as a shell reports it: 128 + N for a process killed by signal N."
+    return 128 - code if code < 0 else code
+
+# %% ../nbs/31_sandbox.ipynb #1340b9eb
 def run_sandboxed(command:str,              # shell command, run with `bash -c`
                   workspace:Path,           # the only writable directory, and the working directory
                   timeout:float|None=None,  # seconds (default PASSEPARTOUT_SHELL_TIMEOUT)
@@ -303,7 +307,7 @@ def run_sandboxed(command:str,              # shell command, run with `bash -c`
     try:
         out, info, stop = _pump(proc, info_r, t0 + timeout, max_output)
         if stop: _kill(proc, _init_pid(info))
-        code = proc.wait()
+        code = _shell_code(proc.wait())
     finally:
         os.close(info_r); proc.stdout.close(); proc.stderr.close()
         if proc.poll() is None: _kill(proc, None)
@@ -318,7 +322,7 @@ def _sweep(workspace) -> tuple:
     ws = _workspace(workspace)
     return tuple(os.path.relpath(f, ws) for f in strip_setid(ws, skip=tuple(map(str, protected_paths(ws)))))
 
-# %% ../nbs/31_sandbox.ipynb #fb749eba
+# %% ../nbs/31_sandbox.ipynb #5c119c9e
 def run_unconfined(command:str,              # shell command, run with `bash -c`
                    workspace:Path,           # the working directory
                    timeout:float|None=None,  # seconds (default PASSEPARTOUT_SHELL_TIMEOUT)
@@ -333,7 +337,7 @@ def run_unconfined(command:str,              # shell command, run with `bash -c`
     try:
         out, _, stop = _pump(proc, None, t0 + timeout, max_output, until_exit=True)
         if stop: os.killpg(proc.pid, signal.SIGKILL)
-        code = proc.wait()
+        code = _shell_code(proc.wait())
     finally:
         try: os.killpg(proc.pid, signal.SIGKILL)   # what the command left running in its process group
         except ProcessLookupError: pass

@@ -249,3 +249,235 @@ def test_overhead(ws):
     t0 = time.monotonic()
     for _ in range(5): assert run('true', ws).exit_code == 0
     assert (time.monotonic() - t0) / 5 < 1.0
+
+
+# --- No setuid/setgid file survives a sandboxed command (the harness often runs as root) ---
+
+def _setid(root: Path) -> list:
+    "Every file or directory under `root` with the setuid or setgid bit."
+    out = []
+    for dirpath, dirs, files in os.walk(root):
+        for name in dirs + files:
+            p = Path(dirpath) / name
+            if not p.is_symlink() and p.lstat().st_mode & 0o6000: out.append(str(p.relative_to(root)))
+    return out
+
+
+SETUID_BINARY = next((p for p in ('/usr/bin/passwd', '/usr/bin/su', '/usr/bin/mount', '/usr/bin/chsh')
+                      if Path(p).exists() and Path(p).stat().st_mode & 0o4000), None)
+
+SETID_ATTACKS = {
+    'chmod u+s': 'cp /bin/sh ./x && chmod u+s ./x',
+    'chmod g+s': 'cp /bin/sh ./x && chmod g+s ./x',
+    'chmod 6755': 'cp /bin/sh ./x; chmod 6755 ./x',
+    'chmod 4755 dir-relative': 'mkdir d && cp /bin/sh d/x && cd d && chmod 4755 x',
+    'install -m 4755': 'install -m 4755 /bin/sh ./x',
+    'install -m 2755': 'install -m 2755 /bin/sh ./x',
+    'python os.chmod': "cp /bin/sh x; python3 -c \"import os; os.chmod('x', 0o4755)\"",
+    'python fchmod': "cp /bin/sh x; python3 -c \"import os; fd = os.open('x', os.O_RDONLY); os.fchmod(fd, 0o4755)\"",
+    'python fchmodat': "mkdir d; cp /bin/sh d/x; python3 -c \"import os; d = os.open('d', os.O_RDONLY); os.chmod('x', 0o4755, dir_fd=d)\"",
+    'python open O_CREAT': "python3 -c \"import os; os.close(os.open('x', os.O_CREAT | os.O_WRONLY, 0o4755))\"",
+    'python openat O_CREAT': "mkdir d; python3 -c \"import os; d = os.open('d', os.O_RDONLY); os.close(os.open('x', os.O_CREAT | os.O_WRONLY, 0o6755, dir_fd=d))\"",
+    'python mknod': "python3 -c \"import os, stat; os.mknod('x', stat.S_IFREG | 0o4755)\"",
+    'python mkdir setgid': "python3 -c \"import os; os.mkdir('d', 0o2755)\"",
+    'mkdir -m 2775': 'mkdir -m 2775 d',
+    'perl chmod': "cp /bin/sh x; perl -e 'chmod 04755, \"x\"'",
+    'openat2 raw': ("python3 -c \"import ctypes, struct; libc = ctypes.CDLL(None, use_errno=True); "
+                    "how = ctypes.create_string_buffer(struct.pack('QQQ', 0o101, 0o4755, 0), 24); "
+                    "r = libc.syscall(437, -100, b'x', how, 24); print(r, ctypes.get_errno())\""),
+    'copy, then chmod from a background child': 'cp /bin/sh x; (sleep 0.2; chmod u+s x) & wait',
+}
+if SETUID_BINARY:
+    SETID_ATTACKS['cp -p of a setuid binary'] = f'cp -p {SETUID_BINARY} ./x'
+    SETID_ATTACKS['cp -a of a setuid binary'] = f'cp -a {SETUID_BINARY} ./x'
+
+
+@pytest.mark.parametrize('name', sorted(SETID_ATTACKS))
+def test_no_setuid_file_survives(ws, name):
+    r = run(SETID_ATTACKS[name], ws)
+    assert _setid(ws) == [], (name, r)
+
+
+def test_setuid_refusal_is_eperm(ws):
+    r = run('cp /bin/sh x; chmod u+s x; echo rc=$?', ws)
+    assert 'Operation not permitted' in r.stderr and 'rc=1' in r.stdout, r
+    assert r.setid_removed == ()   # the filter stopped it: the sweep had nothing to do (and does not run)
+
+
+def test_tar_extraction_of_a_setuid_member(ws, tmp_path):
+    import tarfile, io
+    archive = tmp_path / 'a.tar'
+    with tarfile.open(archive, 'w') as t:
+        for name, mode in (('evil', 0o4755), ('evil-g', 0o2755), ('ok.sh', 0o750)):
+            info = tarfile.TarInfo(name); info.mode = mode; data = b'#!/bin/sh\necho hi\n'; info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+    (ws / 'a.tar').write_bytes(archive.read_bytes())
+    run('tar -xpf a.tar; tar --same-owner -xpf a.tar', ws)
+    assert _setid(ws) == []
+    assert (ws / 'ok.sh').stat().st_mode & 0o7777 == 0o750 and (ws / 'evil').exists()
+
+
+def test_io_uring_is_unavailable(ws):
+    # io_uring's OPENAT takes a mode and never passes through seccomp: io_uring_setup must fail (ENOSYS)
+    r = run("python3 -c \"import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
+            "print(libc.syscall(425, 4, ctypes.create_string_buffer(120)), ctypes.get_errno())\"", ws)
+    assert r.stdout.split() == ['-1', '38'], r
+
+
+@pytest.mark.skipif(sandbox.platform.machine() != 'x86_64' or not sandbox.shutil.which('gcc'), reason='needs gcc on x86-64')
+def test_32bit_and_x32_system_calls_are_refused(ws, tmp_path):
+    # i386 chmod (15) through int 0x80 has another number than x86-64's: the filter must refuse the whole table
+    src = tmp_path / 'compat.c'
+    src.write_text(r'''#include <stdio.h>
+static char path[] = "compat.bin";
+int main(void) {
+    FILE *f = fopen(path, "w"); if (f) fclose(f);
+    long ret;
+    __asm__ volatile ("int $0x80" : "=a"(ret) : "a"(15L), "b"(path), "c"(04755L) : "memory");
+    printf("i386=%ld\n", ret);
+    __asm__ volatile ("syscall" : "=a"(ret) : "a"(0x40000000L + 90), "D"(path), "S"(02755L) : "rcx", "r11", "memory");
+    printf("x32=%ld\n", ret);
+    return 0;
+}''')
+    subprocess_run = __import__('subprocess').run
+    assert subprocess_run(['gcc', '-O0', '-no-pie', '-o', str(ws / 'compat'), str(src)], capture_output=True).returncode == 0
+    r = run('./compat', ws)
+    assert 'i386=-1\n' in r.stdout and 'x32=-1\n' in r.stdout, r   # -EPERM from the filter
+    assert _setid(ws) == []
+
+
+BENIGN = {
+    'chmod +x': ('echo "echo hi" > s.sh && chmod +x s.sh && ./s.sh', {'s.sh': 0o755}),
+    'chmod 640 and sticky dir': ('touch f && chmod 640 f && mkdir t && chmod 1777 t', {'f': 0o640, 't': 0o1777}),
+    'cp -p keeps mode and time': ('touch -d 2001-01-01 src && chmod 750 src && cp -p src dst', {'dst': 0o750}),
+    'mkdir -p and -m': ('mkdir -p a/b/c && mkdir -m 700 priv', {'a/b/c': 0o755, 'priv': 0o700}),
+    'install -m 755': ('install -m 755 /bin/true ./t', {'t': 0o755}),
+    'python open 0o600': ("python3 -c \"import os; os.close(os.open('k', os.O_CREAT | os.O_WRONLY, 0o600))\"", {'k': 0o600}),
+    'tar round trip': ('mkdir src && echo x > src/f && chmod 751 src/f && tar -cf a.tar src && rm -r src && tar -xpf a.tar', {'src/f': 0o751}),
+}
+
+
+@pytest.mark.parametrize('name', sorted(BENIGN))
+def test_ordinary_modes_still_work(ws, name):
+    cmd, modes = BENIGN[name]
+    r = run(f'umask 022; {cmd}', ws)
+    assert r.exit_code == 0, (name, r)
+    for path, mode in modes.items():
+        assert (ws / path).stat().st_mode & 0o7777 == mode, (name, path, oct((ws / path).stat().st_mode))
+    if name == 'cp -p keeps mode and time':
+        assert (ws / 'dst').stat().st_mtime == (ws / 'src').stat().st_mtime
+
+
+def test_sweep_where_no_filter_exists(ws, monkeypatch):
+    # an architecture without a filter: the bits get set inside, and the sweep removes them afterwards
+    monkeypatch.setattr(sandbox, 'seccomp_filter', lambda machine=None: None)
+    r = run('cp /bin/sh x && chmod u+s x && mkdir -p deep/er && cp -p x deep/er/y && chmod 2755 deep/er/y && touch ok && chmod 755 ok', ws)
+    assert r.exit_code == 0, r
+    assert sorted(r.setid_removed) == ['deep/er/y', 'x'] and 'setuid/setgid bits removed' in r.for_model()
+    assert _setid(ws) == [] and (ws / 'x').stat().st_mode & 0o7777 == 0o755
+
+
+def test_filter_refused_for_unknown_arch():
+    assert sandbox.seccomp_filter('riscv64') is None and sandbox.seccomp_filter('x86_64') and sandbox.seccomp_filter('aarch64')
+
+
+# --- Resource limits ---
+
+def test_memory_limit(ws, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_SHELL_MEMORY_MB', '200')
+    r = run('python3 -c "x = bytearray(400 * 2**20)"', ws)
+    assert r.exit_code not in (0, None) and 'MemoryError' in r.stderr
+    assert 'ran out of memory (limit 200 MB per process' in r.for_model(), r.for_model()
+    r = run('python3 -c "x = bytearray(50 * 2**20); print(len(x))"', ws)
+    assert r.exit_code == 0 and r.stdout == f'{50 * 2**20}\n' and r.limit == ''
+    r = run('x=$(head -c 300000000 /dev/zero | tr "\\0" a); echo ${#x}', ws)   # bash itself runs out
+    assert r.exit_code != 0 and 'ran out of memory' in r.for_model(), r
+
+
+def test_memory_limit_spares_address_space_reservations(ws):
+    # RLIMIT_AS would break these at 2 GiB; RLIMIT_DATA does not
+    if sandbox.shutil.which('java'):
+        r = run('java -version', ws)
+        assert r.exit_code == 0, r
+    if sandbox.shutil.which('node'):
+        r = run('node -e "new WebAssembly.Memory({initial: 1}); console.log(\'ok\')"', ws)
+        assert r.stdout == 'ok\n', r
+
+
+def test_tmp_is_capped_at_the_memory_limit(ws, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_SHELL_MEMORY_MB', '64')
+    r = run('head -c 100000000 /dev/zero > /tmp/fill; echo rc=$?; df -m /tmp | tail -1', ws)
+    assert 'rc=1' in r.stdout and 'No space left' in r.stderr, r
+
+
+def test_memory_limit_zero_disables(ws, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_SHELL_MEMORY_MB', '0'); monkeypatch.setenv('PASSEPARTOUT_SHELL_CPU_SECONDS', '0')
+    assert run('ulimit -d; ulimit -t', ws).stdout == 'unlimited\nunlimited\n'
+
+
+@pytest.mark.parametrize('spinner', ['while :; do :; done', 'python3 -c "while True: pass"'])
+def test_cpu_limit_stops_a_spinner(ws, monkeypatch, spinner):
+    monkeypatch.setenv('PASSEPARTOUT_SHELL_CPU_SECONDS', '1')
+    t0 = time.monotonic()
+    r = run(spinner, ws, timeout=30)
+    assert not r.timed_out and r.exit_code == 152, r
+    assert 'stopped by the CPU time limit (1 s per process' in r.for_model()
+    assert time.monotonic() - t0 < 15
+
+
+def test_cpu_limit_cannot_be_raised(ws, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_SHELL_CPU_SECONDS', '5')
+    r = run('ulimit -St unlimited 2>&1; ulimit -Ht 100 2>&1; ulimit -St; ulimit -Ht', ws)
+    assert r.stdout.splitlines()[-2:] == ['5', '6'], r
+
+
+def test_big_file_write_is_stopped(ws, monkeypatch):
+    monkeypatch.setattr(sandbox, 'MAX_FILE_BYTES', 1 << 20)
+    r = run('python3 -c "open(\'big\', \'wb\').write(bytes(3 * 2**20))"', ws)
+    assert r.exit_code != 0 and 'a file reached the size limit (1 MiB per file)' in r.for_model(), r
+    r = run('head -c 3000000 /dev/zero > big2', ws)
+    assert r.exit_code == 153 and 'size limit' in r.limit, r
+    assert (ws / 'big2').stat().st_size == 1 << 20
+
+
+def test_default_limits_are_in_force(ws):
+    lines = run('ulimit -d; ulimit -St; ulimit -f; ulimit -c', ws).stdout.splitlines()
+    assert lines == [str(2048 * 1024), '60', str(2**30 // 1024), '0'], lines
+
+
+# --- Without the sandbox: run_unconfined (the shell tool calls it only for an owner-approved command) ---
+
+def test_unconfined_environment_and_cwd(ws, monkeypatch):
+    monkeypatch.setenv('OPENAI_API_KEY', 'sk-SECRET')
+    r = sandbox.run_unconfined('pwd; echo "$HOME"; env | grep -c SECRET; test -d "$HOME" && echo home-exists', ws, timeout=10)
+    lines = r.stdout.splitlines()
+    assert lines[0] == str(ws.resolve()) and lines[2] == '0' and lines[3] == 'home-exists', r
+    assert r.unconfined and 'ran WITHOUT the sandbox' in r.for_model()
+    assert not Path(lines[1]).exists()   # the throw-away home is removed
+
+
+def test_unconfined_background_does_not_outlive_or_hold(ws):
+    n = f"{6000 + os.getpid() % 1000}.{uuid.uuid4().int % 10**6}"
+    t0 = time.monotonic()
+    r = sandbox.run_unconfined(f'sleep {n} & echo started', ws, timeout=20)
+    assert r.exit_code == 0 and r.stdout == 'started\n' and time.monotonic() - t0 < 3, r
+    time.sleep(0.3)
+    assert _alive(f'sleep {n}') == []
+
+
+def test_unconfined_timeout_kills_the_group(ws):
+    n = f"{7000 + os.getpid() % 1000}.{uuid.uuid4().int % 10**6}"
+    r = sandbox.run_unconfined(f'sleep {n} & sleep {n}', ws, timeout=0.5)
+    assert r.timed_out and r.exit_code is None
+    time.sleep(0.3)
+    assert _alive(f'sleep {n}') == []
+
+
+def test_unconfined_limits(ws, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_SHELL_CPU_SECONDS', '1'); monkeypatch.setenv('PASSEPARTOUT_SHELL_MEMORY_MB', '200')
+    r = sandbox.run_unconfined('while :; do :; done', ws, timeout=20)
+    assert r.exit_code == 152 and 'CPU time limit' in r.for_model(), r
+    r = sandbox.run_unconfined('python3 -c "x = bytearray(400 * 2**20)"', ws, timeout=20)
+    assert 'ran out of memory' in r.for_model(), r
+    r = sandbox.run_unconfined('yes', ws, timeout=20, max_output=1000)
+    assert r.truncated and len(r.stdout) == 1000
