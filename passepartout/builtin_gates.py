@@ -18,13 +18,13 @@ __all__ = ['log', 'VALIDATOR_PRIORITY', 'BUDGET_PRIORITY', 'POLICY_PRIORITY', 'A
            'self_protection_gate', 'budget_gate', 'sandbox_ready', 'sandbox_gate', 'ask_every_shell_command',
            'default_gates']
 
-# %% ../nbs/20_builtin_gates.ipynb #ee406b28
+# %% ../nbs/20_builtin_gates.ipynb #b6265e5a
 import os, re, json, time, stat, socket, logging, fnmatch, ipaddress
 from pathlib import Path
 from urllib.parse import urlsplit
 from . import config
 from .gates import GateEngine, Verdict, ALLOW, ASK, DENY, allow, ask, deny, _RANK
-from .signals import Action, Context, from_owner, sender_of
+from .signals import Action, Context, from_owner, sender_of, OWNER_SOURCES
 
 log = logging.getLogger('passepartout.gates')
 
@@ -223,12 +223,17 @@ def policy_gate(action:Action, ctx:Context) -> Verdict|None:
         held = held or ask(f"mandate {name}: {v.reason}")
     return held
 
-# %% ../nbs/20_builtin_gates.ipynb #3a03e5cf
+# %% ../nbs/20_builtin_gates.ipynb #985e2145
+_LOCAL_SOURCES = frozenset(OWNER_SOURCES)
+
 def authority_gate(action:Action, ctx:Context) -> Verdict|None:
     "In a turn someone other than the owner started, every tool call asks; a reply is allowed."
     if action.kind != 'tool': return None
     signal = getattr(ctx, 'signal', None)
-    if signal is None or from_owner(signal): return None
+    if signal is None: return None
+    meta = signal.meta
+    if meta.get('owner') is None and meta.get('source') in _LOCAL_SOURCES: return None   # the owner at a local channel: the common case
+    if from_owner(signal): return None
     return ask(f"requested by {sender_of(signal)}, not by you: a tool call in someone else's conversation runs only with your approval")
 
 # %% ../nbs/20_builtin_gates.ipynb #608bb97e
@@ -624,8 +629,9 @@ def provenance_gate(action:Action, ctx:Context) -> Verdict|None:
             return ask(f"{key} {s[:80]!r} was written in {where}, not by you: check it before it is used")
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #f28c5942
-RECIPIENT_ARGS = {'send_message': ('recipient',), 'http_fetch': ()}
+# %% ../nbs/20_builtin_gates.ipynb #a9d7247c
+RECIPIENT_ARGS = {'send_message': ('recipient',), 'http_fetch': (), 'read_file': (), 'list_dir': (), 'search_files': (),
+                  'write_file': (), 'edit_file': (), 'shell': ()}   # the built-ins, so they pass after one lookup
 _RECIPIENT_NAME = re.compile(r'(?i)^(recipients?|to|cc|bcc|e?mail|email_address|phone|phone_number|chat_?id|user|user_?name)$')
 _owner_addresses = {}
 

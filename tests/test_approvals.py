@@ -208,3 +208,35 @@ def test_the_model_hears_the_outcome(home, tmp_path):
     agent.provider.script[:] = [lambda req: reply(json.dumps([m for m in req.messages if m['role'] == 'tool']))]
     tool_messages = json.loads(agent.send('what happened?').reply)
     assert [(m['content'], m['is_error']) for m in tool_messages] == [(f"approved by the owner (token {token}): appended z", False)]
+
+
+def test_a_strangers_held_action_reaches_the_owner_not_the_stranger(home, tmp_path, monkeypatch):
+    "A stranger's request is held: the stranger gets no token and no arguments, the owner's chat gets both, another process approves it."
+    monkeypatch.setenv('PASSEPARTOUT_TELEGRAM_OWNERS', '1001')
+    journal = tmp_path / 'journal'
+    agent, store = make_agent(journal), ApprovalStore()
+    chats = []
+    agent.actuators.register('telegram', lambda a, c: chats.append((c.signal.meta.get('recipient') or c.signal.meta.get('chat_id'), a.text)), silent=True)
+    token = hold_one(agent, store, 'secret-ish line', source='telegram', owner=False, chat_id='666', session='tg-666')
+    to_owner = [t for who, t in chats if who == '1001']
+    assert chats[-1] == ('666', "This needs my owner's approval.") and all(token not in t and 'secret-ish' not in t for who, t in chats if who == '666')
+    assert len(to_owner) == 1 and f"approve {token}" in to_owner[0] and "append(line='secret-ish line')" in to_owner[0]
+    assert all(token not in m['content'] for m in agent.transcript('tg-666'))
+    assert agent.send(f'approve {token}', source='telegram', owner=False, chat_id='666').reply is None   # answered in the chat:
+    assert chats[-1] == ('666', "Only the owner can approve or deny actions.") and not journal.exists()
+    store.close(); del agent
+    r = cli(home, journal, 'approvals')
+    assert token in r.stdout and 'secret-ish line' in r.stdout, r.stdout
+    r = cli(home, journal, 'approve', token)
+    assert r.returncode == 0 and journal.read_text() == 'secret-ish line\n', (r.stdout, r.stderr)
+
+
+def test_no_owner_channel_still_persists_and_audits(home, tmp_path):
+    "Without any owner channel the notice still lands in the audit log and the store lists the held action."
+    agent, store = make_agent(tmp_path / 'journal'), ApprovalStore()
+    events = []
+    agent.audit = events.append
+    token = hold_one(agent, store, 'x', source='telegram', owner=False, chat_id='666')
+    notice = [e for e in events if e['kind'] == 'owner-notice']
+    assert len(notice) == 1 and notice[0]['delivered'] == [] and f"approve {token}" in notice[0]['text']
+    assert [r['token'] for r in store.pending()] == [token]
