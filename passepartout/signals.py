@@ -129,8 +129,8 @@ def _signal_md(self:Signal) -> str:
 
 Signal.to_dict, Signal.__repr__, Signal._repr_markdown_ = _signal_to_dict, _signal_repr, _signal_md
 
-# %% ../nbs/02_signals.ipynb #9d1afda2
-OWNER_SOURCES = ('cli', 'tui', 'daemon', 'repl', 'cron')
+# %% ../nbs/02_signals.ipynb #ebd1a52c
+OWNER_SOURCES = ('cli', 'tui', 'daemon', 'repl', 'cron', 'policy')
 
 def from_owner(signal:Signal) -> bool:
     "Did the owner send `signal`? The gateway's `meta['owner']` decides; when it is unset, the local channels are the owner's."
