@@ -314,3 +314,114 @@ def test_end_to_end_escape_becomes_a_tool_error(ws, tmp_path):
     turn = agent.send('try to escape')
     assert turn.reply.startswith("PermissionError: '../outside/pwned.txt' is outside the workspace")
     assert not (tmp_path / 'outside' / 'pwned.txt').exists()
+
+
+# ---- shell without a sandbox: only what the owner approved runs, unconfined but limited --------
+
+from passepartout import sandbox as sandbox_module
+from passepartout.builtin_tools import released_by_owner
+from passepartout.sandbox import SandboxUnavailable
+from passepartout.signals import Turn
+
+
+@pytest.fixture
+def no_bwrap(monkeypatch):
+    "bubblewrap off the PATH, as on a machine without it (the availability cache is reset around the test)."
+    monkeypatch.setenv('PATH', '/nonexistent')
+    sandbox_module.sandbox_problem.cache_clear()
+    yield
+    sandbox_module.sandbox_problem.cache_clear()
+
+
+def test_shell_without_sandbox_refuses_an_unapproved_call(ws, ctx, no_bwrap):
+    assert sandbox_module.sandbox_problem() == 'bubblewrap (bwrap) is not installed'
+    with pytest.raises(SandboxUnavailable, match='only a command the owner approved'):
+        shell('echo x > made.txt', ctx=ctx)
+    assert not (ws / 'made.txt').exists()
+
+
+def test_shell_without_sandbox_and_without_gates_still_refuses(ws, no_bwrap):
+    # a gate bug (here: no gates at all) allows the call: the tool itself still refuses to run it unconfined
+    agent = Agent(ScriptedProvider([tool_call('shell', {'command': 'echo x > made.txt'}), reply('done')]),
+                  tools=builtin_tools(), workspace=ws)
+    turn = agent.send('make a file')
+    assert not (ws / 'made.txt').exists()
+    errors = [m for m in agent.transcript('default') if m.get('role') == 'tool']
+    assert errors and 'only a command the owner approved' in errors[0]['content'], turn.events
+
+
+def _approved_ctx(ws, store, command, token, digest_of=None, event=True):
+    "A context as `resolve_approval` builds it, with each mark optional, for forging attempts."
+    action = tool_call('shell', {'command': command})
+    sig = Signal(meta={'source': 'cli'}, payload={'sensor': 'approval-command', 'verb': 'approve', 'token': token},
+                 status='handled', approved_action=action)
+    turn = Turn()
+    if event: turn.record('approval', token=token, digest=(digest_of or action).digest(), action=action.to_dict())
+    return Context(sig, SimpleNamespace(workspace=ws, approvals=store, vault=None), turn)
+
+
+def test_forged_approval_marks_are_refused(ws, tmp_path):
+    from passepartout.approvals import ApprovalStore
+    from passepartout.gates import Decision
+    store = ApprovalStore(tmp_path / 'approvals.db')
+    held = tool_call('shell', {'command': 'echo ok'})
+    token = store.hold(held, Decision('ask', held, []), None)
+    # pending (not approved and claimed): refused, even with a matching turn event
+    assert not released_by_owner(_approved_ctx(ws, store, 'echo ok', token), 'echo ok')
+    store.approve(token); store.claim(token)
+    assert released_by_owner(_approved_ctx(ws, store, 'echo ok', token), 'echo ok')
+    # a different command than the one approved and claimed
+    assert not released_by_owner(_approved_ctx(ws, store, 'echo ok', token), 'rm -rf .')
+    assert not released_by_owner(_approved_ctx(ws, store, 'rm -rf .', token), 'rm -rf .')
+    # no approval event in the turn; an unknown token; a signal that is not an approval
+    assert not released_by_owner(_approved_ctx(ws, store, 'echo ok', token, event=False), 'echo ok')
+    assert not released_by_owner(_approved_ctx(ws, store, 'echo ok', 'zzzzzzzz'), 'echo ok')
+    c = _approved_ctx(ws, store, 'echo ok', token); c.signal.payload['sensor'] = 'user-input'
+    assert not released_by_owner(c, 'echo ok')
+    c = _approved_ctx(ws, store, 'echo ok', token); c.signal.status = 'approved'
+    assert not released_by_owner(c, 'echo ok')
+    assert not released_by_owner(Context(agent=SimpleNamespace(workspace=ws)), 'echo ok')
+
+
+def _app_agent(ws, script):
+    from passepartout.app import build_agent
+    return build_agent(provider=ScriptedProvider(list(script)), workspace=ws)
+
+
+def test_approved_command_runs_unconfined_with_the_real_gates(ws, no_bwrap, monkeypatch):
+    monkeypatch.setenv('OPENAI_API_KEY', 'sk-SECRET-in-the-agent-env')
+    agent = _app_agent(ws, [tool_call('shell', {'command': 'echo hi > approved.txt; env | grep -c SECRET; pwd'}, explanation='make the file'), reply('waiting')])
+    turn = agent.send('make a file', source='cli')
+    assert turn.pending and not (ws / 'approved.txt').exists(), turn.events
+    token = turn.pending[0]['token']
+    asked = [r for e in turn.of('verdict') for r in e['trace'] if r['gate'] == 'sandbox']
+    assert asked and asked[0]['decision'] == 'ask', turn.events   # the sandbox gate held it
+    # a stranger cannot release it
+    assert agent.send(f'approve {token}', source='telegram', owner=False).reply == "Only the owner can approve or deny actions."
+    assert not (ws / 'approved.txt').exists()
+    answer = agent.send(f'approve {token}', source='cli').reply
+    assert (ws / 'approved.txt').read_text() == 'hi\n', answer
+    assert 'ran WITHOUT the sandbox, approved by the owner' in answer and f'\n0\n{ws}' in answer, answer
+    # the token is spent: the same command needs a new approval
+    assert 'already used' in agent.send(f'approve {token}', source='cli').reply
+
+
+def test_approved_from_another_process(ws, tmp_path, no_bwrap):
+    # hold in this process, approve with the real `passepartout approve` command in a second process without bwrap
+    agent = _app_agent(ws, [tool_call('shell', {'command': 'echo from-cli > cli.txt'}, explanation='make the file'), reply('waiting')])
+    token = agent.send('make a file', source='cli').pending[0]['token']
+    env = {k: v for k, v in os.environ.items() if not k.startswith('PASSEPARTOUT_')}
+    env.update(PATH='/nonexistent', PASSEPARTOUT_HOME=os.environ['PASSEPARTOUT_HOME'], PASSEPARTOUT_WORKSPACE=str(ws),
+               PASSEPARTOUT_PROVIDERS='replay')
+    r = subprocess.run([sys.executable, '-c', 'from passepartout.cli import main; main()', 'approve', token],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert (ws / 'cli.txt').read_text() == 'from-cli\n' and 'ran WITHOUT the sandbox' in r.stdout
+
+
+def test_approved_command_under_limits(ws, no_bwrap, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_SHELL_CPU_SECONDS', '1')
+    agent = _app_agent(ws, [tool_call('shell', {'command': 'while :; do :; done'}, explanation='spin'), reply('waiting')])
+    token = agent.send('spin', source='cli').pending[0]['token']
+    answer = agent.send(f'approve {token}', source='cli').reply
+    assert 'stopped by the CPU time limit' in answer and 'ran WITHOUT the sandbox' in answer, answer

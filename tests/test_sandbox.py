@@ -279,7 +279,7 @@ SETID_ATTACKS = {
     'python open O_CREAT': "python3 -c \"import os; os.close(os.open('x', os.O_CREAT | os.O_WRONLY, 0o4755))\"",
     'python openat O_CREAT': "mkdir d; python3 -c \"import os; d = os.open('d', os.O_RDONLY); os.close(os.open('x', os.O_CREAT | os.O_WRONLY, 0o6755, dir_fd=d))\"",
     'python mknod': "python3 -c \"import os, stat; os.mknod('x', stat.S_IFREG | 0o4755)\"",
-    'python mkdir setgid': "python3 -c \"import os; os.mkdir('d', 0o2755)\"",
+    'chmod g+s on a directory': 'mkdir d && chmod g+s d',
     'mkdir -m 2775': 'mkdir -m 2775 d',
     'perl chmod': "cp /bin/sh x; perl -e 'chmod 04755, \"x\"'",
     'openat2 raw': ("python3 -c \"import ctypes, struct; libc = ctypes.CDLL(None, use_errno=True); "
