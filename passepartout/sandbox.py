@@ -322,7 +322,7 @@ def _sweep(workspace) -> tuple:
     ws = _workspace(workspace)
     return tuple(os.path.relpath(f, ws) for f in strip_setid(ws, skip=tuple(map(str, protected_paths(ws)))))
 
-# %% ../nbs/31_sandbox.ipynb #5c119c9e
+# %% ../nbs/31_sandbox.ipynb #6193f1db
 def run_unconfined(command:str,              # shell command, run with `bash -c`
                    workspace:Path,           # the working directory
                    timeout:float|None=None,  # seconds (default PASSEPARTOUT_SHELL_TIMEOUT)
@@ -332,8 +332,9 @@ def run_unconfined(command:str,              # shell command, run with `bash -c`
     ws, (timeout, max_output) = _workspace(workspace), _settings(timeout, max_output)
     home = tempfile.mkdtemp(prefix='passepartout-home-')
     t0 = time.monotonic()
-    proc = subprocess.Popen(_limited(command), cwd=ws, env={**scrubbed_env(), 'HOME': home}, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try: proc = subprocess.Popen(_limited(command), cwd=ws, env={**scrubbed_env(), 'HOME': home}, stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    except OSError: shutil.rmtree(home, ignore_errors=True); raise
     try:
         out, _, stop = _pump(proc, None, t0 + timeout, max_output, until_exit=True)
         if stop: os.killpg(proc.pid, signal.SIGKILL)
