@@ -240,3 +240,14 @@ def test_no_owner_channel_still_persists_and_audits(home, tmp_path):
     notice = [e for e in events if e['kind'] == 'owner-notice']
     assert len(notice) == 1 and notice[0]['delivered'] == [] and f"approve {token}" in notice[0]['text']
     assert [r['token'] for r in store.pending()] == [token]
+
+
+def test_the_daemons_owner_mark_may_approve_but_its_string_may_not(home, tmp_path):
+    "Daemon clients carry the OWNER mark (a str subclass): they are the owner; the plain string 'owner' from JSON is not."
+    from passepartout.daemon import OWNER
+    journal = tmp_path / 'journal'
+    agent, store = make_agent(journal), ApprovalStore()
+    token = hold_one(agent, store, 'via daemon', source='daemon', owner=OWNER)
+    assert agent.send(f'approve {token}', source='daemon', owner='owner').reply == "Only the owner can approve or deny actions."
+    assert agent.send(f'approve {token}', source='daemon', owner=OWNER).reply == f"Approved {token}: append(line='via daemon') output: appended via daemon"
+    assert journal.read_text() == 'via daemon\n'
