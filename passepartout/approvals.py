@@ -163,7 +163,7 @@ class Resolution:
         body = f"failed: {self.error}" if self.error else (f"output: {self.output}" if self.output is not None else 'done')
         return f"{head} {body}" + (f"\n{self.rule}" if self.rule else '')
 
-# %% ../nbs/32_approvals.ipynb #1e9b5c40
+# %% ../nbs/32_approvals.ipynb #d43e5bb0
 def _learn(action:Action) -> str:
     "Create an 'always allow' permission rule for `action`; say what happened."
     try: from passepartout.builtin_gates import learn_rule
@@ -173,7 +173,22 @@ def _learn(action:Action) -> str:
     except Exception as e: return f"Not remembered: the permission rule could not be written ({type(e).__name__}: {e})."
     return f"Remembered: {action!r} is allowed from now on" + (f" (rule added to {rule})." if rule else '.')
 
-# %% ../nbs/32_approvals.ipynb #250c4ffd
+def _bind_secrets(action:Action, agent) -> str:
+    "For 'always': bind the vault secrets the action uses to where it sends them, so the vault gate stops asking there."
+    args = json.dumps(action.args) if action.kind == 'tool' else ''
+    if '{{vault:' not in args: return ''
+    from passepartout.vault import Vault, HANDLE_RE, action_destination, _unclear_destination
+    names = sorted(set(HANDLE_RE.findall(args)))
+    if not names: return ''
+    vault = getattr(agent, 'vault', None) or Vault()
+    try:
+        if _unclear_destination(action, vault): return " Its secrets were not bound: the destination cannot be told."
+        dest = action_destination(action)
+        for n in names: vault.allow(n, dest)
+    except Exception as e: return f" Its secrets were not bound ({type(e).__name__}: {e})."
+    return f" Secret {', '.join(names)} may go to {dest} from now on (`passepartout vault revoke` undoes it)."
+
+# %% ../nbs/32_approvals.ipynb #7a0af34a
 def resolve_approval(agent, store:ApprovalStore, token:str, always:bool=False) -> Resolution:
     "Release `token`: claim it, re-check the gates, run the action on its actuator, record it all."
     from passepartout.act import act
@@ -188,7 +203,7 @@ def resolve_approval(agent, store:ApprovalStore, token:str, always:bool=False) -
     last = agent.gates.verify(action, ctx)
     turn.record('last-mile', decision=last.decision, reasons=last.reasons, trace=[r.to_dict() for r in last.trace], action=action.to_dict())
     if last.decision == DENY: raise ApprovalError(f"approval {token}: refused at the last-mile check: {'; '.join(last.reasons) or 'deny'}")
-    rule = _learn(action) if always else None
+    rule = _learn(action) + _bind_secrets(action, agent) if always else None
     signal.approved_action = last.action if last.decision == ALLOW else action
     feedback = act(signal, ctx)
     return _resolution(agent, token, signal, feedback, rule, turn)

@@ -1,4 +1,4 @@
-"""The deterministic checks every proposed action passes before it runs: validator, policy, authority, permissions, paths, network, secrets, provenance, recipients, self-protection, budget and sandbox, joined into the default pipeline.
+"""The deterministic checks every proposed action passes before it runs: validator, policy, authority, permissions, paths, network, secrets, provenance, recipients, self-protection, budget and sandbox, joined with the vault gate (secrets go only where they are bound) into the default pipeline.
 
 Docs: https://passepartout-agent.github.io/passepartout/builtin_gates.html.md"""
 
@@ -784,9 +784,9 @@ def _shell_gate():
         log.warning("shell gate unavailable (%s: %s): every shell command will ask", type(e).__name__, e)
         return ask_every_shell_command, DEFAULT_SHELL_PRIORITY
 
-# %% ../nbs/20_builtin_gates.ipynb #bed36a3e
+# %% ../nbs/20_builtin_gates.ipynb #ed31ce58
 def default_gates() -> GateEngine:
-    "Every built-in gate, in priority order, with the shell gate and the sandbox gate."
+    "Every built-in gate, in priority order, with the shell gate, the sandbox gate and the vault gate (see the vault notebook)."
     engine = GateEngine()
     for name, check, priority in [('validator', validator_gate, VALIDATOR_PRIORITY), ('budget', budget_gate, BUDGET_PRIORITY),
             ('policy', policy_gate, POLICY_PRIORITY), ('authority', authority_gate, AUTHORITY_PRIORITY),
@@ -796,6 +796,8 @@ def default_gates() -> GateEngine:
             ('provenance', allowed_by_rule(provenance_gate, 'provenance', exact_only=True), PROVENANCE_PRIORITY),
             ('recipients', recipients_gate, RECIPIENTS_PRIORITY)]:
         engine.add(name, check, priority)
+    from passepartout.vault import vault_gate, VAULT_PRIORITY
+    engine.add('vault', vault_gate, VAULT_PRIORITY)   # bare: no permission rule may send a secret somewhere it is not bound
     shell, shell_priority = _shell_gate()
     engine.add('shell', allowed_by_rule(shell, 'shell'), shell_priority)
     engine.add('sandbox', sandbox_gate, min(SANDBOX_PRIORITY, shell_priority - 1))

@@ -137,9 +137,14 @@ def test_secret_values_in_arguments_are_denied(env, secret):
         assert secret not in d.reasons[0]                     # the reason does not repeat the secret
 
 
-def test_vault_handles_are_fine(env, monkeypatch):
-    monkeypatch.setenv('PASSEPARTOUT_NETWORK_ALLOW', 'api.example.org')
+def test_vault_handles_are_fine_where_the_secret_is_bound(env, monkeypatch):
+    from passepartout.vault import Vault
+    monkeypatch.setenv('PASSEPARTOUT_NETWORK_ALLOW', 'api.example.org,other.example.org')
+    Vault().add('EXAMPLE_KEY', 'example-value-1', ['api.example.org'])
     assert env.verify(fetch('https://api.example.org/?key={{vault:EXAMPLE_KEY}}')).decision == 'allow'
+    d = env.verify(fetch('https://other.example.org/?key={{vault:EXAMPLE_KEY}}'))
+    assert d.decision == 'ask' and 'not bound to other.example.org' in '; '.join(d.reasons), d.reasons
+    assert env.verify(fetch('https://api.example.org/?key={{vault:NO_SUCH_KEY}}')).decision == 'deny'
 
 
 # --- provenance ------------------------------------------------------------------------------

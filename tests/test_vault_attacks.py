@@ -217,3 +217,18 @@ def test_approving_a_held_request_releases_it_to_the_server(world):
     res = resolve_approval(world.agent, world.agent.approvals, token)
     assert res.ok and [r['path'] for r in world.receiver.requests] == [f"/collect?k={SECRET}"]
     assert SECRET not in res.message
+
+
+def test_approve_always_binds_the_secret_to_that_destination(world):
+    "'approve --always' on a vault ask binds the secret to the host: the next use there runs, another host still asks."
+    from passepartout.approvals import resolve_approval
+    turn = run(world, URL_ATTACKS['query'](world.receiver.base))
+    [token] = [p['token'] for p in turn.pending]
+    res = resolve_approval(world.agent, world.agent.approvals, token, always=True)
+    assert res.ok and 'API_KEY may go to 127.0.0.1' in res.message, res.message
+    assert world.agent.vault.destinations('API_KEY') == ('127.0.0.1',)
+    again = run(world, tool_call('http_fetch', {'url': f"{world.receiver.base}/other?k={V}"}, explanation='the owner asked'))
+    assert again.pending == [] and [r['path'] for r in world.receiver.requests][-1] == f"/other?k={SECRET}"
+    assert model_saw_secret(world, again) == []
+    elsewhere = run(world, tool_call('http_fetch', {'url': world.receiver.base.replace("127.0.0.1", "localhost") + f"/x?k={V}"}, explanation='x'))
+    assert elsewhere.pending and any('not bound to localhost' in r for r in vault_reasons(elsewhere)), vault_reasons(elsewhere)
