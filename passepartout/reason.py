@@ -42,7 +42,7 @@ class ProposalRequest:
         if self._system is None: self._system = system_prompt(self.agent, self.signal, self.rejections)
         return self._system
 
-# %% ../nbs/05_reason.ipynb #422987e3
+# %% ../nbs/05_reason.ipynb #c5eab654
 def system_prompt(agent, signal:Signal, rejections:list) -> str:
     "Identity, tool belt, standing mandates, recent log lines and the rejection trace, as one prompt."
     parts = [f"You are {agent.name}, an assistant whose every action is checked by deterministic gates before it runs. "
@@ -50,7 +50,7 @@ def system_prompt(agent, signal:Signal, rejections:list) -> str:
     if agent.tools is not None and len(agent.tools):
         parts.append("Tools:\n" + '\n'.join(f"- {t.name}: {t.description}" for t in agent.tools))
     if agent.mandates: parts.append("Standing mandates:\n" + '\n'.join(f"- {m}" for m in agent.mandates))
-    logs = agent.syslog.lines(5)
+    logs = agent.syslog.lines(5) if from_owner(signal) else ()   # the log speaks of every session: not for strangers
     if logs: parts.append("Recent system log:\n" + '\n'.join(logs))
     if rejections:
         parts.append("Your previous proposal was refused. Propose something else that respects these reasons:\n"
