@@ -18,11 +18,11 @@ __all__ = ['log', 'VALIDATOR_PRIORITY', 'BUDGET_PRIORITY', 'POLICY_PRIORITY', 'A
            'self_protection_gate', 'budget_gate', 'sandbox_ready', 'sandbox_gate', 'ask_every_shell_command',
            'default_gates']
 
-# %% ../nbs/20_builtin_gates.ipynb #b6265e5a
+# %% ../nbs/20_builtin_gates.ipynb #5245fc64
 import os, re, json, time, stat, socket, logging, fnmatch, ipaddress
 from pathlib import Path
 from urllib.parse import urlsplit
-from . import config
+from . import config, watch
 from .gates import GateEngine, Verdict, ALLOW, ASK, DENY, allow, ask, deny, _RANK
 from .signals import Action, Context, from_owner, sender_of, OWNER_SOURCES
 
@@ -292,36 +292,36 @@ def _check_rule(i:int, d) -> dict:
     if 'args' in d and not isinstance(d['args'], dict): raise PermissionsError(f"{where}: `args` must be a table")
     return d
 
-# %% ../nbs/20_builtin_gates.ipynb #c215123f
-_rules_cache = {}   # path: (stamp, rules), or (None, directory mtime) while the file is missing
+# %% ../nbs/20_builtin_gates.ipynb #27e195a3
+_rules_cache = {}   # path: (watch generation or None, file stamp or None when missing, rules)
 
-def _still_missing(folder:str, dir_mtime_ns:int) -> bool:
-    "Is a file seen missing from `folder` still missing? The folder has not changed (and not within the last second)."
-    try: mtime = os.stat(folder).st_mtime_ns
-    except OSError: return False
-    return mtime == dir_mtime_ns and time.time_ns() - mtime > 1_000_000_000
-
-def load_rules(path:Path) -> list:
-    "The rules in `path` (none if it is missing), re-read only when the file changes."
-    path = os.fspath(path)
-    hit = _rules_cache.get(path)
-    if hit is not None and hit[0] is None and _still_missing(hit[2], hit[1]): return []
+def _stamp(path:str) -> tuple|None:
+    "`(mtime, size, inode)` of `path`, None when it is missing."
     try: st = os.stat(path)
-    except FileNotFoundError:
-        folder = os.path.dirname(path)
-        try: _rules_cache[path] = (None, os.stat(folder).st_mtime_ns, folder)
-        except OSError: pass
-        return []
+    except FileNotFoundError: return None
     except OSError as e: raise PermissionsError(f"cannot read {path}: {e}") from None
-    stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
-    if hit is not None and hit[0] == stamp: return hit[1]
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+def _parse_rules(path:str) -> list:
+    "The `[[rule]]` tables of `path`, checked."
     import tomllib
     try: data = tomllib.loads(Path(path).read_text(encoding='utf-8'))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e: raise PermissionsError(f"{path} does not parse: {e}") from None
     if set(data) - {'rule'} or not isinstance(data.get('rule', []), list):
         raise PermissionsError(f"{path}: expected only [[rule]] tables, found {sorted(data)}")
-    rules = [Rule(i, _check_rule(i, d)) for i, d in enumerate(data.get('rule', []), 1)]
-    _rules_cache[path] = (stamp, rules)
+    return [Rule(i, _check_rule(i, d)) for i, d in enumerate(data.get('rule', []), 1)]
+
+def load_rules(path:Path) -> list:
+    "The rules in `path` (none if it is missing), re-read only when it changes."
+    path = os.fspath(path)
+    hit = _rules_cache.get(path)
+    if hit is not None:
+        if hit[0] is not None and hit[0] == watch.generation(path): return hit[2]   # nothing happened there since
+        if hit[0] is None and hit[1] == _stamp(path): return hit[2]               # not watchable: ask the file
+    generation = watch.watch(path)   # before reading: from now on, any change moves the generation
+    stamp = _stamp(path)
+    rules = [] if stamp is None else hit[2] if generation is None and hit is not None and hit[1] == stamp else _parse_rules(path)
+    _rules_cache[path] = (generation, stamp, rules)
     return rules
 
 # %% ../nbs/20_builtin_gates.ipynb #679d345c
