@@ -10,8 +10,8 @@ __all__ = ['OWNER', 'LOOPBACK', 'is_owner', 'write_secret', 'state_files', 'Daem
            'client_send', 'client_status', 'AsyncClient', 'daemon_command', 'start_command', 'stop_command',
            'status_command']
 
-# %% ../nbs/51_daemon.ipynb #efab48c6
-import asyncio, hmac, json, os, secrets, signal as signals_module, socket, sys, time
+# %% ../nbs/51_daemon.ipynb #94eb2dd2
+import asyncio, hmac, json, os, secrets, signal as signals_module, socket, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import click
@@ -87,11 +87,12 @@ def _prepare_agent(agent:Agent) -> Agent:
     install_repl(agent)
     return agent
 
-# %% ../nbs/51_daemon.ipynb #56cec729
+# %% ../nbs/51_daemon.ipynb #e0c49e1e
 async def start(self:Daemon) -> Daemon:
     "Build the agent, bind the socket, write the pid, port and token files, start background services."
     source = self.agent_source if self.agent_source is not None else default_agent
     self.agent = _prepare_agent(source if isinstance(source, Agent) else source())
+    self.loop, self.agent.follow = asyncio.get_running_loop(), self._follow
     self.pool, self.stopping = ThreadPoolExecutor(self.threads, 'passepartout-turn'), asyncio.Event()
     self.token = secrets.token_urlsafe(32)
     self.server = await asyncio.start_server(self._serve_client, self.host, self.port, limit=2 ** 16)
@@ -196,14 +197,23 @@ def enqueue(self:Daemon, signal, conn:Connection|None=None, reply_meta:dict|None
 
 Daemon._dispatch, Daemon.enqueue = _dispatch, enqueue
 
-# %% ../nbs/51_daemon.ipynb #9fb1d760
+# %% ../nbs/51_daemon.ipynb #05adce09
+_serving = threading.local()   # per turn thread: the session it is running
+
 def _run_batch(self:Daemon, batch:list) -> list:
     "Run a session's queued signals one after another (in a pool thread); a failure is one error reply."
     out = []
     for signal, _, meta in batch:
+        _serving.session = signal.session
         try: out.append(response('turn', meta, turn=self.agent.process(signal).to_dict()))
         except Exception as e: out.append(response('error', meta, text=f"the turn failed: {type(e).__name__}: {e}"))
+        finally: _serving.session = None
     return out
+
+def _follow(self:Daemon, signal):
+    "The agent's `follow` in the daemon: in the running turn if it is of the same session, else queued on its own session."
+    if getattr(_serving, 'session', None) == signal.session: return Agent.follow(self.agent, signal)
+    self.loop.call_soon_threadsafe(self.enqueue, signal)
 
 async def _work(self:Daemon, session:str):
     "Drain a session's queue in order; the worker ends when the queue is empty."
@@ -220,7 +230,7 @@ async def _work(self:Daemon, session:str):
         del self.workers[session]
         if not queue: self.queues.pop(session, None)
 
-Daemon._run_batch, Daemon._work = _run_batch, _work
+Daemon._run_batch, Daemon._work, Daemon._follow = _run_batch, _work, _follow
 
 # %% ../nbs/51_daemon.ipynb #6e281161
 def _rss_kb() -> int|None:

@@ -6,7 +6,7 @@ Docs: https://passepartout-agent.github.io/passepartout/reason.html.md"""
 
 # %% auto #0
 __all__ = ['MODEL_BLIND', 'STRANGER_HOLD_REPLY', 'STRANGER_REFUSAL', 'UnusableAnswer', 'Proposal', 'ProposalRequest',
-           'system_prompt', 'ScriptedProvider', 'note_signal', 'note_action', 'reason']
+           'system_prompt', 'ScriptedProvider', 'note_signal', 'note_release', 'note_action', 'reason']
 
 # %% ../nbs/05_reason.ipynb #134bc3b5
 import dataclasses
@@ -73,11 +73,12 @@ class ScriptedProvider:
             except ValueError as e: raise UnusableAnswer(str(e), provider=self.name) from None
         return Proposal(item, raw=repr(item), provider=self.name)
 
-# %% ../nbs/05_reason.ipynb #a3c3b69d
+# %% ../nbs/05_reason.ipynb #f49b8274
 def note_signal(transcript:list, signal:Signal):
     "Add what `signal` tells the model to the session transcript; only the owner's messages are marked `owner: True`."
     p, sensor = signal.payload, signal.sensor
     if sensor in ('tool-output', 'tool-error'):
+        if p.get('approval') is not None: return note_release(transcript, signal)
         transcript.append({'role': 'tool', 'call_id': p.get('call_id'), 'name': p.get('tool'),
                            'content': signal.text, 'is_error': sensor == 'tool-error'})
     elif from_owner(signal) and (sensor == 'user-input' or sensor == 'chat-message' and signal.meta.get('owner') is not None):
@@ -86,6 +87,19 @@ def note_signal(transcript:list, signal:Signal):
         label = f"message from {sender_of(signal)}" if sensor == 'user-input' else \
                 f"{sensor} from {p['sender']}" if p.get('sender') else sensor
         transcript.append({'role': 'user', 'content': f"[{label}] {signal.text}", 'owner': False})
+
+def note_release(transcript:list, signal:Signal):
+    "Put the outcome of a held action the owner decided (approved and run, or refused) where the model will read it, once."
+    p, token = signal.payload, signal.payload['approval']
+    result = {'role': 'tool', 'call_id': p.get('call_id'), 'name': p.get('tool'), 'content': signal.text,
+              'is_error': signal.sensor == 'tool-error', 'held': token, 'released': True}
+    for i in range(len(transcript) - 1, -1, -1):
+        if transcript[i].get('held') != token: continue
+        if transcript[i].get('released'): return
+        if i == len(transcript) - 1: transcript[i] = result; return
+        transcript[i] = {**result, 'content': "decided by the owner later: the outcome is at the end of the conversation"}
+        break
+    transcript.append({'role': 'user', 'owner': False, 'content': f"[outcome of your earlier call {p.get('action') or p.get('tool')}] {signal.text}"})
 
 def note_action(transcript:list, action:Action):
     "Add an action the agent took to the transcript."
