@@ -10,7 +10,7 @@ __all__ = ['TOKEN_ALPHABET', 'TOKEN_LENGTH', 'REFUSED_PRIORITY', 'ApprovalError'
            'resolve_approval', 'carry_on', 'deny_approval', 'is_owner', 'notify_owner', 'approval_command', 'refuse',
            'refusals_gate', 'install_approvals', 'approvals_command', 'approve_command', 'deny_command']
 
-# %% ../nbs/32_approvals.ipynb #e02c5597
+# %% ../nbs/32_approvals.ipynb #094dfc1d
 import json, secrets, sqlite3, threading, time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +18,7 @@ import click
 from . import config
 from .errors import PassepartoutError
 from .signals import Action, Signal, Context, Turn, reply, from_owner, OWNER_SOURCES
-from .gates import ALLOW, DENY, deny
+from .gates import ALLOW, DENY, deny as deny_verdict
 
 # %% ../nbs/32_approvals.ipynb #ce5bac13
 class ApprovalError(PassepartoutError):
@@ -312,7 +312,7 @@ def approval_command(agent, store:ApprovalStore, signal:Signal) -> Action:
         if getattr(e, 'feedback', None) is not None: follow(e.feedback)
         return reply(e.message)
 
-# %% ../nbs/32_approvals.ipynb #bc88036f
+# %% ../nbs/32_approvals.ipynb #3bfc1fff
 REFUSED_PRIORITY = 87   # just below the authority gate
 
 def refuse(agent, record:dict):
@@ -331,7 +331,7 @@ def refusals_gate(action:Action, ctx:Context):
     signal = ctx.signal
     hit = refused.get((signal.session if signal is not None else 'default', action.digest()))
     if hit is None or hit[1] <= time.time(): return None
-    return deny(f"the owner refused this exact action (deny {hit[0]}): do not propose it again")
+    return deny_verdict(f"the owner refused this exact action (deny {hit[0]}): do not propose it again")
 
 # %% ../nbs/32_approvals.ipynb #edd6769a
 def install_approvals(agent, store:ApprovalStore):

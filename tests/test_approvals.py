@@ -252,3 +252,158 @@ def test_the_daemons_owner_mark_may_approve_but_its_string_may_not(home, tmp_pat
     assert agent.send(f'approve {token}', source='daemon', owner='owner').reply == "Only the owner can approve or deny actions."
     assert agent.send(f'approve {token}', source='daemon', owner=OWNER).replies[0] == f"Approved {token}: append(line='via daemon') output: appended via daemon"
     assert journal.read_text() == 'via daemon\n'
+
+
+# -- the model carries on after the owner decides -------------------------------------------------------------
+
+def saw(prefix='model saw'):
+    "A scripted model turn that answers with the last message it was shown (so a test sees what it read)."
+    return lambda req: reply(f"{prefix}: {req.messages[-1]['content']}")
+
+
+def test_approve_the_model_continues_with_the_output(home, tmp_path):
+    "approve -> the action runs -> the model is called again with its output, one level deeper, and its reply reaches the user."
+    journal = tmp_path / 'journal'
+    agent, store = make_agent(journal), ApprovalStore()
+    token = hold_one(agent, store, 'build/')
+    agent.provider.script[:] = [saw('Freed')]
+    turn = agent.send(f'approve {token}')
+    assert turn.replies == [f"Approved {token}: append(line='build/') output: appended build/", "Freed: approved by the owner: appended build/"]
+    request = agent.provider.requests[-1]
+    assert (request.signal.sensor, request.signal.depth, request.signal.payload['approval']) == ('tool-output', 1, token)
+    call, result = request.messages[-3:-1]                              # (the transcript, which now ends with the reply)
+    assert call['tool_calls'][0]['id'] == result['call_id'] and result['role'] == 'tool' and not result['is_error']
+    assert journal.read_text() == 'build/\n'
+    assert [e['kind'] for e in turn.events][-3:] == ['proposal', 'verdict', 'reply']       # the gates judged the continuation
+
+
+def test_deny_the_model_hears_the_refusal_and_does_not_retry(home, tmp_path):
+    journal = tmp_path / 'journal'
+    agent, store = make_agent(journal), ApprovalStore()
+    token = hold_one(agent, store, 'rm everything')
+    agent.provider.script[:] = [tool_call('append', {'line': 'rm everything'}, explanation='try again'), saw('Understood')]
+    turn = agent.send(f'deny {token} too risky')
+    assert turn.replies[0] == f"Denied {token}: append(line='rm everything') will not run."
+    first, second = agent.provider.requests[-2:]
+    refusal = agent.transcript('default')[-2]                            # what both attempts read last (then came the reply)
+    assert refusal['content'] == "refused by the owner (too risky): it did not run. Do not propose it again; tell the user it was not done."
+    assert refusal['is_error'] and refusal['role'] == 'tool' and first.signal.sensor == 'tool-error' and first.signal.depth == 1
+    assert second.rejections == [f"owner-refusals: the owner refused this exact action (deny {token}): do not propose it again"]
+    assert turn.replies[1].startswith("Understood: refused by the owner (too risky)")
+    assert not journal.exists() and store.pending() == []                 # the retry was denied, not held again
+
+
+def test_the_model_cannot_continue(home, tmp_path):
+    "The proposing model is gone (its script or recording ended): the owner has the result and one clear message."
+    journal = tmp_path / 'journal'
+    agent, store = make_agent(journal), ApprovalStore()
+    token = hold_one(agent, store, 'x')
+    turn = agent.send(f'approve {token}')
+    assert turn.replies == [f"Approved {token}: append(line='x') output: appended x",
+                            "The owner's decision was carried out, but the model could not be asked to continue: the script has no more answers"]
+    assert agent.send(f'approve {token}').reply.endswith('was already used: a token releases its action once')
+
+
+def test_a_strangers_continuation_keeps_the_strangers_authority(home, tmp_path, monkeypatch):
+    "The owner releases one action of a stranger's turn; the model continues in the stranger's session, and its next tool call asks."
+    from passepartout.builtin_gates import authority_gate
+    monkeypatch.setenv('PASSEPARTOUT_TELEGRAM_OWNERS', '1001')
+    journal = tmp_path / 'journal'
+    agent, store = make_agent(journal), ApprovalStore()
+    agent.gates.add('authority', authority_gate, 88)
+    chats = []
+    agent.actuators.register('telegram', lambda a, c: chats.append((c.signal.meta.get('recipient') or c.signal.meta.get('chat_id'), a.text)), silent=True)
+    token = hold_one(agent, store, 'first', source='telegram', owner=False, chat_id='666', session='tg-666')
+    chats.clear()
+    agent.provider.script[:] = [tool_call('append', {'line': 'second'})]
+    turn = agent.send(f'approve {token}', source='telegram', owner=True, chat_id='1001', session='owner')
+    assert journal.read_text() == 'first\n'                                 # only the approved action ran
+    held = [r for r in store.pending()]
+    assert [json.loads(r['action'])['args'] for r in held] == [{'line': 'second'}] and held[0]['owner'] == 0
+    assert any('requested by telegram chat 666' in reason for reason in held[0]['reasons'])   # the authority gate asked
+    assert ('666', "This needs my owner's approval.") in chats and all(token not in t for who, t in chats if who == '666')
+    cont = agent.provider.requests[-1]
+    assert cont.signal.session == 'tg-666' and cont.signal.meta['owner'] is False and cont.signal.meta['chat_id'] == '666'
+    # and the owner's 'approve' turn gave the stranger's session nothing of the owner's: its transcript has no owner message
+    assert not any(m.get('owner') for m in agent.transcript('tg-666') if m['role'] == 'user')
+
+
+def test_a_restored_daemon_meta_is_not_trusted_but_the_recorded_owner_bit_is(home, tmp_path):
+    "The daemon's OWNER mark becomes a plain string in the store; the continuation's authority comes from the recorded bit."
+    from passepartout.daemon import OWNER
+    agent, store = make_agent(tmp_path / 'journal'), ApprovalStore()
+    token = hold_one(agent, store, 'mine', source='daemon', owner=OWNER, session='d1')
+    record = store.get(token)
+    assert record['meta']['owner'] == 'owner' and record['owner'] == 1
+    agent.provider.script[:] = [saw()]
+    agent.send(f'approve {token}', source='daemon', owner=OWNER, session='d1')
+    assert agent.provider.requests[-1].signal.meta['owner'] is True
+
+
+def test_an_old_store_gains_the_new_columns(home, tmp_path):
+    db = tmp_path / 'old.db'
+    con = sqlite3.connect(db)
+    con.execute("""CREATE TABLE approvals (token TEXT PRIMARY KEY, digest TEXT NOT NULL, action TEXT NOT NULL, reasons TEXT NOT NULL,
+        meta TEXT NOT NULL, created REAL NOT NULL, expires REAL NOT NULL, state TEXT NOT NULL, decided REAL,
+        note TEXT NOT NULL DEFAULT '', always INTEGER NOT NULL DEFAULT 0)""")
+    a = tool_call('append', {'line': 'old'})
+    con.execute("INSERT INTO approvals VALUES (?,?,?,?,?,?,?,?,NULL,'',0)", ('abcdefgh', a.digest(), json.dumps(a.to_dict()), '[]',
+                                                                          '{"source": "cli"}', time.time(), time.time() + 600, 'pending'))
+    con.commit(); con.close()
+    record = ApprovalStore(db).get('abcdefgh')
+    assert (record['depth'], record['owner'], record['state']) == (0, 0, 'pending')   # an old record reads as a stranger's
+
+
+# -- another process, while the daemon runs ------------------------------------------------------------------
+
+def test_approval_from_another_process_continues_in_the_daemon(home, tmp_path):
+    "The daemon holds the session; `passepartout approve` in another process hands it the command; the model continues in the daemon."
+    sys.path.insert(0, os.path.dirname(__file__))
+    from _daemon_support import daemon_in_thread
+    from passepartout import config
+    from passepartout.daemon import client_send
+    journal = tmp_path / 'journal'
+    agent, store = make_agent(journal, [tool_call('append', {'line': 'build/'}, explanation='clean up')]), ApprovalStore()
+    install_approvals(agent, store)
+    with daemon_in_thread(agent, state_dir=config.paths().state):
+        turn = client_send('clean up build/ and tell me what you freed', session='work')
+        token = turn['pending'][0]['token']
+        assert token in turn['reply'] and not journal.exists()
+        agent.provider.script[:] = [saw('Freed')]
+        r = cli(home, tmp_path / 'not-the-daemons-journal', 'approve', token)
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        assert r.stdout.splitlines() == [f"Approved {token}: append(line='build/') output: appended build/",
+                                         "Freed: approved by the owner: appended build/"]
+        assert journal.read_text() == 'build/\n'                        # it ran in the daemon, not in the approving process
+        assert not (tmp_path / 'not-the-daemons-journal').exists()
+        cont = agent.provider.requests[-1]
+        assert (cont.signal.session, cont.signal.sensor, cont.signal.depth) == ('work', 'tool-output', 1)
+        # a denial from another process reaches the daemon's model too
+        agent.provider.script[:] = [tool_call('append', {'line': 'cache/'})]
+        token = client_send('and cache/', session='work')['pending'][0]['token']
+        agent.provider.script[:] = [saw('OK')]
+        r = cli(home, journal, 'deny', token, '--reason', 'keep the cache')
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.splitlines()[-1] == "OK: refused by the owner (keep the cache): it did not run. Do not propose it again; tell the user it was not done."
+        assert journal.read_text() == 'build/\n'
+
+
+def test_approval_in_another_session_is_queued_on_the_held_session(home, tmp_path):
+    "In the daemon, an approval typed in another session runs the action at once and continues on the held session's own worker."
+    sys.path.insert(0, os.path.dirname(__file__))
+    from _daemon_support import daemon_in_thread
+    from passepartout import config
+    from passepartout.daemon import client_send
+    journal = tmp_path / 'journal'
+    agent, store = make_agent(journal, [tool_call('append', {'line': 'a'})]), ApprovalStore()
+    install_approvals(agent, store)
+    with daemon_in_thread(agent, state_dir=config.paths().state) as daemon:
+        token = client_send('add a', session='held')['pending'][0]['token']
+        agent.provider.script[:] = [saw()]
+        turn = client_send(f'approve {token}', session='elsewhere')
+        assert turn['replies'] == [f"Approved {token}: append(line='a') output: appended a"]
+        deadline = time.time() + 10
+        while time.time() < deadline and not agent.provider.requests[-1].signal.sensor == 'tool-output': time.sleep(0.02)
+        cont = agent.provider.requests[-1]
+        assert (cont.signal.session, cont.signal.payload['approval']) == ('held', token)
+        assert agent.transcript('held')[-1] == {'role': 'assistant', 'content': 'model saw: approved by the owner: appended a'}
