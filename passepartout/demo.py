@@ -13,16 +13,16 @@ from contextlib import contextmanager
 from pathlib import Path
 import click
 
-# %% ../nbs/61_demo.ipynb #3ec9e716
+# %% ../nbs/61_demo.ipynb #89cdfc54
 def trace_lines(trace:list) -> list:
     "A gate trace in two kinds of line: the gates that allowed, then each gate that asked or denied, with why."
     ok = [r['gate'] for r in trace if r['decision'] == 'allow']
     lines = [f"      gates passed: {' '.join(ok)}"] if ok else []
     return lines + [f"      gate {r['gate']} says {r['decision'].upper()}: {r['reason']}" for r in trace if r['decision'] != 'allow']
 
-def show_turn(text:str, turn, echo=print):
-    "Print a turn: each proposal with its verdict and gate trace, what ran, what waits, and the replies."
-    echo(f"\nuser> {text}")
+def show_turn(text:str|None, turn, echo=print):
+    "Print a turn (`text`: the user's message, None for a continuation): each proposal with its verdict and gate trace, what ran, what waits, and the replies."
+    if text is not None: echo(f"\nuser> {text}")
     for e in turn.events:
         if e['kind'] == 'proposal':
             a = e['action']
@@ -58,12 +58,12 @@ def scratch_home():
         finally:
             for k, v in saved.items(): os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
 
-# %% ../nbs/61_demo.ipynb #19de0b04
+# %% ../nbs/61_demo.ipynb #a092aa34
 def run_demo(echo=print):
     "Play the recorded session in a scratch home; return (turns, the approval's resolution)."
     from passepartout.app import build_agent
     from passepartout.replay import ReplayProvider
-    from passepartout.approvals import resolve_approval
+    from passepartout.approvals import resolve_approval, carry_on
     with scratch_home() as ws:
         (ws / 'notes.txt').write_text(NOTES); (ws / 'todo.md').write_text("- buy milk\n")
         agent = build_agent(provider=ReplayProvider(), workspace=ws)
@@ -75,6 +75,7 @@ def run_demo(echo=print):
         echo(f"\nowner> approve {token}")
         done = resolve_approval(agent, agent.approvals, token)
         echo('    ran: ' + (done.output or done.error or '').strip().replace('\n', '\n         '))
+        turns.append(carry_on(agent, done.feedback)); show_turn(None, turns[-1], echo)
         echo(f"    workspace now: {sorted(p.relative_to(ws).as_posix() for p in ws.rglob('*'))}")
         return turns, done
 
