@@ -231,3 +231,87 @@ def test_approve_always_binds_the_secret_to_that_destination(world):
     assert model_saw_secret(world, again) == []
     elsewhere = run(world, tool_call('http_fetch', {'url': world.receiver.base.replace("127.0.0.1", "localhost") + f"/x?k={V}"}, explanation='x'))
     assert elsewhere.pending and any('not bound to localhost' in r for r in vault_reasons(elsewhere)), vault_reasons(elsewhere)
+
+
+# --- spread-out, dumped and per-byte encodings: redaction's last line ------------------------------
+# The secret is bound to tool:shell (the owner trusted the shell with it), so each command really runs in the
+# sandbox with the value substituted. Its output must reach the model, the turn, the transcript and the audit log
+# with no recoverable form of the value. The detector is independent of vault.py: it squeezes what was seen
+# (letters and digits only, lower case) and looks for any run of 6 consecutive bytes of the secret's random part
+# in each encoding a dump tool prints. Each test first runs the same command outside the agent, on the real
+# value, and checks that the detector does find the secret there: the attack is real and the check can fail.
+
+import re, subprocess, shlex
+
+DISTINCT = SECRET[-10:].encode()            # 'Q7x9Lm2Pz4': the part that cannot occur by chance
+
+
+def _windows(text: str, width: int) -> set:
+    return {text[i:i + width] for i in range(len(text) - width + 1)}
+
+
+def _encodings(data: bytes) -> dict:
+    "Each way a dump tool can print `data`, squeezed (lower case, letters and digits only)."
+    hexs = lambda bs, size: ''.join(bs[i:i + size][::-1].hex() for i in range(0, len(bs) - size + 1, size))
+    octw = lambda bs: ''.join(f"{int.from_bytes(bs[i:i + 2], 'little'):06o}" for i in range(0, len(bs) - 1, 2))
+    b64 = lambda bs: re.sub(r'[^0-9a-z]', '', base64.b64encode(bs).decode().lower())
+    return {'chars': data.decode().lower(), 'reversed': data.decode()[::-1].lower(), 'hex': data.hex(),
+            'decimal': ''.join(map(str, data)), 'octal': ''.join(f'{b:03o}' for b in data), 'binary': ''.join(f'{b:08b}' for b in data),
+            **{f'word{size}@{k}': hexs(data[k:], size) for size in (2, 4) for k in range(size)},
+            **{f'octword@{k}': octw(data[k:]) for k in range(2)},
+            **{f'base64@{k}': b64(bytes(k) + data)[2 * k:] for k in range(3)}}
+
+
+RUNS = {name: _windows(enc, max(6, len(enc) * 6 // len(DISTINCT)))
+        for name, enc in _encodings(DISTINCT).items()}    # 6 bytes' worth of each encoding
+
+
+def _readings(text: str) -> list:
+    """`text` read as it is, without 0x/\\x prefixes, without each line's first field (an offset, a line number), and
+    as a dump's columns: the fields before two spaces (hex) and after them (text), each joined across lines."""
+    lines = [l.split(None, 1)[1] if len(l.split(None, 1)) == 2 else '' for l in text.splitlines()]
+    columns = [re.split(r'\s{2,}', l.strip(), maxsplit=1) for l in lines]
+    return [text, re.sub(r'0x|\\x', '', text), '\n'.join(lines), ' '.join(c[0] for c in columns),
+            ' '.join(c[1] for c in columns if len(c) == 2)]
+
+
+def recoverable(text: str) -> list:
+    "The encodings in which `text` shows 6 consecutive bytes of the secret's random part."
+    squeezed = [re.sub(r'[^0-9a-z]', '', t.lower()) for t in _readings(text)]
+    return sorted(name for name, runs in RUNS.items() if any(r in sq for r in runs for sq in squeezed))
+
+
+def everything_seen(w, turn) -> dict:
+    "What the model, the turn, the transcript and the data directory (audit log included) hold after the turn."
+    files = {p.name: p.read_bytes().decode('latin-1') for p in w.data.rglob('*')
+             if p.is_file() and not p.name.startswith('vault.')}
+    return {'model': json.dumps([r.messages for r in w.agent.provider.requests], ensure_ascii=False),
+            'results': json.dumps([e.get('output') or e.get('error') for e in turn.of('result')], ensure_ascii=False),
+            'replies': '\n'.join(turn.replies), 'transcript': json.dumps(w.agent.transcripts, ensure_ascii=False), **files}
+
+
+SPREAD_REVEALS = {
+    'od -c': f"echo {V} | od -c", 'od -An -tx1': f"echo {V} | od -An -tx1", 'od -b': f"echo {V} | od -b",
+    'od -tu1 (decimal)': f"echo {V} | od -tu1", 'od (octal words)': f"echo {V} | od", 'od -x': f"echo {V} | od -x",
+    'od -tx4': f"echo {V} | od -tx4", 'xxd': f"echo {V} | xxd", 'xxd -u': f"echo {V} | xxd -u", 'xxd -g1': f"echo {V} | xxd -g1",
+    'xxd -b': f"echo {V} | xxd -b", 'xxd -i': f"echo {V} | xxd -i", 'xxd -p -c7 (wrapped hex)': f"echo {V} | xxd -p -c7",
+    'xxd -p -u (upper hex)': f"echo {V} | xxd -p -u", 'hexdump': f"echo {V} | hexdump", 'hexdump -C': f"echo {V} | hexdump -C",
+    'fold -w1': f"echo {V} | fold -w1", 'sed spaces': f"echo {V} | sed 's/./& /g'", 'commas': f"echo {V} | grep -o . | tr '\\n' ,",
+    'upper case': f"echo {V} | tr a-z A-Z", 'url-encoded': f"printf %s {V} | od -An -tx1 -v | tr -s ' ' | tr ' ' %",
+    'split over lines': f"echo {V} | fold -w7", 'reversed per character': f"echo {V} | rev | fold -w1",
+    'base64 wrapped': f"echo {V} | base64 -w 10", 'cat -n of a fold': f"echo {V} | fold -w5 | cat -n",
+    'upper hex per byte, spaced': f"printf %s {V} | od -An -tx1 | tr a-f A-F",
+}
+
+
+@pytest.mark.parametrize('name', SPREAD_REVEALS)
+def test_spread_out_or_dumped_secret_is_redacted(world, name):
+    command = SPREAD_REVEALS[name]
+    raw = subprocess.run(['bash', '-c', command.replace(V, shlex.quote(SECRET))], capture_output=True, text=True).stdout
+    assert recoverable(raw), (name, raw)                 # the command does reveal the secret: the attack is real
+    world.agent.vault.allow('API_KEY', 'tool:shell')
+    turn = run(world, tool_call('shell', {'command': command}, explanation='the owner asked'))
+    [result] = turn.of('result')
+    assert '{{vault:API_KEY}}' in result['output'], result
+    leaks = {where: found for where, text in everything_seen(world, turn).items() if (found := recoverable(text))}
+    assert leaks == {}, (result['output'], leaks)
