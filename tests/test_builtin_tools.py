@@ -399,7 +399,7 @@ def test_approved_command_runs_unconfined_with_the_real_gates(ws, no_bwrap, monk
     # a stranger cannot release it
     assert agent.send(f'approve {token}', source='telegram', owner=False).reply == "Only the owner can approve or deny actions."
     assert not (ws / 'approved.txt').exists()
-    answer = agent.send(f'approve {token}', source='cli').reply
+    answer = agent.send(f'approve {token}', source='cli').replies[0]   # (then the model carries on)
     assert (ws / 'approved.txt').read_text() == 'hi\n', answer
     assert 'ran WITHOUT the sandbox, approved by the owner' in answer and f'\n0\n{ws}' in answer, answer
     # the token is spent: the same command needs a new approval
@@ -423,5 +423,5 @@ def test_approved_command_under_limits(ws, no_bwrap, monkeypatch):
     monkeypatch.setenv('PASSEPARTOUT_SHELL_CPU_SECONDS', '1')
     agent = _app_agent(ws, [tool_call('shell', {'command': 'while :; do :; done'}, explanation='spin'), reply('waiting')])
     token = agent.send('spin', source='cli').pending[0]['token']
-    answer = agent.send(f'approve {token}', source='cli').reply
+    answer = agent.send(f'approve {token}', source='cli').replies[0]   # (then the model carries on)
     assert 'stopped by the CPU time limit' in answer and 'ran WITHOUT the sandbox' in answer, answer
