@@ -235,7 +235,7 @@ def resolve_approval(agent, store:ApprovalStore, token:str, always:bool=False) -
     feedback = act(signal, ctx)
     return _resolution(agent, store, record, signal, feedback, rule, turn)
 
-# %% ../nbs/32_approvals.ipynb #47c682e6
+# %% ../nbs/32_approvals.ipynb #3ea3fb94
 def _note(store:ApprovalStore, token:str, note:str):
     "Keep the outcome of a used token (empty: it ran fine), for another process that asks."
     with store.lock: store.db.execute("UPDATE approvals SET note = ? WHERE token = ?", (note, token))
@@ -245,7 +245,7 @@ def _resolution(agent, store:ApprovalStore, record:dict, signal:Signal, feedback
     token, action, result = record['token'], signal.approved_action, (turn.of('result') or [{}])[-1]
     error = feedback.text if feedback is not None and feedback.sensor == 'tool-error' else result.get('error')
     output = feedback.text if feedback is not None and error is None else None
-    _note(store, token, f"failed: {error}" if error else '')
+    if error: _note(store, token, f"failed: {error}")   # a token is claimed with an empty note: a success costs no write
     text = f"approved by the owner, but it failed: {error}" if error else f"approved by the owner: {output if output is not None else '(no output)'}"
     outcome = outcome_signal(record, action, text, error is not None)
     transcripts = getattr(agent, 'transcripts', None)
