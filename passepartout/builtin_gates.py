@@ -18,12 +18,12 @@ __all__ = ['log', 'VALIDATOR_PRIORITY', 'BUDGET_PRIORITY', 'POLICY_PRIORITY', 'A
            'self_protection_gate', 'budget_gate', 'sandbox_ready', 'sandbox_gate', 'ask_every_shell_command',
            'default_gates']
 
-# %% ../nbs/20_builtin_gates.ipynb #5245fc64
+# %% ../nbs/20_builtin_gates.ipynb #cc842535
 import os, re, json, time, stat, socket, logging, fnmatch, ipaddress
 from pathlib import Path
 from urllib.parse import urlsplit
 from . import config, watch
-from .gates import GateEngine, Verdict, ALLOW, ASK, DENY, allow, ask, deny, _RANK
+from .gates import GateEngine, Verdict, ALLOW, ASK, DENY, TOOL_CALLS, allow, ask, deny, _RANK
 from .signals import Action, Context, from_owner, sender_of, OWNER_SOURCES
 
 log = logging.getLogger('passepartout.gates')
@@ -79,19 +79,31 @@ def inside(path:str, root:str) -> bool:
     "Is the real path `path` equal to or below the real directory `root`?"
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
-# %% ../nbs/20_builtin_gates.ipynb #5144eb3f
+# %% ../nbs/20_builtin_gates.ipynb #09d390c7
+_plain = {}   # path: its watch generation when it was last seen not to be a symlink
+
+def _step(path:str) -> str:
+    "Where the path component `path` leads: itself, or its symlink's real target."
+    generation = watch.watch(path, file=False) if len(_plain) < 65536 else None   # watch first, then look
+    try: is_link = stat.S_ISLNK(os.lstat(path).st_mode)
+    except (OSError, ValueError): is_link = False   # missing, not a directory, or not encodable: not a link
+    if is_link: _plain.pop(path, None); return os.path.realpath(path)
+    if generation is not None: _plain[path] = generation
+    return path
+
 def resolve_path(path:str, base:str) -> str:
     "Where `path` (relative to the real directory `base`) really lands: `~`, `..` and symlinks resolved."
     try: p = os.path.expanduser(path) if path[:1] == '~' else path
     except ValueError: p = path   # `~name` that is not encodable names no user
-    cur = os.sep if p[:1] == os.sep else base
+    cur, poll = (os.sep if p[:1] == os.sep else base), True
     for part in p.split(os.sep):
         if part in ('', '.'): continue
         if part == '..': cur = os.path.dirname(cur); continue
-        nxt = os.path.join(cur, part)
-        try: is_link = stat.S_ISLNK(os.lstat(nxt).st_mode)
-        except (OSError, ValueError): is_link = False   # missing, not a directory, or not encodable: not a link
-        cur = os.path.realpath(nxt) if is_link else nxt
+        nxt = cur + part if cur == os.sep else cur + os.sep + part
+        seen = _plain.get(nxt)
+        if seen is None or seen != watch.generation(nxt, poll): cur = _step(nxt)
+        else: cur = nxt   # not a symlink when last looked at, and inotify has reported no change there since
+        poll = False
     return cur
 
 # %% ../nbs/20_builtin_gates.ipynb #004b425a
@@ -784,21 +796,22 @@ def _shell_gate():
         log.warning("shell gate unavailable (%s: %s): every shell command will ask", type(e).__name__, e)
         return ask_every_shell_command, DEFAULT_SHELL_PRIORITY
 
-# %% ../nbs/20_builtin_gates.ipynb #ed31ce58
+# %% ../nbs/20_builtin_gates.ipynb #2d462e3c
 def default_gates() -> GateEngine:
     "Every built-in gate, in priority order, with the shell gate, the sandbox gate and the vault gate (see the vault notebook)."
-    engine = GateEngine()
-    for name, check, priority in [('validator', validator_gate, VALIDATOR_PRIORITY), ('budget', budget_gate, BUDGET_PRIORITY),
-            ('policy', policy_gate, POLICY_PRIORITY), ('authority', authority_gate, AUTHORITY_PRIORITY),
-            ('self-protection', self_protection_gate, SELF_PROTECTION_PRIORITY),
-            ('paths', paths_gate, PATHS_PRIORITY), ('secrets', secrets_gate, SECRETS_PRIORITY),
-            ('network', allowed_by_rule(network_gate), NETWORK_PRIORITY), ('permissions', permissions_gate, PERMISSIONS_PRIORITY),
-            ('provenance', allowed_by_rule(provenance_gate, 'provenance', exact_only=True), PROVENANCE_PRIORITY),
-            ('recipients', recipients_gate, RECIPIENTS_PRIORITY)]:
-        engine.add(name, check, priority)
+    engine, tools, shell_only = GateEngine(), TOOL_CALLS, {'shell'}
+    for name, check, priority, scope in [('validator', validator_gate, VALIDATOR_PRIORITY, None), ('budget', budget_gate, BUDGET_PRIORITY, tools),
+            ('policy', policy_gate, POLICY_PRIORITY, None), ('authority', authority_gate, AUTHORITY_PRIORITY, tools),
+            ('self-protection', self_protection_gate, SELF_PROTECTION_PRIORITY, tools),
+            ('paths', paths_gate, PATHS_PRIORITY, tools), ('secrets', secrets_gate, SECRETS_PRIORITY, None),
+            ('network', allowed_by_rule(network_gate), NETWORK_PRIORITY, {'http_fetch'}),
+            ('permissions', permissions_gate, PERMISSIONS_PRIORITY, tools),
+            ('provenance', allowed_by_rule(provenance_gate, 'provenance', exact_only=True), PROVENANCE_PRIORITY, tools),
+            ('recipients', recipients_gate, RECIPIENTS_PRIORITY, tools)]:
+        engine.add(name, check, priority, scope)
     from passepartout.vault import vault_gate, VAULT_PRIORITY
     engine.add('vault', vault_gate, VAULT_PRIORITY)   # bare: no permission rule may send a secret somewhere it is not bound
     shell, shell_priority = _shell_gate()
-    engine.add('shell', allowed_by_rule(shell, 'shell'), shell_priority)
-    engine.add('sandbox', sandbox_gate, min(SANDBOX_PRIORITY, shell_priority - 1))
+    engine.add('shell', allowed_by_rule(shell, 'shell'), shell_priority, shell_only)
+    engine.add('sandbox', sandbox_gate, min(SANDBOX_PRIORITY, shell_priority - 1), shell_only)
     return engine

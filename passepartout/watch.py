@@ -10,68 +10,81 @@ __all__ = ['Watcher', 'watch', 'generation']
 # %% ../nbs/09a_watch.ipynb #023c09a8
 import os, threading
 
-# %% ../nbs/09a_watch.ipynb #4d0013bc
+# %% ../nbs/09a_watch.ipynb #0eecdd1a
 def _masks():
     "(directory mask, file mask, ancestor mask) from inotify_simple's flags."
     from inotify_simple import flags as f
-    changes = f.CREATE | f.DELETE | f.MODIFY | f.ATTRIB | f.CLOSE_WRITE | f.MOVED_FROM | f.MOVED_TO
     self_gone = f.DELETE_SELF | f.MOVE_SELF
-    return changes | self_gone | f.MASK_ADD, f.MODIFY | f.ATTRIB | f.CLOSE_WRITE | self_gone | f.MASK_ADD, self_gone | f.MASK_ADD
+    changes = f.CREATE | f.DELETE | f.MODIFY | f.ATTRIB | f.CLOSE_WRITE | f.MOVED_FROM | f.MOVED_TO
+    return changes | self_gone, f.MODIFY | f.ATTRIB | f.CLOSE_WRITE | self_gone, self_gone
 
-# %% ../nbs/09a_watch.ipynb #5cd768bc
+# %% ../nbs/09a_watch.ipynb #9aa13b5e
 class Watcher:
-    "One inotify queue for the process, checked without blocking; a generation number per watched path."
-    def __init__(self):
+    "One inotify queue for the process, checked without blocking; a generation for every watched path."
+    def __init__(self, limit:int=8192): # at most this many watched paths (the kernel's watches are shared by all the user's programs)
         from inotify_simple import INotify
         import select
         self.inotify = INotify(nonblocking=True)
         self.poller = select.poll(); self.poller.register(self.inotify.fileno(), select.POLLIN)
-        self.paths_of = {}     # watch descriptor: the watched paths it concerns
-        self.generations = {}  # watched path: generation
-        self.lock = threading.Lock()
+        self.watched = {}      # watched path: (its directory's watch descriptor, its own or None)
+        self.counts = {}       # watch descriptor: events seen on it
+        self.epoch = 0         # moves when an inode leaves its path or events were lost: everything is stale
+        self.added = {}        # path of a watched inode: (watch descriptor, mask added so far)
+        self.targets_of = {}   # watch descriptor: its paths in `added`
+        self.limit, self.lock = limit, threading.Lock()
 
-    def close(self): self.inotify.close(); self.generations.clear()
+    def close(self): self.inotify.close(); self.watched.clear()
 
-# %% ../nbs/09a_watch.ipynb #c9f4e5a8
+# %% ../nbs/09a_watch.ipynb #bb93d438
 def _take_events(self:Watcher):
-    "Read every queued event and move the generations they concern (all of them if the queue overflowed)."
+    "Read every queued event: count it against its watch, or move the epoch."
     from inotify_simple import parse_events, flags
+    gone = flags.IGNORED | flags.DELETE_SELF | flags.MOVE_SELF | flags.Q_OVERFLOW
     with self.lock:
         try: data = os.read(self.inotify.fileno(), 1 << 16)
         except BlockingIOError: return   # another thread took them
         for event in parse_events(data):
-            if event.mask & flags.Q_OVERFLOW: hit = list(self.generations)
-            else: hit = self.paths_of.pop(event.wd, ()) if event.mask & flags.IGNORED else self.paths_of.get(event.wd, ())
-            for path in hit:
-                if path in self.generations: self.generations[path] += 1
+            self.counts[event.wd] = self.counts.get(event.wd, 0) + 1
+            if event.mask & gone:   # that inode no longer sits at its path: whatever is there now is not watched
+                self.epoch += 1
+                if event.wd < 0: self.added.clear(); self.targets_of.clear()   # overflow: forget every watch
+                for target in self.targets_of.pop(event.wd, ()): self.added.pop(target, None)
 
-def _generation(self:Watcher, path:str) -> int|None:
-    "The generation of `path` after every queued event, or None if `path` is not watched."
-    if self.poller.poll(0): _take_events(self)
-    return self.generations.get(path)
+def _generation(self:Watcher, path:str, poll:bool=True) -> tuple|None:
+    "The generation of `path` after every queued event (`poll`), or None if `path` is not watched."
+    if poll and self.poller.poll(0): _take_events(self)
+    wds = self.watched.get(path)
+    return None if wds is None else (self.epoch, self.counts.get(wds[0], 0), self.counts.get(wds[1], 0))
 
 Watcher.take_events, Watcher.generation = _take_events, _generation
 
-# %% ../nbs/09a_watch.ipynb #3ecc8722
-def _watch(self:Watcher, path:str) -> int|None:
-    "Watch `path` (its directory, itself, the directories above); its generation, or None if it cannot be watched."
-    if not os.path.isabs(path): return None   # its meaning changes with the working directory
+# %% ../nbs/09a_watch.ipynb #6ea57fa2
+def _add(self:Watcher, target:str, mask:int) -> int:
+    "Watch the inode at `target` for `mask`; its watch descriptor (no system call if it already is)."
+    from inotify_simple import flags
+    wd, added = self.added.get(target, (None, 0))
+    if wd is None or added & mask != mask:
+        wd = self.inotify.add_watch(target, mask | added | flags.MASK_ADD)
+        self.added[target] = (wd, added | mask); self.targets_of.setdefault(wd, set()).add(target)
+    return wd
+
+def _watch(self:Watcher, path:str, file:bool=True) -> tuple|None:
+    "Watch `path` (its directory, itself if `file`, the directories above); its generation, or None if it cannot be watched."
+    if not os.path.isabs(path) or '\x00' in path: return None   # a relative path changes meaning with the working directory
+    if self.poller.poll(0): self.take_events()   # what `added` says must still be true
+    if path not in self.watched and len(self.watched) >= self.limit: return None
     dir_mask, file_mask, above_mask = _masks()
     folder = os.path.dirname(path)
     with self.lock:
         try:
-            if os.path.islink(path) or os.path.islink(folder): self.generations.pop(path, None); return None
-            wds = [self.inotify.add_watch(folder, dir_mask)]
-            if os.path.isfile(path): wds.append(self.inotify.add_watch(path, file_mask))
-            above = os.path.dirname(folder)
-            while True:
-                wds.append(self.inotify.add_watch(above, above_mask))
-                if above == os.path.dirname(above): break
-                above = os.path.dirname(above)
-        except OSError: self.generations.pop(path, None); return None   # missing directory, no permission, watch limit
-        for wd in wds: self.paths_of.setdefault(wd, set()).add(path)
-        self.generations[path] = self.generations.get(path, 0) + 1
-    return self.generation(path)
+            if file and (os.path.islink(path) or os.path.islink(folder)): self.watched.pop(path, None); return None
+            wds = (_add(self, folder, dir_mask), _add(self, path, file_mask) if file and os.path.isfile(path) else None)
+            above = folder
+            while above != os.path.dirname(above):
+                above = os.path.dirname(above); _add(self, above, above_mask)
+        except (OSError, ValueError): self.watched.pop(path, None); return None   # missing directory, no permission, watch limit
+        self.watched[path] = wds
+    return self.generation(path, poll=False)
 
 Watcher.watch = _watch
 
@@ -93,15 +106,13 @@ def _forget_after_fork():
 
 if hasattr(os, 'register_at_fork'): os.register_at_fork(after_in_child=_forget_after_fork)
 
-# %% ../nbs/09a_watch.ipynb #a49538a4
-def watch(path) -> int|None:
-    "Start watching `path`; its generation, or None when it cannot be watched."
+# %% ../nbs/09a_watch.ipynb #e0de273b
+def watch(path, file:bool=True) -> tuple|None:
+    "Start watching `path` (`file`: also its contents); its generation, or None when it cannot be watched."
     w = _process_watcher()
-    return None if w is None else w.watch(os.fspath(path))
+    return None if w is None else w.watch(os.fspath(path), file)
 
-def generation(path) -> int|None:
-    "The current generation of a watched `path`, or None."
+def generation(path, poll:bool=True) -> tuple|None:
+    "The current generation of a watched `path` (after taking in queued events if `poll`), or None."
     w = _watcher
-    if w is None: return None
-    if w.poller.poll(0): w.take_events()
-    return w.generations.get(path)
+    return None if w is None else w.generation(path, poll)
