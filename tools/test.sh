@@ -11,6 +11,9 @@ if [ -n "$(git status --porcelain -- passepartout 2>/dev/null)" ]; then
 fi
 export PASSEPARTOUT_HOME="$(mktemp -d)"
 status=0
+# 0. the documentation site, every notebook executed once (tests/test_docs.py checks the pages)
+export PASSEPARTOUT_DOCS_SITE="$PWD/_site"
+tools/docs.sh "$PASSEPARTOUT_DOCS_SITE" || status=$?
 # 1. lessons (each notebook one item) and tests/
 python -m pytest tests || status=$?
 # 2. the same notebooks cell by cell in a real Jupyter kernel

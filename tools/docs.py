@@ -1,0 +1,395 @@
+"""Build the documentation site offline, without Quarto (called by tools/docs.sh).
+
+Each notebook is executed once, in a fresh process, by the runner `nbdev-test` uses (execnb's
+CaptureShell, same skip rules), then processed by nbdev's own docs processors (the ones
+`nbdev-docs` runs before Quarto: frontmatter, hidden and exported cells, `show_doc` for every
+exported name, links to symbols), then rendered to HTML with nbconvert's JupyterLab template plus
+a sidebar.  Page names are nbdev's (`02_signals.ipynb` -> `signals.html`), so links work the same
+here and on a site built by `nbdev-docs`.  Everything the pages need is in OUTDIR: no CDN.
+
+Writes OUTDIR/pages.json: every page with its source, title and the errors met while building it.
+Exit status 1 when any notebook raised while executing (the page still shows the error).
+"""
+import argparse, html, json, os, re, shutil, sys, tempfile, time
+from concurrent.futures import ProcessPoolExecutor
+import multiprocessing as mp
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NBS = ROOT / 'nbs'
+SITE_URL = 'https://passepartout-agent.github.io/passepartout/'  # [project.urls] Documentation
+
+
+def page_name(rel):
+    "nbdev's page for a notebook path relative to nbs/: numeric prefix dropped, `.html` (see nbdev.config.nbpath2html)."
+    rel = Path(rel)
+    return rel.with_name(re.sub(r'^\d+[a-zA-Z0-9]*_', '', rel.name.lower())).with_suffix('.html').as_posix()
+
+
+def heading(md_path):
+    "The notebook's H1 title and its `>` one-line description, read from the Markdown source."
+    title, description = md_path.stem, ''
+    lines = md_path.read_text(encoding='utf-8').splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith('# '):
+            title = line[2:].strip()
+            rest = [l for l in lines[i + 1:i + 4] if l.strip()]
+            if rest and rest[0].startswith('> '): description = rest[0][2:].strip()
+            break
+    return title, description
+
+
+def sources():
+    "The notebooks in reading order: index, then NN_*.md, then sub-folders; names starting with `_` or `.` skipped."
+    def keep(p): return not any(part.startswith(('_', '.')) for part in p.relative_to(NBS).parts)
+    found = [p for p in NBS.rglob('*.md') if keep(p)]
+    def order(p):
+        rel = p.relative_to(NBS)
+        return (len(rel.parts) > 1, rel.parts[:-1], p.name != 'index.md', p.name)
+    return sorted(found, key=order)
+
+
+def pages():
+    "Every page of the site: source notebook, page name, title and description, in reading order."
+    out = []
+    for md in sources():
+        rel = md.relative_to(NBS)
+        title, description = heading(md)
+        out.append(dict(source=rel.as_posix(), page=page_name(rel), title=title, description=description))
+    return out
+
+
+# ---- one notebook: execute, process, render (runs in a fresh worker process) ----
+
+TEMPLATE = r"""
+{%- extends 'lab/index.html.j2' -%}
+{%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+{%- block notebook_css -%}
+<link rel="stylesheet" href="{{ resources.docs.root }}assets/notebook.css">
+{%- endblock notebook_css -%}
+{%- block extra_css -%}
+<meta name="description" content="{{ resources.docs.description | e }}">
+{%- endblock extra_css -%}
+{%- block html_head_css -%}
+<link rel="stylesheet" href="{{ resources.docs.root }}assets/site.css">
+{%- endblock html_head_css -%}
+{%- block body_header -%}
+<body class="jp-Notebook docs-page" data-jp-theme-light="true" data-jp-theme-name="JupyterLab Light">
+<header class="docs-topbar"><a href="{{ resources.docs.root }}index.html">{{ resources.docs.site_title | e }}</a></header>
+<div class="docs-layout">
+<nav class="docs-sidebar" aria-label="Notebooks">
+<ol>
+{%- for p in resources.docs.nav %}
+{%- if p.section %}<li class="docs-section">{{ p.section | e }}</li>{% endif %}
+<li{% if p.page == resources.docs.page %} class="docs-current" aria-current="page"{% endif %}><a href="{{ resources.docs.root }}{{ p.page }}">{{ p.title | e }}</a></li>
+{%- endfor %}
+</ol>
+</nav>
+<main class="docs-main">
+<header class="docs-title"><h1 class="docs-h1">{{ resources.docs.title | e }}</h1>
+{%- if resources.docs.description %}<p class="docs-description">{{ resources.docs.description | e }}</p>{% endif %}
+<p class="docs-source">Source: <code>nbs/{{ resources.docs.source | e }}</code></p></header>
+{%- endblock body_header -%}
+{%- block error -%}
+<div class="docs-error">{{ super() }}</div>
+{%- endblock error -%}
+{% block body_footer %}
+<footer class="docs-pager">
+{%- if resources.docs.prev %}<a class="docs-prev" href="{{ resources.docs.root }}{{ resources.docs.prev.page }}">&larr; {{ resources.docs.prev.title | e }}</a>{% endif %}
+{%- if resources.docs.next %}<a class="docs-next" href="{{ resources.docs.root }}{{ resources.docs.next.page }}">{{ resources.docs.next.title | e }} &rarr;</a>{% endif %}
+</footer>
+</main>
+</div>
+</body>
+{% endblock body_footer %}
+"""
+
+_directive = re.compile(r'^\s*#\|\s*([\w-]+)\s*:\s*(.*?)\s*$')
+
+
+def _quarto_directives(nb):
+    "Apply the Quarto cell options nbdev leaves in the source (echo, include, output) and drop the `#|` lines."
+    keep = []
+    for cell in nb.cells:
+        if cell.cell_type == 'raw': continue  # the frontmatter; shown by the template
+        if cell.cell_type == 'code':
+            lines, opts = cell.source.splitlines(), {}
+            while lines and _directive.match(lines[0]):
+                key, value = _directive.match(lines[0]).groups()
+                opts[key] = value.strip('"\'').lower()
+                lines.pop(0)
+            cell.source = '\n'.join(lines)
+            if opts.get('include') == 'false': continue
+            tags = cell.metadata.setdefault('tags', [])
+            if opts.get('echo') == 'false' or not cell.source.strip(): tags.append('docs-hide-input')
+            if opts.get('output') == 'false': tags.append('docs-hide-output')
+        keep.append(cell)
+    nb.cells = keep
+
+
+_CELL_KEYS = dict(code={'cell_type', 'id', 'metadata', 'source', 'outputs', 'execution_count'},
+                  markdown={'cell_type', 'id', 'metadata', 'source', 'attachments'},
+                  raw={'cell_type', 'id', 'metadata', 'source', 'attachments'})
+
+
+def _plain(nb):
+    "The notebook as plain nbformat data, without the attributes nbdev's processors add to cells."
+    d = json.loads(json.dumps(nb, default=str))
+    d['cells'] = [{k: v for k, v in c.items() if k in _CELL_KEYS.get(c['cell_type'], c.keys())} for c in d['cells']]
+    for c in d['cells']: c.get('metadata', {}).pop('execution', None)  # execnb's timings are floats, nbformat wants strings
+    return {k: v for k, v in d.items() if k in ('cells', 'metadata', 'nbformat', 'nbformat_minor')}
+
+
+_pandoc_link = re.compile(r'\[([^\]\n]*)\]\(([^)\s]+)\)\{([^}\n]*)\}')
+
+
+def _pandoc_links(nb):
+    "Pandoc's `[text](url){attrs}` (show_doc's source link) as HTML, which plain Markdown renderers understand."
+    def fix(text): return _pandoc_link.sub(lambda m: f'<a href="{m.group(2)}" {m.group(3)}>{m.group(1)}</a>', text)
+    for cell in nb.cells:
+        if cell.cell_type == 'markdown': cell.source = fix(cell.source)
+        for out in cell.get('outputs', []):
+            data = out.get('data', {})
+            if 'text/markdown' in data: data['text/markdown'] = fix(data['text/markdown'])
+
+
+def _frontmatter(nb):
+    "The YAML frontmatter nbdev puts in a first raw cell (title, description, output-file)."
+    import yaml
+    for cell in nb.cells:
+        if cell.cell_type == 'raw' and cell.source.lstrip().startswith('---'):
+            return yaml.safe_load(cell.source.strip().strip('-')) or {}
+    return {}
+
+
+def _execute(ipynb, executed):
+    "Run the notebook like `nbdev-test` does and save it with its outputs; return the errors raised."
+    from execnb.shell import CaptureShell
+    from fastcore.nbio import write_nb
+    from fastcore.xtras import working_directory
+    from nbdev.config import get_config
+    from nbdev.process import NBProcessor
+    from nbdev.test import _skip_cell
+    nb = NBProcessor(ipynb, rm_directives=False, process=True).nb
+    skip = _skip_cell(nb)
+    shell = CaptureShell(ipynb, profile=bool(get_config(ipynb.parent).exec_profile))
+    with working_directory(ipynb.parent):
+        shell.run_all(nb, exc_stop=False, preproc=skip, cell_timeout=int(get_config().get('cell_timeout', 300)))
+    errors = [f"{o.get('ename')}: {o.get('evalue')}" for c in nb.cells for o in c.get('outputs', []) if o.get('output_type') == 'error']
+    for cell in nb.cells:  # drop nbdev's parse attributes so the file is plain nbformat
+        for attr in [k for k in cell if k.endswith('_')]: del cell[attr]
+    executed.parent.mkdir(parents=True, exist_ok=True)
+    write_nb(nb, executed)
+    return errors
+
+
+def _links(text, page, pages, problems):
+    "Make links offline and consistent: the hosted site -> relative, notebook files -> their pages."
+    up = '../' * page.count('/')
+    def fix(m):
+        attr, url = m.group(1), html.unescape(m.group(2))
+        if url.startswith(SITE_URL):
+            path, _, frag = url[len(SITE_URL):].partition('#')
+            if path.endswith('.html.md'): path = path[:-3]
+            url = up + path + ('#' + frag if frag else '')
+        elif not re.match(r'^[a-z][a-z0-9+.-]*:|^#|^/', url):
+            path, _, frag = url.partition('#')
+            target = os.path.normpath((Path(page).parent / path).as_posix()) if path else ''
+            if path.endswith('.ipynb'):  # Quarto resolves links to source notebooks to their pages
+                url = up + page_name(target) + ('#' + frag if frag else '')
+            elif path.endswith(('.md', '.html')) and target not in pages and page_name(target) in pages:
+                problems.append(f"link {path}: nbdev-docs names that page {page_name(target)} (link it as {Path(page_name(target)).name} or {Path(path).with_suffix('.ipynb').name})")
+                url = up + page_name(target) + ('#' + frag if frag else '')
+        return f'{attr}="{html.escape(url, quote=True)}"'
+    return re.sub(r'\b(href)="([^"]*)"', fix, text)
+
+
+def _split_title_cell(nb, problems):
+    "nbdev-docs turns the first Markdown cell into the title and drops the rest of it: keep that rest as its own cell."
+    from fastcore.nbio import mk_cell
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != 'markdown': continue
+        lines = cell.source.splitlines()
+        if not any(l.startswith('# ') for l in lines): return
+        head = [l for l in lines if l.startswith(('# ', '> ', '- ')) or not l.strip()]
+        cut = next((j for j, l in enumerate(lines) if l.strip() and not l.startswith(('# ', '> ', '- '))), None)
+        if cut is None: return
+        problems.append(f"the title cell also holds {len(lines) - cut} lines of prose that nbdev-docs drops: start them with a heading or a new cell")
+        cell.source = '\n'.join(lines[:cut]).rstrip()
+        nb.cells.insert(i + 1, mk_cell('\n'.join(lines[cut:]), 'markdown'))
+        return
+
+
+def _DocsFilter(problems):
+    "nbdev's docs processors, except that a cell failing in the show_doc shell is noted in `problems`, not fatal."
+    from nbdev.processors import FilterDefaults, exec_show_docs
+    class tolerant_exec_show_docs(exec_show_docs):
+        def __call__(self, cell):
+            outputs = cell.get('outputs')  # the shell writes its own outputs into the cells it runs
+            try: super().__call__(cell)
+            except Exception as e:
+                if outputs is not None: cell['outputs'] = outputs  # nbdev-docs would stop here (see nbdev's FAQ on imports mixed with code)
+                lines = str(e).strip().splitlines()
+                problems.append(f"cell {getattr(cell, 'idx_', '?')} mixes imports with code that fails alone in nbdev-docs' show_doc shell: {lines[-1]}")
+                self.k.exc = None
+    class DocsFilter(FilterDefaults):
+        def base_procs(self): return [tolerant_exec_show_docs if p is exec_show_docs else p for p in super().base_procs()]
+    return DocsFilter()
+
+
+def build_page(info, stage, outdir, nav, home):
+    "Execute, process and render one notebook into OUTDIR; return its record for pages.json."
+    os.environ['PASSEPARTOUT_HOME'] = home
+    os.chdir(ROOT)
+    start = time.monotonic()
+    src_ipynb = (NBS / info['source']).with_suffix('.ipynb')
+    executed = (Path(stage) / info['source']).with_suffix('.ipynb')
+    record = dict(info, errors=[])
+    try: record['errors'] += _execute(src_ipynb, executed)
+    except Exception as e:  # the notebook could not even be run: keep the page, show nothing executed
+        record['errors'].append(f'execute: {type(e).__name__}: {e}')
+        shutil.copy(src_ipynb, executed)
+    os.environ['IN_TEST'] = '1'  # as nbdev's docs build does
+    from fastcore.nbio import read_nb
+    import nbformat
+    from nbdev.processors import FilterDefaults
+    nb = read_nb(executed)
+    problems = []
+    _split_title_cell(nb, problems)
+    import warnings  # nbdev warns about every cell mixing imports and code; the ones that matter fail and are noted
+    warnings.filterwarnings('ignore', message='Found cells containing imports and other code')
+    try: _DocsFilter(problems)(nb)
+    except Exception as e: record['errors'].append(f'nbdev processing: {type(e).__name__}: {e}')
+    record['nbdev_docs_problems'] = problems
+    fm = _frontmatter(nb)
+    nb = nbformat.reads(json.dumps(_plain(nb)), as_version=4)  # reads joins multi-line strings
+    _quarto_directives(nb)
+    _pandoc_links(nb)
+    from jinja2 import DictLoader
+    from nbconvert import HTMLExporter
+    from traitlets.config import Config
+    cfg = Config()
+    cfg.TagRemovePreprocessor.enabled = True
+    cfg.TagRemovePreprocessor.remove_input_tags = {'docs-hide-input'}
+    cfg.TagRemovePreprocessor.remove_all_outputs_tags = {'docs-hide-output'}
+    exporter = HTMLExporter(config=cfg, extra_loaders=[DictLoader({'docs.html.j2': TEMPLATE})],
+                            template_file='docs.html.j2', exclude_anchor_links=False)
+    idx = [p['page'] for p in nav].index(info['page'])
+    docs = dict(nav=nav, page=info['page'], root='../' * info['page'].count('/'), source=info['source'],
+                title=fm.get('title') or info['title'], description=fm.get('description') or info['description'],
+                site_title='Passepartout', prev=nav[idx - 1] if idx else None, next=nav[idx + 1] if idx + 1 < len(nav) else None)
+    body, _ = exporter.from_notebook_node(nb, resources=dict(docs=docs, metadata=dict(name=docs['title'])))
+    out = Path(outdir) / info['page']
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(_links(body, info['page'], {p['page'] for p in nav}, problems), encoding='utf-8')
+    if fm.get('output-file') and Path(info['page']).name != fm['output-file']:
+        record['errors'].append(f"page name {info['page']} differs from nbdev's output-file {fm['output-file']}")
+    record['seconds'] = round(time.monotonic() - start, 1)
+    return record
+
+
+# ---- the site ----
+
+SITE_CSS = """
+:root { --docs-sidebar: 17rem; --docs-accent: #2c5d8f; }
+body.docs-page { margin: 0; padding: 0; background: #fff; }
+.docs-topbar { position: sticky; top: 0; z-index: 10; background: var(--docs-accent); padding: .6rem 1.2rem; }
+.docs-topbar a { font-family: var(--jp-ui-font-family); color: #fff; font-weight: 600; font-size: 1.15rem; text-decoration: none; }
+.docs-layout { display: flex; align-items: flex-start; }
+.docs-sidebar { position: sticky; top: 2.6rem; flex: 0 0 var(--docs-sidebar); max-height: calc(100vh - 2.6rem);
+  overflow-y: auto; box-sizing: border-box; padding: 1rem .8rem; border-right: 1px solid #e3e3e3;
+  font-family: var(--jp-ui-font-family); font-size: .9rem; }
+.docs-sidebar ol { list-style: none; margin: 0; padding: 0; }
+.docs-sidebar li { margin: 0; }
+.docs-sidebar li a { display: block; padding: .25rem .5rem; border-radius: 4px; color: #333; text-decoration: none; }
+.docs-sidebar li a:hover { background: #eef3f8; }
+.docs-sidebar li.docs-current a { background: #e1ecf7; color: var(--docs-accent); font-weight: 600; }
+.docs-sidebar li.docs-section { margin-top: .8rem; padding: .25rem .5rem; font-weight: 600; color: #666; text-transform: uppercase; font-size: .75rem; }
+.docs-main { flex: 1 1 auto; min-width: 0; max-width: 62rem; padding: 1rem 2rem 3rem; box-sizing: border-box; }
+.docs-title { padding: 0 0 .5rem calc(var(--jp-cell-prompt-width, 64px) + var(--jp-cell-padding, 5px)); }
+.docs-h1 { margin: .5rem 0 .3rem; font-family: var(--jp-content-font-family); }
+.docs-description { margin: 0 0 .3rem; font-size: 1.1rem; color: #555; }
+.docs-source { margin: 0; font-size: .8rem; color: #888; }
+.docs-main .jp-InputPrompt, .docs-main .jp-OutputPrompt { visibility: hidden; }
+.docs-main .jp-RenderedMarkdown a, .docs-main .jp-RenderedHTMLCommon a { color: var(--docs-accent); }
+.docs-error { border-left: 4px solid #c62828; }
+.docs-pager { display: flex; justify-content: space-between; gap: 1rem; margin-top: 2.5rem; padding-top: 1rem;
+  border-top: 1px solid #e3e3e3; font-family: var(--jp-ui-font-family); }
+.docs-pager a { color: var(--docs-accent); text-decoration: none; }
+.docs-next { margin-left: auto; }
+@media (max-width: 800px) {
+  .docs-layout { display: block; }
+  .docs-sidebar { position: static; max-height: none; border-right: 0; border-bottom: 1px solid #e3e3e3; }
+  .docs-main { padding: 1rem .5rem; }
+}
+"""
+
+
+def write_assets(outdir):
+    "One copy of the CSS every page links: JupyterLab's notebook and light theme styles, the site's layout."
+    from nbconvert.exporters.templateexporter import TemplateExporter
+    lab = next(Path(p) / 'lab' / 'static' for p in TemplateExporter().template_paths if (Path(p) / 'lab' / 'static' / 'index.css').exists())
+    assets = Path(outdir) / 'assets'
+    assets.mkdir(parents=True, exist_ok=True)
+    notebook_css = (lab / 'index.css').read_text() + '\n' + (lab / 'theme-light.css').read_text()
+    notebook_css += '\n.jp-InputArea { overflow: hidden; }\n.jp-Collapser { display: none; }\na.anchor-link { display: none; }\n'
+    (assets / 'notebook.css').write_text(notebook_css)
+    extra = (NBS / 'styles.css').read_text() if (NBS / 'styles.css').exists() else ''
+    (assets / 'site.css').write_text(SITE_CSS + '\n/* nbs/styles.css */\n' + extra)
+
+
+def _sections(nav):
+    "Mark the first page of each sub-folder with its section name for the sidebar."
+    seen = ''
+    for p in nav:
+        folder = p['page'].rpartition('/')[0]
+        p['section'] = folder if folder != seen else ''
+        seen = folder
+    return nav
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('outdir', nargs='?', default=str(ROOT / '_site'))
+    ap.add_argument('--jobs', type=int, default=min(2, os.cpu_count() or 1), help='notebooks built in parallel')
+    ap.add_argument('--only', nargs='*', help='build only these sources (e.g. 02_signals.md); the sidebar still lists all')
+    args = ap.parse_args(argv)
+    start = time.monotonic()
+    outdir = Path(args.outdir).resolve()
+    nav = _sections([dict(p) for p in pages()])
+    missing = [p['source'] for p in nav if not (NBS / p['source']).with_suffix('.ipynb').exists()]
+    if missing: sys.exit(f'docs: not built (run tools/build.sh): {missing}')
+    todo = [p for p in nav if not args.only or p['source'] in args.only or Path(p['source']).name in args.only]
+    if outdir.exists() and not args.only: shutil.rmtree(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    write_assets(outdir)
+    nav_public = [dict(page=p['page'], title=p['title'], section=p['section']) for p in nav]
+    with tempfile.TemporaryDirectory(prefix='docs-') as tmp:
+        ctx = mp.get_context('spawn')
+        with ProcessPoolExecutor(max_workers=max(1, args.jobs), mp_context=ctx, max_tasks_per_child=1) as pool:
+            futures = []
+            for i, info in enumerate(todo):
+                home = Path(tmp) / f'home{i}'
+                home.mkdir()
+                futures.append(pool.submit(build_page, {k: info[k] for k in ('source', 'page', 'title', 'description')},
+                                           str(Path(tmp) / 'stage'), str(outdir), nav_public, str(home)))
+            records = []
+            for f, info in zip(futures, todo):
+                try: records.append(f.result())
+                except Exception as e: records.append(dict(info, errors=[f'build: {type(e).__name__}: {e}']))
+    (outdir / 'pages.json').write_text(json.dumps(records, indent=1) + '\n')
+    failed = [r for r in records if r['errors']]
+    for r in records:
+        flag = 'FAIL' if r['errors'] else 'ok'
+        print(f"docs: {flag:4} {r['page']:24} {r.get('seconds', '?'):>6}s  {r['title']}")
+        for e in r['errors']: print(f"        {e}", file=sys.stderr)
+        for e in r.get('nbdev_docs_problems', []): print(f"        warning (nbdev-docs): {e}", file=sys.stderr)
+    print(f'docs: {len(records)} pages in {outdir} ({time.monotonic() - start:.0f}s); open {outdir / "index.html"}')
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
