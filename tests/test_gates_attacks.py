@@ -69,7 +69,46 @@ def test_symlink_swapped_after_a_check_is_seen(env):
     (env.ws / 'out').mkdir()
     assert env.verify(write('out/x')).decision == 'allow'
     (env.ws / 'out').rmdir(); os.symlink(env.outside, env.ws / 'out')
-    assert env.verify(write('out/x')).decision == 'deny'     # resolution is never cached
+    assert env.verify(write('out/x')).decision == 'deny'     # 'out' was remembered as a plain directory: the change is seen
+
+
+# Path components seen not to be symlinks are remembered while inotify reports no change in their directory.
+# Each swap below happens after the same path was judged (and remembered) at least twice.
+
+def _judged_twice(env, path):
+    for _ in range(2): assert env.verify(read(path)).decision == 'allow'
+
+def test_symlink_swapped_by_another_process_is_seen(env):
+    import subprocess, sys
+    (env.ws / 'a' / 'b').mkdir(parents=True); (env.ws / 'a' / 'b' / 'c.txt').write_text('x')
+    _judged_twice(env, 'a/b/c.txt')
+    script = (f"import os; os.symlink({str(env.outside)!r}, {str(env.ws / 'tmp-link')!r}); "
+              f"os.rename({str(env.ws / 'a')!r}, {str(env.ws / 'a-old')!r}); os.rename({str(env.ws / 'tmp-link')!r}, {str(env.ws / 'a')!r})")
+    subprocess.run([sys.executable, '-c', script], check=True)
+    assert env.verify(read('a/b/c.txt')).decision == 'deny'
+
+def test_file_replaced_by_a_symlink_with_an_atomic_rename_is_seen(env):
+    _judged_twice(env, 'docs/a.txt')
+    os.symlink(env.outside / 'id_rsa', env.ws / 'docs' / '.tmp'); os.replace(env.ws / 'docs' / '.tmp', env.ws / 'docs' / 'a.txt')
+    d = env.verify(read('docs/a.txt'))
+    assert (d.decision, stopped_by(d)) == ('deny', 'self-protection') or (d.decision, stopped_by(d)) == ('deny', 'paths'), d
+
+def test_symlink_swapped_inside_the_sandbox_is_seen(env):
+    from passepartout.sandbox import sandbox_available, run_sandboxed
+    if not sandbox_available(): pytest.skip('bubblewrap is not usable here')
+    (env.ws / 'deep' / 'er').mkdir(parents=True)
+    _judged_twice(env, 'deep/er/x.txt')
+    r = run_sandboxed(f"mv deep deep-old && ln -s {env.outside} deep", workspace=env.ws)
+    assert r.exit_code == 0, r
+    assert env.verify(read('deep/er/x.txt')).decision == 'deny'
+
+def test_without_inotify_every_component_is_looked_at(env, monkeypatch):
+    from passepartout import watch
+    monkeypatch.setattr(watch, '_watcher', None); monkeypatch.setattr(watch, '_unavailable', True)
+    (env.ws / 'out').mkdir()
+    _judged_twice(env, 'out/x')
+    (env.ws / 'out').rmdir(); os.symlink(env.outside, env.ws / 'out')
+    assert env.verify(read('out/x')).decision == 'deny'
 
 
 @pytest.mark.parametrize('path,why', [('docs/a\x00.txt', 'NUL'), ('a' * 256, 'longer than 255'),
