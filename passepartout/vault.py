@@ -11,8 +11,8 @@ __all__ = ['NAME_RE', 'HANDLE_RE', 'HANDLE_MARK', 'MIN_SECRET_CHARS', 'DESTINATI
            'trie_pattern', 'squeeze', 'redact', 'action_destination', 'vault_gate', 'vault_command', 'vault_add',
            'vault_list', 'vault_remove', 'vault_allow', 'vault_revoke']
 
-# %% ../nbs/22_vault.ipynb #2a786955
-import base64, bisect, ipaddress, json, os, re, shlex, sys, tempfile, urllib.parse
+# %% ../nbs/22_vault.ipynb #c191fae0
+import base64, ipaddress, json, os, re, shlex, sys, tempfile, urllib.parse
 from pathlib import Path
 import click
 from .errors import PassepartoutError
@@ -280,32 +280,30 @@ def _spread_needles(value:str) -> set:
     "Every form of a secret, squeezed, when long enough (SPREAD_MIN_CHARS) not to be met by chance."
     return {n for n in (squeeze(f.encode()) for f in _forms(value) | _coded_forms(value)) if len(n) >= SPREAD_MIN_CHARS}
 
-# %% ../nbs/22_vault.ipynb #17e87e0e
+# %% ../nbs/22_vault.ipynb #867bdb6c
 _OFFSET_BODY = rb'[ \t]*(?:0[0-9A-Fa-f]{5,7}(?::|(?=[ \t]+\S))|[0-9]{1,7}\t)'
 _OFFSET_FIRST, _OFFSET = re.compile(_OFFSET_BODY), re.compile(rb'\n' + _OFFSET_BODY)
-_DUMP_LINE = re.compile(rb'(?m)^[ \t]*0[0-9A-Fa-f]{5,7}:?(?P<hex>(?:[ \t]+[0-9A-Fa-f]{2,32})+)[ \t]{2,}(?P<txt>[^\n]*\S)')
+_DUMP_LINE = re.compile(rb'[ \t]*0[0-9A-Fa-f]{5,7}:?(?P<hex>(?:[ \t]+[0-9A-Fa-f]{2,32})+)[ \t]{2,}(?P<txt>[^\n]*\S)')
 
 def _offsets(data:bytes) -> list:
     "The spans of line offsets in `data`: dump offsets (od, xxd, hexdump) and line numbers (cat -n)."
     first = _OFFSET_FIRST.match(data)
     return ([first.span()] if first else []) + [m.span() for m in _OFFSET.finditer(data)]
 
-# %% ../nbs/22_vault.ipynb #ceaaf8fd
+# %% ../nbs/22_vault.ipynb #92dafc50
 class _View:
     "A squeezed view of some segments of `data`, which can tell where each of its bytes came from."
     def __init__(self, data:bytes, segments:list):   # (start, end) spans of `data`, in order
-        self.data, self.segments, pieces, self.starts, at = data, segments, [], [], 0
-        for s, e in segments:
-            pieces.append(squeeze(data[s:e])); self.starts.append(at); at += len(pieces[-1])
-        self.text = b''.join(pieces)
+        self.data, self.segments = data, segments
+        self.text = squeeze(data[segments[0][0]:segments[0][1]] if len(segments) == 1 else b''.join([data[s:e] for s, e in segments]))
 
-# %% ../nbs/22_vault.ipynb #002765a2
+# %% ../nbs/22_vault.ipynb #c03109b0
 def _origins(self:_View, positions) -> dict:
     "The index in `data` of the view's bytes at each of `positions`, in one pass."
-    out, data, seps, k, i, kept = {}, self.data, _SEPARATOR_SET, -1, 0, 0
+    out, data, seps, segments = {}, self.data, _SEPARATOR_SET, iter(self.segments)
+    i = end = kept = 0                                        # at data[i] of the segment ending at `end`, `kept` view bytes before
     for p in sorted(set(positions)):
-        j = bisect.bisect_right(self.starts, p) - 1
-        if j != k: k, (i, end), kept = j, self.segments[j], self.starts[j]
+        while kept + (n := len(data[i:end].translate(None, SEPARATORS))) <= p: kept += n; i, end = next(segments)
         while i + 256 < end and kept + (n := len(data[i:i + 256].translate(None, SEPARATORS))) <= p: i += 256; kept += n
         while data[i] in seps or kept < p: kept += data[i] not in seps; i += 1
         out[p] = i
@@ -313,7 +311,7 @@ def _origins(self:_View, positions) -> dict:
 
 _View.origins = _origins
 
-# %% ../nbs/22_vault.ipynb #78954e55
+# %% ../nbs/22_vault.ipynb #83d3dfd3
 def _segments_between(spans, size:int) -> list:
     "The parts of `range(size)` outside `spans` (sorted, disjoint)."
     out, at = [], 0
@@ -326,7 +324,8 @@ def _views(data:bytes) -> tuple:
     "The squeezed views of `data` to search, and whether it has line offsets."
     offsets = _offsets(data)
     views = [_View(data, _segments_between(offsets, len(data)))]
-    if offsets and (lines := [(m.span('hex'), m.span('txt')) for m in _DUMP_LINE.finditer(data)]):
+    dumps = (_DUMP_LINE.match(data, s + (data[s] == 10)) for s, _ in offsets)      # 10: a newline
+    if offsets and (lines := [(m.span('hex'), m.span('txt')) for m in dumps if m]):
         views += [_View(data, [h for h, _ in lines]), _View(data, [t for _, t in lines])]
     return views, bool(offsets)
 

@@ -1,0 +1,108 @@
+"""Redaction at scale: what it costs on a megabyte of tool output, that it stays linear on adversarial shapes,
+and that ordinary output is left alone (no false positives) while the spread-out forms are caught.
+
+'before' is the previous algorithm, kept here as the reference: the exact forms only, one trie regex
+(`exact.sub`), which is what `redact` did before the squeezed views. 'after' is `redact` today.
+Run: `python -m pytest tests/test_redaction.py -q -s` (prints the figures).
+"""
+import glob, os, random, re, string, subprocess, timeit
+from pathlib import Path
+
+import pytest
+
+from passepartout.vault import Vault, redact
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    monkeypatch.delenv('PASSEPARTOUT_VAULT_KEY_FILE', raising=False)
+    return tmp_path / 'home'
+
+
+def _random_secret(rng, n):
+    return ''.join(rng.choice(string.ascii_letters + string.digits) for _ in range(n))
+
+
+def ordinary(size=1_000_000) -> str:
+    "`size` characters of ordinary text: this repository's notebooks and sources, repeated."
+    corpus = ''.join(Path(p).read_text() for p in sorted(glob.glob(str(ROOT / 'nbs/*.md')) + glob.glob(str(ROOT / 'passepartout/*.py'))))
+    return (corpus * (1 + size // len(corpus)))[:size]
+
+
+def best_ms(f, repeat=5):
+    return min(timeit.repeat(f, number=1, repeat=repeat)) * 1000
+
+
+def exact_only(v):
+    "The previous redaction: exact forms, one trie."
+    exact, by_form = v._redactor()[:2]
+    return lambda text: exact.sub(lambda m: by_form[m.group()], text)
+
+
+def test_one_megabyte_before_and_after(home, capsys):
+    "Figures: 1 MB of ordinary text, of an xxd dump, and of text holding the secret spread out once, with 3 secrets."
+    rng = random.Random(1)
+    v = Vault()
+    for i in range(3): v.add(f"K{i}", _random_secret(rng, 30))
+    text = ordinary()
+    dump = subprocess.run(['xxd'], input=text.encode()[:250_000], capture_output=True).stdout.decode()
+    spread = text[:500_000] + ' '.join(v.get('K1')) + text[500_000:]
+    before = exact_only(v)
+    assert redact(text, v) == before(text) == text
+    assert redact(spread, v) == text[:500_000] + '{{vault:K1}}' + text[500_000:] and before(spread) == spread
+    ms = {name: (best_ms(lambda: before(t)), best_ms(lambda: redact(t, v))) for name, t in
+          [('ordinary 1 MB', text), (f'xxd dump {len(dump) / 1e6:.1f} MB', dump), ('1 MB with one spread secret', spread)]}
+    with capsys.disabled():
+        for name, (b, a) in ms.items(): print(f"\nredact {name}, 3 secrets: before {b:.1f} ms, after {a:.1f} ms")
+    assert ms['ordinary 1 MB'][1] < 150
+
+
+@pytest.mark.parametrize('shape', ['offsets', 'hex groups', 'single characters', 'newlines', 'dump lines', 'one long line'])
+def test_adversarial_shapes_stay_linear(home, shape):
+    "Shapes that exercise the offset, dump-line and mapping code: 4 times the size costs well under 16 times (quadratic) the time."
+    v = Vault(); v.add('K', 'vault-secret-Q7x9Lm2Pz4')
+    unit = {'offsets': '0000000 ', 'hex groups': 'ab12 ', 'single characters': 'v a ', 'newlines': '\n',
+            'dump lines': '00000000: 6162 6364 6566 6768  abcdefgh\n', 'one long line': 'x' * 64}[shape]
+    small, large = unit * (125_000 // len(unit)), unit * (500_000 // len(unit))
+    t_small, t_large = best_ms(lambda: redact(small, v)), best_ms(lambda: redact(large, v))
+    assert t_large < 8 * t_small + 10, (t_small, t_large)
+    assert t_large < 1000
+
+
+def test_many_hits_are_mapped_in_one_pass(home):
+    "A secret spread out a thousand times in a megabyte: every one redacted, in linear time."
+    v = Vault(); s = 'vault-secret-Q7x9Lm2Pz4'; v.add('K', s)
+    filler = ordinary(1000)
+    text = ''.join(filler + ' '.join(s) for _ in range(1000))
+    out = {}
+    ms = best_ms(lambda: out.setdefault('r', redact(text, v)), 1)
+    assert out['r'] == ''.join(filler + '{{vault:K}}' for _ in range(1000))
+    assert ms < 3000, ms
+
+
+@pytest.mark.parametrize('length', [4, 6, 8, 12, 30])
+def test_no_false_positives_on_ordinary_output(home, length):
+    """100 random secrets of each length: the squeezed views add nothing to what the exact forms already redact in a
+    megabyte of sources and prose, an xxd dump of random bytes and `git log` (a 4-character secret's exact forms do
+    occur by chance there: that is why shorter ones are refused, and why 8 is the floor for a squeezed match)."""
+    rng = random.Random(length)
+    texts = {'sources': ordinary(),
+             'xxd of random bytes': subprocess.run(['xxd'], input=os.urandom(100_000), capture_output=True).stdout.decode(),
+             'git log': subprocess.run(['git', '-C', str(ROOT), 'log', '--stat', '-n', '500'], capture_output=True, text=True).stdout}
+    v = Vault()
+    changed = []
+    for k in range(100 if length < 30 else 20):
+        v.add('K', _random_secret(rng, length))
+        changed += [(name, v.get('K')) for name, t in texts.items() if redact(t, v) != exact_only(v)(t)]
+    assert changed == []
+
+
+def test_short_secret_is_redacted_exactly_but_not_spread(home):
+    "Below 8 letters and digits a squeezed match would be met by chance: exact forms and byte codes only."
+    v = Vault(); v.add('PIN', 'k3y9')
+    assert redact('the key k3y9 and K3Y9?', v) == 'the key {{vault:PIN}} and K3Y9?'
+    assert redact('k 3 y 9', v) == 'k 3 y 9'
+    assert redact(' 6b 33 79 39\n', v) == ' {{vault:PIN}}\n'            # od -An -tx1: hex is 8 characters, long enough
