@@ -79,7 +79,7 @@ def inside(path:str, root:str) -> bool:
     "Is the real path `path` equal to or below the real directory `root`?"
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
-# %% ../nbs/20_builtin_gates.ipynb #09d390c7
+# %% ../nbs/20_builtin_gates.ipynb #783d8ea0
 _plain = {}   # path: its watch generation when it was last seen not to be a symlink
 
 def _step(path:str) -> str:
@@ -91,19 +91,27 @@ def _step(path:str) -> str:
     if generation is not None: _plain[path] = generation
     return path
 
+_resolved = {}   # (base, path): (watcher's change count, real path) for paths without a symlink
+
 def resolve_path(path:str, base:str) -> str:
     "Where `path` (relative to the real directory `base`) really lands: `~`, `..` and symlinks resolved."
+    changes = watch.changes()
+    hit = _resolved.get((base, path))
+    if hit is not None and hit[0] == changes: return hit[1]   # nothing watched has changed since: the same answer
     try: p = os.path.expanduser(path) if path[:1] == '~' else path
     except ValueError: p = path   # `~name` that is not encodable names no user
-    cur, poll = (os.sep if p[:1] == os.sep else base), True
+    cur, plain = (os.sep if p[:1] == os.sep else base), changes is not None and p is path
     for part in p.split(os.sep):
         if part in ('', '.'): continue
         if part == '..': cur = os.path.dirname(cur); continue
         nxt = cur + part if cur == os.sep else cur + os.sep + part
         seen = _plain.get(nxt)
-        if seen is None or seen != watch.generation(nxt, poll): cur = _step(nxt)
-        else: cur = nxt   # not a symlink when last looked at, and inotify has reported no change there since
-        poll = False
+        if seen is not None and seen == watch.generation(nxt, poll=False): cur = nxt; continue   # not a symlink, and no change there since
+        cur = _step(nxt)
+        plain = plain and cur is nxt and nxt in _plain
+    if plain:
+        if len(_resolved) > 4096: _resolved.clear()
+        _resolved[(base, path)] = (changes, cur)
     return cur
 
 # %% ../nbs/20_builtin_gates.ipynb #004b425a
@@ -248,7 +256,7 @@ def authority_gate(action:Action, ctx:Context) -> Verdict|None:
     if from_owner(signal): return None
     return ask(f"requested by {sender_of(signal)}, not by you: a tool call in someone else's conversation runs only with your approval")
 
-# %% ../nbs/20_builtin_gates.ipynb #608bb97e
+# %% ../nbs/20_builtin_gates.ipynb #fab5e49e
 class PermissionsError(ValueError):
     "The permissions file cannot be used."
 
@@ -257,15 +265,18 @@ _COMPOUND = re.compile(r"[;&|<>`\n\r]|\$\(")
 
 _permission_paths = {}
 
-def permissions_file(config_dir=None) -> Path:
-    "`$config/permissions.toml` (or in `config_dir`)."
-    if config_dir: return Path(config_dir) / 'permissions.toml'
+def _rules_path() -> str:
+    "`$config/permissions.toml` as an absolute string, worked out once per environment."
     key = env_key()
     path = _permission_paths.get(key)
     if path is None:
         if len(_permission_paths) > 64: _permission_paths.clear()
-        path = _permission_paths[key] = config.paths().config / 'permissions.toml'
+        path = _permission_paths[key] = os.path.abspath(config.paths().config / 'permissions.toml')
     return path
+
+def permissions_file(config_dir=None) -> Path:
+    "`$config/permissions.toml` (or in `config_dir`)."
+    return Path(config_dir) / 'permissions.toml' if config_dir else Path(_rules_path())
 
 # %% ../nbs/20_builtin_gates.ipynb #4a7b7ffa
 class Rule:
@@ -336,12 +347,12 @@ def load_rules(path:Path) -> list:
     _rules_cache[path] = (generation, stamp, rules)
     return rules
 
-# %% ../nbs/20_builtin_gates.ipynb #679d345c
+# %% ../nbs/20_builtin_gates.ipynb #7c8e6aa7
 def permission_rule(action:Action, config_dir=None, exact_only:bool=False) -> Rule|None:
     "The strictest rule covering `action` (deny beats ask beats allow), or None (`exact_only`: only `args` rules)."
     if action.kind != 'tool' or not isinstance(action.tool, str): return None
     best = None
-    for rule in load_rules(permissions_file(config_dir)):
+    for rule in load_rules(permissions_file(config_dir) if config_dir else _rules_path()):
         if exact_only and rule.args is None: continue
         if (best is None or _RANK[rule.decision] > _RANK[best.decision]) and rule.matches(action):
             best = rule
@@ -510,7 +521,7 @@ def _secret_in(s:str):
         if mark in s: return _SECRET.search(s)
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #48322bf8
+# %% ../nbs/20_builtin_gates.ipynb #1717ebfd
 def _strings(value, where:str):
     "Every string inside `value` with where it sits."
     if type(value) is str: yield where, value
@@ -519,16 +530,18 @@ def _strings(value, where:str):
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value): yield from _strings(v, f"{where}[{i}]")
 
+def _holds_secret(where:str, m) -> Verdict:
+    what = _SECRET_NAMES[int(m.lastgroup[1:])]
+    return deny(f"{where} holds what looks like {what} ({m.group()[:6]}…): refer to secrets by vault handle, e.g. {{{{vault:NAME}}}}, never by value")
+
 def secrets_gate(action:Action, ctx:Context) -> Verdict|None:
     "Refuse actions that carry a secret's value; the model must use a vault handle `{{vault:NAME}}`."
-    if action.kind == 'tool' and all(type(v) is str for v in action.args.values()):   # the common flat case, without a generator
-        fields = [(f"args.{k}", v) for k, v in action.args.items()]
-    else: fields = list(_strings(action.args, 'args')) if action.kind == 'tool' else [('text', action.text or '')]
-    if action.explanation: fields.append(('explanation', action.explanation))
-    for where, s in fields:
-        if (m := _secret_in(s)):
-            what = _SECRET_NAMES[int(m.lastgroup[1:])]
-            return deny(f"{where} holds what looks like {what} ({m.group()[:6]}…): refer to secrets by vault handle, e.g. {{{{vault:NAME}}}}, never by value")
+    if action.kind == 'tool':
+        for k, v in action.args.items():
+            for where, s in ((k, v),) if type(v) is str else _strings(v, k):   # flat strings, the common case, without a generator
+                if (m := _secret_in(s)): return _holds_secret(f"args.{where}", m)
+    elif (m := _secret_in(action.text or '')): return _holds_secret('text', m)
+    if action.explanation and (m := _secret_in(action.explanation)): return _holds_secret('explanation', m)
     return None
 
 # %% ../nbs/20_builtin_gates.ipynb #36352c51
@@ -695,11 +708,11 @@ def recipients_gate(action:Action, ctx:Context) -> Verdict|None:
                 return ask(f"{key} {str(one)[:80]!r} was not named by you: check who this goes to before it is sent")
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #4dc0303d
+# %% ../nbs/20_builtin_gates.ipynb #4f7d4c49
 _protected_cache = {}
 
-def protected_places() -> tuple:
-    "`(real path, real path + '/', what it is, readable)` for the agent's own directories, key file and package, most specific first."
+def _protection() -> tuple:
+    "(protected places, their roots as one tuple), worked out once per environment."
     env, key = os.environ, env_key()
     if key not in _protected_cache:
         import passepartout
@@ -708,12 +721,19 @@ def protected_places() -> tuple:
                   (real(p.config), 'the config directory', False), (real(p.data), 'the data directory (vault, approvals, audit log)', False),
                   (real(p.state), 'the state directory', False), (real(os.path.dirname(passepartout.__file__)), 'the installed passepartout package', True)]
         if env.get('PASSEPARTOUT_VAULT_KEY_FILE'): places.insert(0, (real(env['PASSEPARTOUT_VAULT_KEY_FILE']), 'the vault key', False))
-        _protected_cache.clear(); _protected_cache[key] = tuple((root, root.rstrip(os.sep) + os.sep, what, readable) for root, what, readable in places)
+        places = tuple((root, root.rstrip(os.sep) + os.sep, what, readable) for root, what, readable in places)
+        _protected_cache.clear(); _protected_cache[key] = places, tuple(root for root, *_ in places)
     return _protected_cache[key]
+
+def protected_places() -> tuple:
+    "`(real path, real path + '/', what it is, readable)` for the agent's own directories, key file and package, most specific first."
+    return _protection()[0]
 
 def protected(real:str, writing:bool=True) -> str|None:
     "What protected place the real path `real` is in (for writing, or for reading), or None."
-    for root, prefix, what, readable in protected_places():
+    places, roots = _protection()
+    if not real.startswith(roots): return None   # below none of them (the common case), in one test
+    for root, prefix, what, readable in places:
         if (writing or not readable) and (real == root or real.startswith(prefix)): return what
     return None
 
