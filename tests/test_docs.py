@@ -58,6 +58,7 @@ def test_every_notebook_has_a_page(site):
                      if not any(part.startswith(('_', '.')) for part in p.relative_to(ROOT / 'nbs').parts))
     assert sorted(p['source'] for p in PAGES) == sources
     missing = [p['page'] for p in PAGES if not (site / p['page']).exists()]
+    missing += [p['page'] + '.md' for p in PAGES if not (site / (p['page'] + '.md')).exists()]  # the modules' `Docs:` links
     assert not missing, f'no page for: {missing}'
     recorded = [r['source'] for r in json.loads((site / 'pages.json').read_text())]
     assert recorded == [p['source'] for p in PAGES], 'pages.json does not list the notebooks in reading order'
@@ -78,18 +79,28 @@ def test_every_page_has_its_title_and_the_navigation(soups):
         assert len(current) == 1 and current[0]['href'].removeprefix(up) == p['page'], p['page']
 
 
+def _symbol_link(el):
+    "nbdev links every backticked exported name to its page; names without a show_doc have no anchor there (nor on Quarto's site)."
+    children = [c for c in el.children if str(c).strip()]
+    return len(children) == 1 and getattr(children[0], 'name', None) == 'code'
+
+
 def test_relative_links_resolve(site, soups):
-    broken = []
+    broken, missing_anchor, anchors = [], [], {}
     for page, soup in soups.items():
         for tag, attr in (('a', 'href'), ('link', 'href'), ('img', 'src'), ('script', 'src')):
             for el in soup.find_all(tag):
                 url = el.get(attr)
                 if not url: continue
                 parts = urlsplit(url)
-                if parts.scheme or parts.netloc or url.startswith('#'): continue
-                target = (site / page).parent / unquote(parts.path)
-                if not target.resolve().is_file(): broken.append(f'{page}: {url}')
+                if parts.scheme or parts.netloc: continue
+                target = ((site / page).parent / unquote(parts.path)).resolve() if parts.path else (site / page).resolve()
+                if not target.is_file(): broken.append(f'{page}: {url}')
+                elif parts.fragment and target.suffix == '.html' and not _symbol_link(el):
+                    ids = anchors.setdefault(target, set(re.findall(r'\bid="([^"]+)"', target.read_text(encoding='utf-8'))))
+                    if unquote(parts.fragment) not in ids: missing_anchor.append(f'{page}: {url}')
     assert not broken, f'{len(broken)} broken links, e.g. {broken[:10]}'
+    assert not missing_anchor, f'{len(missing_anchor)} links to a missing anchor, e.g. {missing_anchor[:10]}'
 
 
 def test_no_page_shows_an_error(site, soups):

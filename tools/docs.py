@@ -203,8 +203,13 @@ def _links(text, page, pages, problems):
             elif path.endswith(('.md', '.html')) and target not in pages and page_name(target) in pages:
                 problems.append(f"link {path}: nbdev-docs names that page {page_name(target)} (link it as {Path(page_name(target)).name} or {Path(path).with_suffix('.ipynb').name})")
                 url = up + page_name(target) + ('#' + frag if frag else '')
+        if '#' in url and not re.match(r'^[a-z][a-z0-9+.-]*:', url):  # fragments follow the ids below
+            path, _, frag = url.partition('#')
+            url = path + '#' + frag.lower()
         return f'{attr}="{html.escape(url, quote=True)}"'
-    return re.sub(r'\b(href)="([^"]*)"', fix, text)
+    text = re.sub(r'\b(href)="([^"]*)"', fix, text)
+    # heading ids as Quarto makes them (lower case), which is what nbdev's symbol links point at
+    return re.sub(r'(<h[1-6][^>]*\bid=")([^"]+)(")', lambda m: m.group(1) + m.group(2).lower() + m.group(3), text)
 
 
 def _split_title_cell(nb, problems):
@@ -285,6 +290,10 @@ def build_page(info, stage, outdir, nav, home):
     out = Path(outdir) / info['page']
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(_links(body, info['page'], {p['page'] for p in nav}, problems), encoding='utf-8')
+    from nbconvert import MarkdownExporter  # the `.html.md` twin nbdev-docs publishes (the modules' `Docs:` links)
+    cfg.TagRemovePreprocessor.remove_cell_tags = set()
+    markdown, _ = MarkdownExporter(config=cfg).from_notebook_node(nb)
+    out.with_name(out.name + '.md').write_text(f"# {docs['title']}\n\n> {docs['description']}\n\n" + markdown, encoding='utf-8')
     if fm.get('output-file') and Path(info['page']).name != fm['output-file']:
         record['errors'].append(f"page name {info['page']} differs from nbdev's output-file {fm['output-file']}")
     record['seconds'] = round(time.monotonic() - start, 1)
@@ -309,7 +318,7 @@ body.docs-page { margin: 0; padding: 0; background: #fff; }
 .docs-sidebar li.docs-current a { background: #e1ecf7; color: var(--docs-accent); font-weight: 600; }
 .docs-sidebar li.docs-section { margin-top: .8rem; padding: .25rem .5rem; font-weight: 600; color: #666; text-transform: uppercase; font-size: .75rem; }
 .docs-main { flex: 1 1 auto; min-width: 0; max-width: 62rem; padding: 1rem 2rem 3rem; box-sizing: border-box; }
-.docs-title { padding: 0 0 .5rem calc(var(--jp-cell-prompt-width, 64px) + var(--jp-cell-padding, 5px)); }
+.docs-title { font-family: var(--jp-content-font-family); padding: 0 0 .5rem calc(var(--jp-cell-prompt-width, 64px) + var(--jp-cell-padding, 5px)); }
 .docs-h1 { margin: .5rem 0 .3rem; font-family: var(--jp-content-font-family); }
 .docs-description { margin: 0 0 .3rem; font-size: 1.1rem; color: #555; }
 .docs-source { margin: 0; font-size: .8rem; color: #888; }
