@@ -51,14 +51,15 @@ def side_effecting(action:Action, ctx:Context) -> bool:
     "Does the action change anything: a shell command, or a tool whose effect is not read-only?"
     return action.kind == 'tool' and (action.tool == 'shell' or tool_effect(action, ctx) != 'read-only')
 
-# %% ../nbs/20_builtin_gates.ipynb #2bb2b13b
+# %% ../nbs/20_builtin_gates.ipynb #9e44fd9b
 _environ = getattr(os.environ, '_data', None)   # CPython's raw view of the environment, kept in step by os.environ
 HOME_VARS = ('PASSEPARTOUT_HOME', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME', 'XDG_STATE_HOME', 'HOME', 'PASSEPARTOUT_VAULT_KEY_FILE')
-_HOME_VARS_RAW = tuple(os.fsencode(n) for n in HOME_VARS)
 
 def env_key(names:tuple=HOME_VARS) -> tuple:
     "The current values of environment variables `names`, cheaply, as a cache key (raw bytes where possible)."
-    if _environ is not None and names is HOME_VARS and os.name == 'posix': return tuple(map(_environ.get, _HOME_VARS_RAW))
+    if _environ is not None and names is HOME_VARS and os.name == 'posix':
+        get = _environ.get
+        return get(b'PASSEPARTOUT_HOME'), get(b'XDG_CONFIG_HOME'), get(b'XDG_DATA_HOME'), get(b'XDG_STATE_HOME'), get(b'HOME'), get(b'PASSEPARTOUT_VAULT_KEY_FILE')
     return tuple(map(os.environ.get, names))
 
 _workspaces = {}
@@ -631,18 +632,19 @@ def _arg_values(role:str, s:str) -> set:
     if role == 'command': return _url_values(s) | {e.lower() for e in _EMAIL.findall(s)}
     return values_in(s)
 
-# %% ../nbs/20_builtin_gates.ipynb #c3928728
+# %% ../nbs/20_builtin_gates.ipynb #d5e0b51d
 def provenance_gate(action:Action, ctx:Context) -> Verdict|None:
     "Side-effecting actions whose recipients, URLs, amounts or commands came from untrusted content ask."
     if not side_effecting(action, ctx): return None
+    roles = SENSITIVE_ARGS.get(action.tool)
+    if roles is None: roles = {k: 'other' for k in action.args if _SENSITIVE_NAME.search(k)}
+    if not roles: return None   # nothing here steers where anything goes (write_file: the paths gate judges the path)
     agent, signal = getattr(ctx, 'agent', None), getattr(ctx, 'signal', None)
     if not hasattr(agent, 'transcript'): return None
     transcript = agent.transcript(signal.session if signal is not None else 'default')
     if not transcript: return None
     sv = session_values(transcript)
     if not sv.untrusted: return None
-    roles = SENSITIVE_ARGS.get(action.tool)
-    if roles is None: roles = {k: 'other' for k in action.args if _SENSITIVE_NAME.search(k)}
     for key, role in roles.items():
         v = action.args.get(key)
         if v is None or isinstance(v, bool): continue

@@ -461,7 +461,7 @@ def test_a_crashing_mandate_or_gate_denies(env):
     assert (d.decision, stopped_by(d)) == ('deny', 'policy') and 'KeyError' in d.reasons[0]
     env.agent.mandates = []
     env.agent.transcript = lambda session: 1 / 0           # provenance reads the transcript: it crashes
-    d = env.verify(write('docs/x'))
+    d = env.verify(tool_call('send_message', {'channel': 'telegram', 'recipient': 'bob', 'text': 'hi'}, explanation='greet'))
     assert (d.decision, stopped_by(d)) == ('deny', 'provenance') and 'ZeroDivisionError' in d.reasons[0]
 
 
