@@ -35,12 +35,12 @@ NETWORK_PRIORITY, PERMISSIONS_PRIORITY = 70, 65
 DEFAULT_SHELL_PRIORITY = 60   # passepartout.shell_gate.SHELL_GATE_PRIORITY
 SANDBOX_PRIORITY, PROVENANCE_PRIORITY, RECIPIENTS_PRIORITY = 55, 50, 45
 
-# %% ../nbs/20_builtin_gates.ipynb #6945c181
+# %% ../nbs/20_builtin_gates.ipynb #04a22f94
 def tool_of(action:Action, ctx:Context):
     "The `Tool` the action calls, or None (a reply, no agent, or an unknown tool)."
     if action.kind != 'tool': return None
-    tools = getattr(getattr(ctx, 'agent', None), 'tools', None)
-    return getattr(tools, 'by_name', {}).get(action.tool) if tools is not None else None
+    try: return ctx.agent.tools.by_name.get(action.tool)
+    except (AttributeError, TypeError): return None   # no context, agent or belt; a tool name that is not hashable
 
 def tool_effect(action:Action, ctx:Context) -> str|None:
     "The tool's declared effect; None for a reply; `outward` when the tool or the agent is unknown."
@@ -174,14 +174,15 @@ def _object_error(value:dict, schema:dict, where:str) -> str|None:
         if e: return e
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #897091e0
+# %% ../nbs/20_builtin_gates.ipynb #a514e6c2
 def validator_gate(action:Action, ctx:Context) -> Verdict|None:
     "The action is well formed: a reply with text to a known actuator, or a known tool with arguments matching its schema."
     if action.kind == 'reply': return _reply_error(action, ctx)
     if action.kind != 'tool': return deny(f"unknown action kind {action.kind!r}: propose a 'reply' or a 'tool' call")
     if action.target not in (None, 'tool'): return deny(f"a tool call goes to the tool actuator, not {action.target!r}")
     if action.explanation is not None and not isinstance(action.explanation, str): return deny("the explanation must be a string")
-    tools = getattr(getattr(ctx, 'agent', None), 'tools', None)
+    try: tools = ctx.agent.tools
+    except AttributeError: tools = None
     if tools is None: return deny("there is no tool belt to check this tool call against")
     t = getattr(tools, 'by_name', {}).get(action.tool) if isinstance(action.tool, str) else None
     if t is None: return deny(f"there is no tool named {action.tool!r}; the tools are: {', '.join(sorted(tools.by_name)) or 'none'}")
