@@ -6,9 +6,9 @@ Docs: https://passepartout-agent.github.io/passepartout/sandbox.html.md"""
 
 # %% auto #0
 __all__ = ['ENV_ALLOW', 'SECRET_NAME', 'SANDBOX_PATH', 'SANDBOX_HOME', 'ETC_ALLOW', 'MASKED', 'SECCOMP_ALLOW', 'SECCOMP_ERRNO',
-           'EPERM', 'ENOSYS', 'SETID_BITS', 'SECCOMP_ARCHES', 'MAX_PROCESSES', 'MAX_FILE_BYTES', 'scrubbed_env',
-           'protected_paths', 'SandboxUnavailable', 'bwrap_args', 'seccomp_filter', 'strip_setid', 'ShellResult',
-           'limit_note', 'run_sandboxed', 'run_unconfined', 'sandbox_problem', 'sandbox_available']
+           'EPERM', 'ENOSYS', 'SETID_BITS', 'SECCOMP_ARCHES', 'MAX_PROCESSES', 'MAX_FILE_BYTES', 'PROBE_RETRY_S',
+           'scrubbed_env', 'protected_paths', 'SandboxUnavailable', 'bwrap_args', 'seccomp_filter', 'strip_setid',
+           'ShellResult', 'limit_note', 'run_sandboxed', 'run_unconfined', 'sandbox_problem', 'sandbox_available']
 
 # %% ../nbs/31_sandbox.ipynb #f6c8c34e
 import os, re, json, stat, time, shutil, signal, struct, platform, selectors, subprocess, tempfile, functools
@@ -347,16 +347,27 @@ def run_unconfined(command:str,              # shell command, run with `bash -c`
     return ShellResult(None if stop else code, _text(out['stdout']), stderr, stop == 'timeout', stop == 'overflow',
                        round(time.monotonic() - t0, 3), limit_note(None if stop else code, stderr), unconfined=True)
 
-# %% ../nbs/31_sandbox.ipynb #918b1e83
-@functools.cache
-def sandbox_problem() -> str|None:
-    "Why shell commands cannot be sandboxed on this machine, or None when they can (checked once)."
+# %% ../nbs/31_sandbox.ipynb #d04a658e
+def _probe_sandbox() -> str|None:
+    "Run a trivial command in the sandbox: why it cannot be used, or None."
     if shutil.which('bwrap') is None: return "bubblewrap (bwrap) is not installed"
     with tempfile.TemporaryDirectory() as d:
         try: r = run_sandboxed('true', Path(d), timeout=10, max_output=4096)
         except (OSError, PassepartoutError) as e: return f"bubblewrap does not start: {e}"
     if r.exit_code != 0: return f"bubblewrap does not work here (exit {r.exit_code}): {r.stderr.strip()[:300]}"
     return None
+
+PROBE_RETRY_S = 60.0   # a failed probe is believed this long, then tried again
+_probed = {}           # 'answer': (problem or None, monotonic time of the probe)
+
+def sandbox_problem() -> str|None:
+    "Why shell commands cannot be sandboxed on this machine, or None when they can (a success is kept, a failure for a minute)."
+    hit = _probed.get('answer')
+    if hit is not None and (hit[0] is None or time.monotonic() - hit[1] < PROBE_RETRY_S): return hit[0]
+    answer = _probe_sandbox()
+    _probed['answer'] = (answer, time.monotonic())
+    return answer
+sandbox_problem.cache_clear = _probed.clear   # forget the answer (tests, `doctor --fix`)
 
 def sandbox_available() -> bool:
     "True when bwrap is installed and a trivial sandboxed command works (cached)."
