@@ -87,10 +87,10 @@ def test_many_hits_are_mapped_in_one_pass(home):
 def test_no_false_positives_on_ordinary_output(home, length):
     """100 random secrets of each length: the squeezed views add nothing to what the exact forms already redact in a
     megabyte of sources and prose, an xxd dump of random bytes and `git log` (a 4-character secret's exact forms do
-    occur by chance there: that is why shorter ones are refused, and why 8 is the floor for a squeezed match)."""
+    occur by chance there: that is why shorter ones are refused, and why a squeezed match needs 40 bits)."""
     rng = random.Random(length)
     texts = {'sources': ordinary(),
-             'xxd of random bytes': subprocess.run(['xxd'], input=os.urandom(100_000), capture_output=True).stdout.decode(),
+             'xxd of random bytes': subprocess.run(['xxd'], input=rng.randbytes(200_000), capture_output=True).stdout.decode(),
              'git log': subprocess.run(['git', '-C', str(ROOT), 'log', '--stat', '-n', '500'], capture_output=True, text=True).stdout}
     v = Vault()
     changed = []
@@ -101,8 +101,9 @@ def test_no_false_positives_on_ordinary_output(home, length):
 
 
 def test_short_secret_is_redacted_exactly_but_not_spread(home):
-    "Below 8 letters and digits a squeezed match would be met by chance: exact forms and byte codes only."
+    "A squeezed form below 40 bits (8 letters or digits, 10 hex digits) would be met by chance: exact forms only."
     v = Vault(); v.add('PIN', 'k3y9')
     assert redact('the key k3y9 and K3Y9?', v) == 'the key {{vault:PIN}} and K3Y9?'
-    assert redact('k 3 y 9', v) == 'k 3 y 9'
-    assert redact(' 6b 33 79 39\n', v) == ' {{vault:PIN}}\n'            # od -An -tx1: hex is 8 characters, long enough
+    assert redact('k 3 y 9', v) == 'k 3 y 9' and redact(' 6b 33 79 39\n', v) == ' 6b 33 79 39\n'   # 32 bits: met by chance
+    v.add('PIN', 'k3y9z')
+    assert redact(' 6b 33 79 39 7a\n', v) == ' {{vault:PIN}}\n'           # od -An -tx1 of 5 bytes: 10 hex digits, 40 bits
