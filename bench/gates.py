@@ -9,10 +9,15 @@ Each action is verified `--repeat` times and its fastest run kept (the least dis
 processes on this shared machine); the figures are the median and p90 over actions. The session
 holds a short transcript (an owner message and a tool output), so provenance does real work.
 
+What the file system says is remembered while inotify reports no change (see nbs/09a_watch.md), so
+a path judged before costs less than one seen for the first time; `first sight` reports file actions
+on paths never judged before (each verified once), for comparison: it is not what the target is about.
+
     python bench/gates.py [--repeat 5] [--corpora /work/shared/corpora/shell]
 """
 import argparse, json, os, statistics, sys, tempfile, time
 from pathlib import Path
+from passepartout.signals import tool_call
 
 SHELL_TARGET_US, OTHER_TARGET_US = 200.0, 20.0
 
@@ -51,7 +56,6 @@ def non_shell_actions():
 
 
 def shell_actions(corpora:Path):
-    from passepartout.signals import tool_call
     out = []
     for name in ('dangerous.jsonl', 'benign_readonly.jsonl', 'benign_mutating.jsonl'):
         for line in (corpora / name).read_text().splitlines():
@@ -88,6 +92,8 @@ def main():
         other_us = per_action_us(engine, ctx, others * 20, args.repeat)
         shell_us = per_action_us(engine, ctx, shells, args.repeat)
         from passepartout.gates import GateEngine
+        cold = [tool_call('read_file', {'path': f'docs/new-{i}/file-{i}.txt'}) for i in range(200)]
+        cold_us = per_action_us(engine, ctx, cold, 1)
         floor = GateEngine()
         for i in range(len(engine)): floor.add(f"noop{i}", lambda a, c: None, i)
         floor_us = per_action_us(floor, ctx, others * 20, args.repeat)
@@ -97,6 +103,7 @@ def main():
     print("shell gate: " + ('passepartout.shell_gate' if sys.modules.get('passepartout.shell_gate') else 'FALLBACK (module missing): every command asks'))
     print(f"shell: {m_shell:.1f} µs (p90 {p(0.9, shell_us):.1f}, max {max(shell_us):.1f}) over {len(shell_us)} commands; "
           f"target {SHELL_TARGET_US:.0f} µs, ratio {m_shell / SHELL_TARGET_US:.2f}; decisions {decisions}")
+    print(f"first sight: {statistics.median(cold_us):.1f} µs (p90 {p(0.9, cold_us):.1f}) over {len(cold_us)} reads of paths never judged before")
     m_floor = statistics.median(floor_us)
     print(f"non-shell: {m_other:.1f} µs (p90 {p(0.9, other_us):.1f}, max {max(other_us):.1f}) over {len(other_us)} actions; "
           f"target {OTHER_TARGET_US:.0f} µs, ratio {m_other / OTHER_TARGET_US:.2f}")

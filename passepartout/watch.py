@@ -18,7 +18,7 @@ def _masks():
     changes = f.CREATE | f.DELETE | f.MODIFY | f.ATTRIB | f.CLOSE_WRITE | f.MOVED_FROM | f.MOVED_TO
     return changes | self_gone, f.MODIFY | f.ATTRIB | f.CLOSE_WRITE | self_gone, self_gone
 
-# %% ../nbs/09a_watch.ipynb #6b9f3320
+# %% ../nbs/09a_watch.ipynb #641de16d
 class Watcher:
     "One inotify queue for the process, checked without blocking; a generation for every watched path."
     def __init__(self, limit:int=8192): # at most this many watched paths (the kernel's watches are shared by all the user's programs)
@@ -31,12 +31,11 @@ class Watcher:
         self.epoch = 0         # moves when an inode leaves its path or events were lost: everything is stale
         self.changes = 0       # events seen, in all
         self.added = {}        # path of a watched inode: (watch descriptor, mask added so far)
-        self.targets_of = {}   # watch descriptor: its paths in `added`
         self.limit, self.lock = limit, threading.Lock()
 
     def close(self): self.inotify.close(); self.watched.clear()
 
-# %% ../nbs/09a_watch.ipynb #defb25c2
+# %% ../nbs/09a_watch.ipynb #27b38ffb
 def _take_events(self:Watcher):
     "Read every queued event: count it against its watch, or move the epoch."
     from inotify_simple import parse_events, flags
@@ -46,10 +45,8 @@ def _take_events(self:Watcher):
         except BlockingIOError: return   # another thread took them
         for event in parse_events(data):
             self.changes += 1; self.counts[event.wd] = self.counts.get(event.wd, 0) + 1
-            if event.mask & gone:   # that inode no longer sits at its path: whatever is there now is not watched
-                self.epoch += 1
-                if event.wd < 0: self.added.clear(); self.targets_of.clear()   # overflow: forget every watch
-                for target in self.targets_of.pop(event.wd, ()): self.added.pop(target, None)
+            if event.mask & gone:   # an inode left its path, and so did everything below it
+                self.epoch += 1; self.added.clear()
 
 def _generation(self:Watcher, path:str, poll:bool=True) -> tuple|None:
     "The generation of `path` after every queued event (`poll`), or None if `path` is not watched."
@@ -59,14 +56,14 @@ def _generation(self:Watcher, path:str, poll:bool=True) -> tuple|None:
 
 Watcher.take_events, Watcher.generation = _take_events, _generation
 
-# %% ../nbs/09a_watch.ipynb #6ea57fa2
+# %% ../nbs/09a_watch.ipynb #aef64b30
 def _add(self:Watcher, target:str, mask:int) -> int:
     "Watch the inode at `target` for `mask`; its watch descriptor (no system call if it already is)."
     from inotify_simple import flags
     wd, added = self.added.get(target, (None, 0))
     if wd is None or added & mask != mask:
         wd = self.inotify.add_watch(target, mask | added | flags.MASK_ADD)
-        self.added[target] = (wd, added | mask); self.targets_of.setdefault(wd, set()).add(target)
+        self.added[target] = (wd, added | mask)
     return wd
 
 def _watch(self:Watcher, path:str, file:bool=True) -> tuple|None:
@@ -80,9 +77,11 @@ def _watch(self:Watcher, path:str, file:bool=True) -> tuple|None:
         try:
             if file and (os.path.islink(path) or os.path.islink(folder)): self.watched.pop(path, None); return None
             wds = (_add(self, folder, dir_mask), _add(self, path, file_mask) if file and os.path.isfile(path) else None)
-            above = folder
-            while above != os.path.dirname(above):
-                above = os.path.dirname(above); _add(self, above, above_mask)
+            above, up = folder, os.path.dirname(folder)
+            while above != up:   # up to /, or to a directory already watched (its own ancestors then are too)
+                held = self.added.get(up)
+                if held is not None and held[1] & above_mask == above_mask: break
+                _add(self, up, above_mask); above, up = up, os.path.dirname(up)
         except (OSError, ValueError): self.watched.pop(path, None); return None   # missing directory, no permission, watch limit
         self.watched[path] = wds
     return self.generation(path, poll=False)

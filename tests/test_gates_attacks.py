@@ -87,6 +87,15 @@ def test_symlink_swapped_by_another_process_is_seen(env):
     subprocess.run([sys.executable, '-c', script], check=True)
     assert env.verify(read('a/b/c.txt')).decision == 'deny'
 
+def test_symlink_in_a_directory_recreated_after_its_parent_moved_is_seen(env):
+    (env.ws / 'a' / 'b').mkdir(parents=True); (env.ws / 'a' / 'b' / 'c.txt').write_text('x')
+    _judged_twice(env, 'a/b/c.txt')
+    (env.ws / 'a').rename(env.ws / 'a-old')                      # the watched directories now live elsewhere
+    (env.ws / 'a' / 'b').mkdir(parents=True); (env.ws / 'a' / 'b' / 'c.txt').write_text('y')
+    _judged_twice(env, 'a/b/c.txt')                               # new directories at the old paths
+    os.symlink(env.outside / 'id_rsa', env.ws / 'a' / 'b' / '.tmp'); os.replace(env.ws / 'a' / 'b' / '.tmp', env.ws / 'a' / 'b' / 'c.txt')
+    assert env.verify(read('a/b/c.txt')).decision == 'deny'
+
 def test_file_replaced_by_a_symlink_with_an_atomic_rename_is_seen(env):
     _judged_twice(env, 'docs/a.txt')
     os.symlink(env.outside / 'id_rsa', env.ws / 'docs' / '.tmp'); os.replace(env.ws / 'docs' / '.tmp', env.ws / 'docs' / 'a.txt')
