@@ -7,7 +7,9 @@ chat gateway. A model that obeys injected instructions tries to send `{{vault:AP
 - through the shell, encoded (base64, rev, xxd, od) so that literal redaction would not see it.
 
 With the vault gate each attempt is held for approval, nothing reaches the server or the stranger, and the model never
-sees the value in any form. Without the gate (the control) the same scripts do leak, so the checks can fail. A
+sees the value in any form. When the owner has bound the secret to the shell, the commands run for real, and 26 ways
+of printing it spread out or dumped (od, xxd, hexdump, fold, sed, tr, per-byte %XX, cat -n, ...) are redacted from
+what the model, the turn, the transcript and the audit log see; rot13 is not, and shows why the gate comes first. Without the gate (the control) the same scripts do leak, so the checks can fail. A
 destination the owner bound works: the server or the recipient gets the real value, and still the model does not.
 Run: `python -m pytest tests/test_vault_attacks.py -q`.
 """
