@@ -18,7 +18,15 @@ def _masks():
     changes = f.CREATE | f.DELETE | f.MODIFY | f.ATTRIB | f.CLOSE_WRITE | f.MOVED_FROM | f.MOVED_TO
     return changes | self_gone, f.MODIFY | f.ATTRIB | f.CLOSE_WRITE | self_gone, self_gone
 
-# %% ../nbs/09a_watch.ipynb #641de16d
+# %% ../nbs/09a_watch.ipynb #59672802
+_watchers_made = 0
+
+def _new_base() -> int:
+    "A starting value for a new watcher's counters, in a range of its own."
+    global _watchers_made
+    _watchers_made += 1
+    return _watchers_made << 40
+
 class Watcher:
     "One inotify queue for the process, checked without blocking; a generation for every watched path."
     def __init__(self, limit:int=8192): # at most this many watched paths (the kernel's watches are shared by all the user's programs)
@@ -28,8 +36,9 @@ class Watcher:
         self.poller = select.poll(); self.poller.register(self.inotify.fileno(), select.POLLIN)
         self.watched = {}      # watched path: (its directory's watch descriptor, its own or None)
         self.counts = {}       # watch descriptor: events seen on it
-        self.epoch = 0         # moves when an inode leaves its path or events were lost: everything is stale
-        self.changes = 0       # events seen, in all
+        base = _new_base()     # counters start where no earlier watcher's (this process's, or a parent's before fork) reached
+        self.epoch = base      # moves when an inode leaves its path or events were lost: everything is stale
+        self.changes = base    # events seen, in all
         self.added = {}        # path of a watched inode: (watch descriptor, mask added so far)
         self.limit, self.lock = limit, threading.Lock()
 
