@@ -228,13 +228,15 @@ def _reply_error(action:Action, ctx:Context) -> Verdict|None:
         return deny(f"reply target {action.target!r} is not a registered gateway")
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #01e5c338
+# %% ../nbs/20_builtin_gates.ipynb #5d9a0a33
 def policy_gate(action:Action, ctx:Context) -> Verdict|None:
     "Side-effecting actions carry an explanation; callable standing mandates hold."
     if side_effecting(action, ctx) and not (isinstance(action.explanation, str) and action.explanation.strip()):
         return deny(f"{action.tool} changes things ({tool_effect(action, ctx)}): say why in the explanation and propose it again")
     held = None
-    for mandate in getattr(getattr(ctx, 'agent', None), 'mandates', None) or ():
+    try: mandates = ctx.agent.mandates or ()
+    except AttributeError: mandates = ()
+    for mandate in mandates:
         if not callable(mandate): continue   # text mandates are for the prompt
         name = getattr(mandate, '__name__', type(mandate).__name__)
         try: v = mandate(action, ctx)
@@ -317,8 +319,8 @@ def _check_rule(i:int, d) -> dict:
     if 'args' in d and not isinstance(d['args'], dict): raise PermissionsError(f"{where}: `args` must be a table")
     return d
 
-# %% ../nbs/20_builtin_gates.ipynb #27e195a3
-_rules_cache = {}   # path: (watch generation or None, file stamp or None when missing, rules)
+# %% ../nbs/20_builtin_gates.ipynb #7b19e2d5
+_rules_cache = {}   # path: (watch generation or None, file stamp or None when missing, rules, watcher's change count)
 
 def _stamp(path:str) -> tuple|None:
     "`(mtime, size, inode)` of `path`, None when it is missing."
@@ -339,14 +341,14 @@ def _parse_rules(path:str) -> list:
 def load_rules(path:Path) -> list:
     "The rules in `path` (none if it is missing), re-read only when it changes."
     path = os.fspath(path)
-    hit = _rules_cache.get(path)
+    hit, changes = _rules_cache.get(path), watch.changes()
     if hit is not None:
-        if hit[0] is not None and hit[0] == watch.generation(path): return hit[2]   # nothing happened there since
+        if hit[0] is not None and (hit[3] == changes or hit[0] == watch.generation(path, poll=False)): return hit[2]   # nothing happened there since
         if hit[0] is None and hit[1] == _stamp(path): return hit[2]               # not watchable: ask the file
     generation = watch.watch(path)   # before reading: from now on, any change moves the generation
     stamp = _stamp(path)
     rules = [] if stamp is None else hit[2] if generation is None and hit is not None and hit[1] == stamp else _parse_rules(path)
-    _rules_cache[path] = (generation, stamp, rules)
+    _rules_cache[path] = (generation, stamp, rules, watch.changes(poll=False) if generation is not None else None)
     return rules
 
 # %% ../nbs/20_builtin_gates.ipynb #7c8e6aa7
@@ -523,7 +525,7 @@ def _secret_in(s:str):
         if mark in s: return _SECRET.search(s)
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #1717ebfd
+# %% ../nbs/20_builtin_gates.ipynb #03afce78
 def _strings(value, where:str):
     "Every string inside `value` with where it sits."
     if type(value) is str: yield where, value
@@ -540,8 +542,11 @@ def secrets_gate(action:Action, ctx:Context) -> Verdict|None:
     "Refuse actions that carry a secret's value; the model must use a vault handle `{{vault:NAME}}`."
     if action.kind == 'tool':
         for k, v in action.args.items():
-            for where, s in ((k, v),) if type(v) is str else _strings(v, k):   # flat strings, the common case, without a generator
-                if (m := _secret_in(s)): return _holds_secret(f"args.{where}", m)
+            if type(v) is str:   # the common case, without a generator
+                if (m := _secret_in(v)): return _holds_secret(f"args.{k}", m)
+            elif isinstance(v, (dict, list, tuple)):
+                for where, s in _strings(v, k):
+                    if (m := _secret_in(s)): return _holds_secret(f"args.{where}", m)
     elif (m := _secret_in(action.text or '')): return _holds_secret('text', m)
     if action.explanation and (m := _secret_in(action.explanation)): return _holds_secret('explanation', m)
     return None
@@ -778,11 +783,12 @@ def self_protection_gate(action:Action, ctx:Context) -> Verdict|None:
         if what: return deny(f"{action.tool} would {'change' if writing else 'read'} {what} ({path!r}): the agent may not alter its own policy, vault or code")
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #ec07517e
+# %% ../nbs/20_builtin_gates.ipynb #ba92bb4e
 def budget_gate(action:Action, ctx:Context) -> Verdict|None:
     "Once the agent's budget is spent, no more tool calls (a reply to say so is still allowed)."
     if action.kind != 'tool': return None
-    remaining = getattr(getattr(getattr(ctx, 'agent', None), 'budget', None), 'remaining', None)
+    try: remaining = ctx.agent.budget.remaining
+    except AttributeError: return None   # no agent, or no budget: nothing to spend
     if remaining is not None and remaining <= 0:
         return deny(f"the session budget is spent (${remaining:.4f} left): no more tool calls; tell the user")
     return None
@@ -819,7 +825,7 @@ def _shell_gate():
         log.warning("shell gate unavailable (%s: %s): every shell command will ask", type(e).__name__, e)
         return ask_every_shell_command, DEFAULT_SHELL_PRIORITY
 
-# %% ../nbs/20_builtin_gates.ipynb #2d462e3c
+# %% ../nbs/20_builtin_gates.ipynb #2d8cf257
 def default_gates() -> GateEngine:
     "Every built-in gate, in priority order, with the shell gate, the sandbox gate and the vault gate (see the vault notebook)."
     engine, tools, shell_only = GateEngine(), TOOL_CALLS, {'shell'}
@@ -833,7 +839,7 @@ def default_gates() -> GateEngine:
             ('recipients', recipients_gate, RECIPIENTS_PRIORITY, tools)]:
         engine.add(name, check, priority, scope)
     from passepartout.vault import vault_gate, VAULT_PRIORITY
-    engine.add('vault', vault_gate, VAULT_PRIORITY)   # bare: no permission rule may send a secret somewhere it is not bound
+    engine.add('vault', vault_gate, VAULT_PRIORITY, tools)   # bare: no permission rule may send a secret somewhere it is not bound
     shell, shell_priority = _shell_gate()
     engine.add('shell', allowed_by_rule(shell, 'shell'), shell_priority, shell_only)
     engine.add('sandbox', sandbox_gate, min(SANDBOX_PRIORITY, shell_priority - 1), shell_only)
