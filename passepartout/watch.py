@@ -44,14 +44,17 @@ class Watcher:
 
     def close(self): self.inotify.close(); self.watched.clear()
 
-# %% ../nbs/09a_watch.ipynb #27b38ffb
+# %% ../nbs/09a_watch.ipynb #808c28e5
 def _take_events(self:Watcher):
     "Read every queued event: count it against its watch, or move the epoch."
     from inotify_simple import parse_events, flags
     gone = flags.IGNORED | flags.DELETE_SELF | flags.MOVE_SELF | flags.Q_OVERFLOW
     with self.lock:
-        try: data = os.read(self.inotify.fileno(), 1 << 16)
-        except BlockingIOError: return   # another thread took them
+        data = b''
+        while True:   # the whole queue: an event left unread would let a changed path pass for unchanged
+            try: chunk = os.read(self.inotify.fileno(), 1 << 16)
+            except BlockingIOError: break   # empty (or another thread took them)
+            data += chunk
         for event in parse_events(data):
             self.changes += 1; self.counts[event.wd] = self.counts.get(event.wd, 0) + 1
             if event.mask & gone:   # an inode left its path, and so did everything below it
