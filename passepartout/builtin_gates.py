@@ -18,12 +18,12 @@ __all__ = ['log', 'VALIDATOR_PRIORITY', 'BUDGET_PRIORITY', 'POLICY_PRIORITY', 'A
            'self_protection_gate', 'budget_gate', 'sandbox_ready', 'sandbox_gate', 'ask_every_shell_command',
            'default_gates']
 
-# %% ../nbs/20_builtin_gates.ipynb #cc842535
+# %% ../nbs/20_builtin_gates.ipynb #4fc78a44
 import os, re, json, time, stat, socket, logging, fnmatch, ipaddress
 from pathlib import Path
 from urllib.parse import urlsplit
 from . import config, watch
-from .gates import GateEngine, Verdict, ALLOW, ASK, DENY, TOOL_CALLS, allow, ask, deny, _RANK
+from .gates import GateEngine, Verdict, ALLOW, ASK, DENY, TOOL_CALLS, ToolsExcept, allow, ask, deny, _RANK
 from .signals import Action, Context, from_owner, sender_of, OWNER_SOURCES
 
 log = logging.getLogger('passepartout.gates')
@@ -627,9 +627,10 @@ def session_values(transcript:list) -> SessionValues:
         hit = _sessions[id(transcript)] = (key, SessionValues(transcript))
     return hit[1]
 
-# %% ../nbs/20_builtin_gates.ipynb #7f538cae
+# %% ../nbs/20_builtin_gates.ipynb #9082a1ba
 SENSITIVE_ARGS = {'shell': {'command': 'command'}, 'http_fetch': {'url': 'url'},
-                  'send_message': {'channel': 'recipient', 'recipient': 'recipient'}, 'write_file': {}, 'edit_file': {}}
+                  'send_message': {'channel': 'recipient', 'recipient': 'recipient'},
+                  'read_file': {}, 'list_dir': {}, 'search_files': {}, 'write_file': {}, 'edit_file': {}}
 _SENSITIVE_NAME = re.compile(r'(?i)(recipient|^to$|^cc$|^bcc$|url|uri|address|email|phone|amount|price|total|sum|iban|account|command|cmd|host|dest)')
 
 def _arg_values(role:str, s:str) -> set:
@@ -638,13 +639,13 @@ def _arg_values(role:str, s:str) -> set:
     if role == 'command': return _url_values(s) | {e.lower() for e in _EMAIL.findall(s)}
     return values_in(s)
 
-# %% ../nbs/20_builtin_gates.ipynb #d5e0b51d
+# %% ../nbs/20_builtin_gates.ipynb #8029ec56
 def provenance_gate(action:Action, ctx:Context) -> Verdict|None:
     "Side-effecting actions whose recipients, URLs, amounts or commands came from untrusted content ask."
-    if not side_effecting(action, ctx): return None
     roles = SENSITIVE_ARGS.get(action.tool)
+    if roles == {} or not side_effecting(action, ctx): return None   # nothing here steers where anything goes
     if roles is None: roles = {k: 'other' for k in action.args if _SENSITIVE_NAME.search(k)}
-    if not roles: return None   # nothing here steers where anything goes (write_file: the paths gate judges the path)
+    if not roles: return None
     agent, signal = getattr(ctx, 'agent', None), getattr(ctx, 'signal', None)
     if not hasattr(agent, 'transcript'): return None
     transcript = agent.transcript(signal.session if signal is not None else 'default')
@@ -826,7 +827,7 @@ def _shell_gate():
         log.warning("shell gate unavailable (%s: %s): every shell command will ask", type(e).__name__, e)
         return ask_every_shell_command, DEFAULT_SHELL_PRIORITY
 
-# %% ../nbs/20_builtin_gates.ipynb #2d8cf257
+# %% ../nbs/20_builtin_gates.ipynb #1d472f4a
 def default_gates() -> GateEngine:
     "Every built-in gate, in priority order, with the shell gate, the sandbox gate and the vault gate (see the vault notebook)."
     engine, tools, shell_only = GateEngine(), TOOL_CALLS, {'shell'}
@@ -836,8 +837,9 @@ def default_gates() -> GateEngine:
             ('paths', paths_gate, PATHS_PRIORITY, tools), ('secrets', secrets_gate, SECRETS_PRIORITY, None),
             ('network', allowed_by_rule(network_gate), NETWORK_PRIORITY, {'http_fetch'}),
             ('permissions', permissions_gate, PERMISSIONS_PRIORITY, tools),
-            ('provenance', allowed_by_rule(provenance_gate, 'provenance', exact_only=True), PROVENANCE_PRIORITY, tools),
-            ('recipients', recipients_gate, RECIPIENTS_PRIORITY, tools)]:
+            ('provenance', allowed_by_rule(provenance_gate, 'provenance', exact_only=True), PROVENANCE_PRIORITY,
+             ToolsExcept(t for t, roles in SENSITIVE_ARGS.items() if roles == {})),
+            ('recipients', recipients_gate, RECIPIENTS_PRIORITY, ToolsExcept(t for t, keys in RECIPIENT_ARGS.items() if keys == ()))]:
         engine.add(name, check, priority, scope)
     from passepartout.vault import vault_gate, VAULT_PRIORITY
     engine.add('vault', vault_gate, VAULT_PRIORITY, tools)   # bare: no permission rule may send a secret somewhere it is not bound

@@ -6,7 +6,7 @@ Docs: https://passepartout-agent.github.io/passepartout/gates.html.md"""
 
 # %% auto #0
 __all__ = ['ALLOW', 'ASK', 'DENY', 'Check', 'TOOL_CALLS', 'Verdict', 'allow', 'ask', 'deny', 'GateRecord', 'trace_dicts',
-           'Decision', 'Gate', 'GateEngine', 'verify']
+           'Decision', 'ToolsExcept', 'Gate', 'GateEngine', 'verify']
 
 # %% ../nbs/04_gates.ipynb #f93a8eb0
 import time
@@ -59,27 +59,34 @@ def _decision_repr(self:Decision) -> str:
 
 Decision._repr_markdown_, Decision.__repr__ = _decision_md, _decision_repr
 
-# %% ../nbs/04_gates.ipynb #9a68a4b4
+# %% ../nbs/04_gates.ipynb #ed442c24
 Check = Callable[[Action, Context], 'Verdict | None']
 TOOL_CALLS = 'tool calls'   # the scope of a gate that judges every tool call and no reply
+
+class ToolsExcept(frozenset):
+    "The scope of a gate that judges every tool call except calls to the tools named."
+    def __repr__(self): return f"ToolsExcept({sorted(self)!r})"
 
 @dataclass(frozen=True, slots=True)
 class Gate:
     "A named check with a priority and the actions it concerns."
     name:str; check:Check; priority:int=0
-    scope:frozenset|str|None=None   # None: every action; TOOL_CALLS; or the names of the tools it judges
+    scope:frozenset|str|None=None   # None: every action; TOOL_CALLS; the names of the tools it judges; or ToolsExcept(names)
 
     def concerns(self, action:Action) -> bool:
         "Must this gate be called for `action`?"
-        if self.scope is None or (action.kind == 'tool' and type(action.tool) is not str): return True
-        return action.kind == 'tool' and (self.scope == TOOL_CALLS or action.tool in self.scope)
+        scope = self.scope
+        if scope is None or (action.kind == 'tool' and type(action.tool) is not str): return True
+        if action.kind != 'tool': return False
+        if scope == TOOL_CALLS: return True
+        return action.tool not in scope if type(scope) is ToolsExcept else action.tool in scope
 
 def _scope(scope) -> frozenset|str|None:
-    "A checked scope: None, TOOL_CALLS, or a frozenset of tool names."
+    "A checked scope: None, TOOL_CALLS, a frozenset of tool names, or `ToolsExcept` of tool names."
     if scope is None or scope == TOOL_CALLS: return scope
     if isinstance(scope, str) or not all(isinstance(t, str) for t in scope):
         raise ValueError(f"a gate's scope is None, TOOL_CALLS or a set of tool names, not {scope!r}")
-    return frozenset(scope)
+    return scope if type(scope) is ToolsExcept else frozenset(scope)
 
 # %% ../nbs/04_gates.ipynb #0a192c12
 class GateEngine:
