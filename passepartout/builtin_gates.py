@@ -18,8 +18,8 @@ __all__ = ['log', 'VALIDATOR_PRIORITY', 'BUDGET_PRIORITY', 'POLICY_PRIORITY', 'A
            'self_protection_gate', 'budget_gate', 'sandbox_ready', 'sandbox_gate', 'ask_every_shell_command',
            'default_gates']
 
-# %% ../nbs/20_builtin_gates.ipynb #4fc78a44
-import os, re, json, time, stat, socket, logging, fnmatch, ipaddress
+# %% ../nbs/20_builtin_gates.ipynb #2d4c7653
+import os, re, json, time, stat, socket, logging, fnmatch, functools, ipaddress
 from pathlib import Path
 from urllib.parse import urlsplit
 from . import config, watch
@@ -472,11 +472,10 @@ def _ip(host:str):
         except OSError: return None
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #07739ad9
+# %% ../nbs/20_builtin_gates.ipynb #5bebe0e8
 _BAD_URL_CHARS = re.compile(r"[\s\x00-\x1f\x7f\\\u0085\u2028\u2029]")
 
-def url_verdict(url, allowlist:tuple|None=None) -> Verdict:
-    "Judge one URL: http(s) only, no credentials or metadata addresses; allowlisted hosts pass, others ask."
+def _judge_url(url, allowlist:tuple) -> Verdict:
     if not isinstance(url, str): return deny(f"the url must be a string, not {_json_name(url)}")
     if _BAD_URL_CHARS.search(url): return deny("the url contains spaces, control characters or backslashes")
     try: parts = urlsplit(url); port = parts.port
@@ -493,11 +492,18 @@ def url_verdict(url, allowlist:tuple|None=None) -> Verdict:
     if ip is not None and ip.version == 6 and ip.ipv4_mapped: ip = ip.ipv4_mapped
     if ascii_host in METADATA_HOSTS or (ip is not None and (ip.is_link_local or str(ip) in METADATA_HOSTS)):
         return deny(f"{host} is a cloud metadata or link-local address: it hands out credentials")
-    allowlist = network_allowlist() if allowlist is None else allowlist
     if any(ascii_host == h or (h.startswith('*.') and ascii_host.endswith(h[1:])) for h in allowlist):
         return allow(f"{ascii_host} is on the network allowlist")
     shown = host if host == ascii_host else f"{host} (really {ascii_host})"
     return ask(f"fetch from {shown}: the host is not on the network allowlist (PASSEPARTOUT_NETWORK_ALLOW)")
+
+_judged_urls = functools.lru_cache(maxsize=1024)(_judge_url)
+
+def url_verdict(url, allowlist:tuple|None=None) -> Verdict:
+    "Judge one URL: http(s) only, no credentials or metadata addresses; allowlisted hosts pass, others ask."
+    allowlist = network_allowlist() if allowlist is None else allowlist
+    if type(url) is str and type(allowlist) is tuple and len(url) <= 8192: return _judged_urls(url, allowlist)
+    return _judge_url(url, allowlist)
 
 def network_gate(action:Action, ctx:Context) -> Verdict|None:
     "`http_fetch` URLs: safe scheme and host, allowlisted or asked for."
@@ -627,7 +633,7 @@ def session_values(transcript:list) -> SessionValues:
         hit = _sessions[id(transcript)] = (key, SessionValues(transcript))
     return hit[1]
 
-# %% ../nbs/20_builtin_gates.ipynb #9082a1ba
+# %% ../nbs/20_builtin_gates.ipynb #2fd06452
 SENSITIVE_ARGS = {'shell': {'command': 'command'}, 'http_fetch': {'url': 'url'},
                   'send_message': {'channel': 'recipient', 'recipient': 'recipient'},
                   'read_file': {}, 'list_dir': {}, 'search_files': {}, 'write_file': {}, 'edit_file': {}}
@@ -639,7 +645,12 @@ def _arg_values(role:str, s:str) -> set:
     if role == 'command': return _url_values(s) | {e.lower() for e in _EMAIL.findall(s)}
     return values_in(s)
 
-# %% ../nbs/20_builtin_gates.ipynb #8029ec56
+@functools.lru_cache(maxsize=1024)
+def _ranked_values(role:str, s:str) -> tuple:
+    "`_arg_values`, the most specific (longest) first; remembered, since a model repeats its arguments."
+    return tuple(sorted(_arg_values(role, s), key=len, reverse=True))
+
+# %% ../nbs/20_builtin_gates.ipynb #9643bca5
 def provenance_gate(action:Action, ctx:Context) -> Verdict|None:
     "Side-effecting actions whose recipients, URLs, amounts or commands came from untrusted content ask."
     roles = SENSITIVE_ARGS.get(action.tool)
@@ -656,7 +667,7 @@ def provenance_gate(action:Action, ctx:Context) -> Verdict|None:
         v = action.args.get(key)
         if v is None or isinstance(v, bool): continue
         s = v if isinstance(v, str) else json.dumps(v)
-        for value in sorted(_arg_values(role, s), key=len, reverse=True):   # the most specific first
+        for value in _ranked_values(role, s) if len(s) <= 4096 else sorted(_arg_values(role, s), key=len, reverse=True):
             if (where := sv.origin(value)):
                 return ask(f"{key} uses {value.split(':', 1)[-1] if value[:4] in ('tel:', 'num:') else value!r} from {where}, not from you: check it before it is used")
         if role in ('recipient', 'command', 'other') and (where := sv.whole(s)):
