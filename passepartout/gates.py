@@ -59,7 +59,7 @@ def _decision_repr(self:Decision) -> str:
 
 Decision._repr_markdown_, Decision.__repr__ = _decision_md, _decision_repr
 
-# %% ../nbs/04_gates.ipynb #ed442c24
+# %% ../nbs/04_gates.ipynb #1c687a67
 Check = Callable[[Action, Context], 'Verdict | None']
 TOOL_CALLS = 'tool calls'   # the scope of a gate that judges every tool call and no reply
 
@@ -85,7 +85,7 @@ def _scope(scope) -> frozenset|str|None:
     "A checked scope: None, TOOL_CALLS, a frozenset of tool names, or `ToolsExcept` of tool names."
     if scope is None or scope == TOOL_CALLS: return scope
     if isinstance(scope, str) or not all(isinstance(t, str) for t in scope):
-        raise ValueError(f"a gate's scope is None, TOOL_CALLS or a set of tool names, not {scope!r}")
+        raise ValueError(f"a gate's scope is None, TOOL_CALLS, a set of tool names or ToolsExcept(tool names), not {scope!r}")
     return scope if type(scope) is ToolsExcept else frozenset(scope)
 
 # %% ../nbs/04_gates.ipynb #0a192c12
