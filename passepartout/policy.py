@@ -55,7 +55,7 @@ def decision_report(d) -> dict:
     "The JSON form of a decision: decision, action, trace."
     return {'decision': d.decision, 'action': d.action.to_dict(), 'trace': [r.to_dict() for r in d.trace]}
 
-# %% ../nbs/23_policy.ipynb #b375b335
+# %% ../nbs/23_policy.ipynb #d5e41f5c
 def parse_check_input(command:str|None, action_json:str|None) -> Action:
     "The action to check: a shell command, or an action given as JSON; ValueError when unusable."
     if (command is None) == (action_json is None): raise ValueError("give either a shell COMMAND or --action JSON (exactly one)")
@@ -64,7 +64,10 @@ def parse_check_input(command:str|None, action_json:str|None) -> Action:
         return tool_call('shell', {'command': command}, explanation='policy check')
     try: data = json.loads(action_json)
     except json.JSONDecodeError as e: raise ValueError(f"--action is not JSON: {e}") from None
-    action = Action.from_dict(data)
+    if isinstance(data, dict) and 'kind' not in data and 'tool' in data: data = {'kind': 'tool', **data}   # the short form
+    try: action = Action.from_dict(data)
+    except ValueError as e:
+        raise ValueError(f'{e}; expected {{"tool": NAME, "args": {{...}}}} or {{"kind": "reply", "text": TEXT}}') from None
     if action.kind == 'tool' and 'target' not in data: action = tool_call(action.tool, action.args, action.explanation)
     return action
 
@@ -76,14 +79,14 @@ def format_decision(d) -> str:
     for r in d.trace: lines.append(f"  {r.gate:<{width}}  {r.decision:<5} {r.us:8.1f} µs  {r.reason}".rstrip())
     return '\n'.join(lines)
 
-# %% ../nbs/23_policy.ipynb #d3085620
+# %% ../nbs/23_policy.ipynb #9d7562f3
 @click.group('policy')
 def policy_command():
     "See what the gates decide about an action, without running it."
 
 @policy_command.command('check')
 @click.argument('command', required=False)
-@click.option('--action', 'action_json', metavar='JSON', help='An action as JSON, e.g. {"kind":"tool","tool":"write_file","args":{...}}.')
+@click.option('--action', 'action_json', metavar='JSON', help='An action as JSON, e.g. {"tool":"write_file","args":{...},"explanation":"..."}.')
 @click.option('--json', 'as_json', is_flag=True, help='Print the decision and trace as JSON.')
 def check_command(command, action_json, as_json):
     "Show the decision and gate trace for a shell COMMAND or an --action, without running it."
