@@ -7,16 +7,18 @@ Docs: https://passepartout-agent.github.io/passepartout/watch.html.md"""
 # %% auto #0
 __all__ = ['Watcher', 'watch', 'generation', 'changes']
 
-# %% ../nbs/09a_watch.ipynb #023c09a8
-import os, threading
+# %% ../nbs/09a_watch.ipynb #47c5b880
+import os, functools, threading
 
-# %% ../nbs/09a_watch.ipynb #0eecdd1a
-def _masks():
-    "(directory mask, file mask, ancestor mask) from inotify_simple's flags."
+# %% ../nbs/09a_watch.ipynb #98117945
+@functools.cache
+def _masks() -> tuple:
+    "(directory mask, file mask, ancestor mask, events that end a watch, the add-to-a-watch flag), as plain ints."
     from inotify_simple import flags as f
     self_gone = f.DELETE_SELF | f.MOVE_SELF
     changes = f.CREATE | f.DELETE | f.MODIFY | f.ATTRIB | f.CLOSE_WRITE | f.MOVED_FROM | f.MOVED_TO
-    return changes | self_gone, f.MODIFY | f.ATTRIB | f.CLOSE_WRITE | self_gone, self_gone
+    masks = changes | self_gone, f.MODIFY | f.ATTRIB | f.CLOSE_WRITE | self_gone, self_gone, f.IGNORED | self_gone | f.Q_OVERFLOW, f.MASK_ADD
+    return tuple(map(int, masks))   # worked out once: arithmetic on enum flags costs microseconds a time
 
 # %% ../nbs/09a_watch.ipynb #59672802
 _watchers_made = 0
@@ -44,11 +46,11 @@ class Watcher:
 
     def close(self): self.inotify.close(); self.watched.clear()
 
-# %% ../nbs/09a_watch.ipynb #808c28e5
+# %% ../nbs/09a_watch.ipynb #cedf75a4
 def _take_events(self:Watcher):
     "Read every queued event: count it against its watch, or move the epoch."
-    from inotify_simple import parse_events, flags
-    gone = flags.IGNORED | flags.DELETE_SELF | flags.MOVE_SELF | flags.Q_OVERFLOW
+    from inotify_simple import parse_events
+    gone = _masks()[3]
     with self.lock:
         data = b''
         while True:   # the whole queue: an event left unread would let a changed path pass for unchanged
@@ -68,13 +70,12 @@ def _generation(self:Watcher, path:str, poll:bool=True) -> tuple|None:
 
 Watcher.take_events, Watcher.generation = _take_events, _generation
 
-# %% ../nbs/09a_watch.ipynb #aef64b30
+# %% ../nbs/09a_watch.ipynb #ba17c8ec
 def _add(self:Watcher, target:str, mask:int) -> int:
     "Watch the inode at `target` for `mask`; its watch descriptor (no system call if it already is)."
-    from inotify_simple import flags
     wd, added = self.added.get(target, (None, 0))
     if wd is None or added & mask != mask:
-        wd = self.inotify.add_watch(target, mask | added | flags.MASK_ADD)
+        wd = self.inotify.add_watch(target, mask | added | _masks()[4])
         self.added[target] = (wd, added | mask)
     return wd
 
@@ -83,7 +84,7 @@ def _watch(self:Watcher, path:str, file:bool=True) -> tuple|None:
     if not os.path.isabs(path) or '\x00' in path: return None   # a relative path changes meaning with the working directory
     if self.poller.poll(0): self.take_events()   # what `added` says must still be true
     if path not in self.watched and len(self.watched) >= self.limit: return None
-    dir_mask, file_mask, above_mask = _masks()
+    dir_mask, file_mask, above_mask, _, _ = _masks()
     folder = os.path.dirname(path)
     with self.lock:
         try:
