@@ -6,10 +6,10 @@ Docs: https://passepartout-agent.github.io/passepartout/gates.html.md"""
 
 # %% auto #0
 __all__ = ['ALLOW', 'ASK', 'DENY', 'Check', 'TOOL_CALLS', 'Verdict', 'allow', 'ask', 'deny', 'GateRecord', 'trace_dicts',
-           'Decision', 'ToolsExcept', 'Gate', 'GateEngine', 'verify']
+           'Decision', 'ToolsExcept', 'Gate', 'GateEngine', 'current_verification', 'verify']
 
-# %% ../nbs/04_gates.ipynb #f93a8eb0
-import time
+# %% ../nbs/04_gates.ipynb #4c7536f2
+import time, itertools, threading
 from typing import NamedTuple
 from dataclasses import dataclass, field
 from collections.abc import Callable
@@ -129,26 +129,39 @@ def _plan(self:GateEngine, action:Action) -> tuple:
     return plan
 GateEngine.plan = _plan
 
-# %% ../nbs/04_gates.ipynb #0938c564
+# %% ../nbs/04_gates.ipynb #d0f02801
+class _Verifying(threading.local):
+    number = 0   # the verification running on this thread; 0 outside one
+
+_verifying, _verification_numbers = _Verifying(), itertools.count(1)
+
+def current_verification() -> int:
+    "A number unique to the verification running on this thread (0 outside one), for gates that share facts within it."
+    return _verifying.number
+
+# %% ../nbs/04_gates.ipynb #f4f670df
 def verify(self:GateEngine, action:Action, ctx:Context|None=None) -> Decision:
     "Run every gate on `action` in priority order; the strictest verdict wins, a deny stops the row."
     ctx = ctx or Context()
     trace, worst, clock, record, replaced = [], ALLOW, time.perf_counter_ns, tuple.__new__, False
-    append = trace.append
+    append, outer = trace.append, _verifying.number
+    _verifying.number = next(_verification_numbers)   # a gate that verifies something itself gets its own, then ours back
     t0 = clock()
-    for name, check, skipped in self.plan(action):
-        if skipped is not None and not replaced: append(skipped); continue
-        try: v = check(action, ctx)
-        except Exception as e: v = deny(f"gate error {type(e).__name__}: {e}")
-        t1 = clock()
-        if v is None:
-            append(record(GateRecord, (name, ALLOW, '', (t1 - t0) // 100 / 10))); t0 = t1
-            continue
-        if type(v) is not Verdict or v.decision not in _RANK: v = _unusable(v)
-        append(record(GateRecord, (name, v.decision, v.reason, (t1 - t0) // 100 / 10))); t0 = t1
-        if v.decision != ALLOW:
-            if _RANK[v.decision] > _RANK[worst]: worst = v.decision
-            if worst == DENY: break
-        elif v.action is not None: action, replaced = v.action, True
+    try:
+        for name, check, skipped in self.plan(action):
+            if skipped is not None and not replaced: append(skipped); continue
+            try: v = check(action, ctx)
+            except Exception as e: v = deny(f"gate error {type(e).__name__}: {e}")
+            t1 = clock()
+            if v is None:
+                append(record(GateRecord, (name, ALLOW, '', (t1 - t0) // 100 / 10))); t0 = t1
+                continue
+            if type(v) is not Verdict or v.decision not in _RANK: v = _unusable(v)
+            append(record(GateRecord, (name, v.decision, v.reason, (t1 - t0) // 100 / 10))); t0 = t1
+            if v.decision != ALLOW:
+                if _RANK[v.decision] > _RANK[worst]: worst = v.decision
+                if worst == DENY: break
+            elif v.action is not None: action, replaced = v.action, True
+    finally: _verifying.number = outer
     return Decision(worst, action, trace)
 GateEngine.verify = verify
