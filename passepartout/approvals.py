@@ -6,9 +6,10 @@ Docs: https://passepartout-agent.github.io/passepartout/approvals.html.md"""
 
 # %% auto #0
 __all__ = ['TOKEN_ALPHABET', 'TOKEN_LENGTH', 'REFUSED_PRIORITY', 'ApprovalError', 'new_token', 'ApprovalStore', 'hold', 'get',
-           'pending', 'refusal', 'approve', 'deny', 'claim', 'Resolution', 'outcome_signal', 'refused_outcome',
-           'resolve_approval', 'carry_on', 'deny_approval', 'is_owner', 'notify_owner', 'approval_command', 'refuse',
-           'refusals_gate', 'install_approvals', 'approvals_command', 'approve_command', 'deny_command']
+           'pending', 'refusal', 'approve', 'deny', 'claim', 'version', 'decided', 'take_refusal', 'refusals',
+           'Resolution', 'outcome_signal', 'refused_outcome', 'resolve_approval', 'carry_on', 'deny_approval',
+           'is_owner', 'notify_owner', 'approval_command', 'refuse', 'refusals_gate', 'install_approvals',
+           'remember_refusals', 'carry_out_signal', 'carry_out', 'approvals_command', 'approve_command', 'deny_command']
 
 # %% ../nbs/32_approvals.ipynb #094dfc1d
 import json, secrets, sqlite3, threading, time
@@ -31,13 +32,14 @@ def new_token() -> str:
     "A fresh approval token from the operating system's secure random source."
     return ''.join(secrets.choice(TOKEN_ALPHABET) for _ in range(TOKEN_LENGTH))
 
-# %% ../nbs/32_approvals.ipynb #e2371434
+# %% ../nbs/32_approvals.ipynb #a94b87de
 _SCHEMA = """CREATE TABLE IF NOT EXISTS approvals (
     token TEXT PRIMARY KEY, digest TEXT NOT NULL, action TEXT NOT NULL, reasons TEXT NOT NULL,
     meta TEXT NOT NULL, created REAL NOT NULL, expires REAL NOT NULL, state TEXT NOT NULL,
     decided REAL, note TEXT NOT NULL DEFAULT '', always INTEGER NOT NULL DEFAULT 0,
-    depth INTEGER NOT NULL DEFAULT 0, owner INTEGER NOT NULL DEFAULT 0)"""
-_ADDED = {'depth': 'INTEGER NOT NULL DEFAULT 0', 'owner': 'INTEGER NOT NULL DEFAULT 0'}   # columns newer than the first schema
+    depth INTEGER NOT NULL DEFAULT 0, owner INTEGER NOT NULL DEFAULT 0, carried INTEGER NOT NULL DEFAULT 0)"""
+_ADDED = {'depth': 'INTEGER NOT NULL DEFAULT 0', 'owner': 'INTEGER NOT NULL DEFAULT 0',    # columns newer than the first schema
+          'carried': 'INTEGER NOT NULL DEFAULT 0'}
 
 class ApprovalStore:
     "Held actions and their approval tokens, in SQLite, shared by every process of the user."
@@ -46,7 +48,7 @@ class ApprovalStore:
         from passepartout.audit import connect
         self.path = Path(path) if path else config.paths().data / 'approvals.db'
         self.ttl = float(config.setting('PASSEPARTOUT_APPROVAL_TTL') if ttl is None else ttl)
-        self.db, self.lock = connect(self.path), threading.Lock()
+        self.db, self.lock, self.decisions = connect(self.path), threading.Lock(), 0   # decisions: made through this store
         self.db.execute(_SCHEMA)
         have = {row[1] for row in self.db.execute('PRAGMA table_info(approvals)')}
         for column, kind in _ADDED.items():
@@ -75,15 +77,17 @@ def hold(self:ApprovalStore, action:Action, decision, ctx) -> str:
 
 ApprovalStore.hold = hold
 
-# %% ../nbs/32_approvals.ipynb #574076ab
-_COLUMNS = ('token', 'digest', 'action', 'reasons', 'meta', 'created', 'expires', 'state', 'decided', 'note', 'always', 'depth', 'owner')
+# %% ../nbs/32_approvals.ipynb #484adafc
+_COLUMNS = ('token', 'digest', 'action', 'reasons', 'meta', 'created', 'expires', 'state', 'decided', 'note', 'always', 'depth', 'owner', 'carried')
 
 def get(self:ApprovalStore, token:str) -> dict|None:
-    "The record of `token` (state `expired` once past its time), or None."
+    "The record of `token` (state `expired` once past its time), or None; `ApprovalError` if the record is corrupted."
     with self.lock: row = self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM approvals WHERE token = ?", (token.strip().lower(),)).fetchone()
     if row is None: return None
     r = dict(zip(_COLUMNS, row))
-    r['reasons'], r['meta'] = json.loads(r['reasons']), json.loads(r['meta'])
+    try: r['reasons'], r['meta'] = json.loads(r['reasons']), json.loads(r['meta'])
+    except (TypeError, ValueError) as e: raise ApprovalError(f"approval {r['token']}: its record is corrupted ({type(e).__name__}: {e}); ignoring it") from None
+    if not isinstance(r['meta'], dict): raise ApprovalError(f"approval {r['token']}: its record is corrupted (its meta is not a JSON object); ignoring it")
     if r['state'] in ('pending', 'approved') and r['expires'] <= time.time(): r['state'] = 'expired'
     return r
 
@@ -118,7 +122,7 @@ def _held_action(record:dict) -> Action:
                             "(its SHA-256 no longer matches); refusing to run it")
     return action
 
-# %% ../nbs/32_approvals.ipynb #b4b6811d
+# %% ../nbs/32_approvals.ipynb #95bfac60
 def _decide(self:ApprovalStore, token:str, to:str, frm:tuple, **extra) -> dict:
     "Move `token` from one of the states `frm` to `to` in one conditional update; refuse with the reason otherwise."
     token = token.strip().lower()
@@ -128,6 +132,7 @@ def _decide(self:ApprovalStore, token:str, to:str, frm:tuple, **extra) -> dict:
                               f"WHERE token = ? AND state IN ({','.join('?' * len(frm))}) AND expires > ?",
                               (to, time.time(), *extra.values(), token, *frm, time.time()))
     if cur.rowcount != 1: raise ApprovalError(refusal(self.get(token), token))
+    self.decisions += 1
     return self.get(token)
 
 def approve(self:ApprovalStore, token:str, always:bool=False) -> dict:
@@ -136,9 +141,9 @@ def approve(self:ApprovalStore, token:str, always:bool=False) -> dict:
     if record is not None and record['state'] == 'pending': _held_action(record)
     return self._decide(token, 'approved', ('pending',), always=int(always))
 
-def deny(self:ApprovalStore, token:str, reason:str='') -> dict:
-    "Refuse `token`: its action will never run."
-    return self._decide(token, 'denied', ('pending', 'approved'), note=reason)
+def deny(self:ApprovalStore, token:str, reason:str='', carried:bool=False) -> dict:
+    "Refuse `token`: its action will never run (`carried`: the caller tells the model itself)."
+    return self._decide(token, 'denied', ('pending', 'approved'), note=reason, carried=int(carried))
 
 ApprovalStore._decide, ApprovalStore.approve, ApprovalStore.deny = _decide, approve, deny
 
@@ -156,6 +161,43 @@ def claim(self:ApprovalStore, token:str) -> tuple:
     return record, action
 
 ApprovalStore.claim = claim
+
+# %% ../nbs/32_approvals.ipynb #2b7da7f8
+def version(self:ApprovalStore) -> tuple:
+    "A value that moves whenever a decision may have been written: by another connection (`PRAGMA data_version`) or through this store."
+    with self.lock: return self.db.execute('PRAGMA data_version').fetchone()[0], self.decisions
+
+def decided(self:ApprovalStore) -> list:
+    "Decisions waiting to be carried out, oldest first: approved actions not yet run, refusals not yet told to a model."
+    with self.lock: rows = self.db.execute("SELECT token FROM approvals WHERE (state = 'approved' OR (state = 'denied' AND carried = 0)) "
+                                           "AND expires > ? ORDER BY decided", (time.time(),)).fetchall()
+    out = []
+    for (t,) in rows:
+        try: record = self.get(t)
+        except ApprovalError as e: record = {'token': t, 'state': 'corrupted', 'error': e.message}
+        if record is not None: out.append(record)
+    return out
+
+ApprovalStore.version, ApprovalStore.decided = version, decided
+
+# %% ../nbs/32_approvals.ipynb #78e05e19
+def take_refusal(self:ApprovalStore, token:str) -> bool:
+    "Mark the denial of `token` as told to the model; True for exactly one caller."
+    with self.lock: cur = self.db.execute("UPDATE approvals SET carried = 1 WHERE token = ? AND state = 'denied' AND carried = 0", (token,))
+    return cur.rowcount == 1
+
+def refusals(self:ApprovalStore) -> list:
+    "The refusals still binding: `(session, digest, token, until)` for each denial younger than its token's lifetime (session None: corrupted)."
+    with self.lock: rows = self.db.execute("SELECT token, digest, meta, decided + (expires - created) FROM approvals "
+                                           "WHERE state = 'denied' AND decided + (expires - created) > ?", (time.time(),)).fetchall()
+    out = []
+    for token, digest, meta, until in rows:
+        try: session = json.loads(meta).get('session') or 'default'
+        except (TypeError, ValueError, AttributeError): session = None
+        out.append((session, digest, token, until))
+    return out
+
+ApprovalStore.take_refusal, ApprovalStore.refusals = take_refusal, refusals
 
 # %% ../nbs/32_approvals.ipynb #30dc141c
 @dataclass
@@ -258,10 +300,11 @@ def carry_on(agent, feedback:Signal|None):
     "Let the model go on after an owner's decision: process `feedback` (a `Resolution.feedback`) as a turn; None if there is none."
     return agent.process(feedback) if feedback is not None else None
 
-# %% ../nbs/32_approvals.ipynb #50aaef2c
-def deny_approval(store:ApprovalStore, token:str, reason:str='', audit=None) -> dict:
-    "Refuse `token` and record the refusal (`audit`: a turn sink such as `AuditLog.append`)."
-    record = store.deny(token, reason)
+# %% ../nbs/32_approvals.ipynb #2fe5d936
+def deny_approval(store:ApprovalStore, token:str, reason:str='', audit=None, # a turn sink such as `AuditLog.append`
+                  carried:bool=False) -> dict: # True: the caller tells the model itself
+    "Refuse `token` and record the refusal in the audit log."
+    record = store.deny(token, reason, carried)
     if audit is not None:
         audit({'kind': 'denial', 'token': record['token'], 'digest': record['digest'], 'reason': reason,
                'action': json.loads(record['action'])})
@@ -290,7 +333,7 @@ def notify_owner(agent, text:str, ctx:Context|None=None) -> list:
         except Exception as e: delivered.append(f"{name} {addr or ''} failed: {type(e).__name__}: {e}".replace('  ', ' '))
     return delivered
 
-# %% ../nbs/32_approvals.ipynb #5a3f62c4
+# %% ../nbs/32_approvals.ipynb #68879304
 def approval_command(agent, store:ApprovalStore, signal:Signal) -> Action:
     "Answer an `approve`/`deny` command typed in any gateway, without the model."
     p, audit = signal.payload, getattr(agent, 'audit', None)
@@ -299,9 +342,10 @@ def approval_command(agent, store:ApprovalStore, signal:Signal) -> Action:
         if audit is not None: audit({'kind': 'approval-refused', 'token': token, 'reason': 'not the owner', 'source': signal.source})
         return reply("Only the owner can approve or deny actions.")
     follow = getattr(agent, 'follow', None) or (lambda signal: None)
+    if verb == 'carry-out': return carry_out(agent, store, token)
     try:
         if verb == 'deny':
-            record = deny_approval(store, token, p.get('reason') or '', audit)
+            record = deny_approval(store, token, p.get('reason') or '', audit, carried=True)
             refuse(agent, record)
             if (outcome := refused_outcome(record, p.get('reason') or '')) is not None: follow(outcome)
             return reply(f"Denied {record['token']}: {Action.from_dict(json.loads(record['action']))!r} will not run.")
@@ -312,7 +356,7 @@ def approval_command(agent, store:ApprovalStore, signal:Signal) -> Action:
         if getattr(e, 'feedback', None) is not None: follow(e.feedback)
         return reply(e.message)
 
-# %% ../nbs/32_approvals.ipynb #3bfc1fff
+# %% ../nbs/32_approvals.ipynb #7ec87f69
 REFUSED_PRIORITY = 87   # just below the authority gate
 
 def refuse(agent, record:dict):
@@ -321,7 +365,8 @@ def refuse(agent, record:dict):
     if refused is None: return
     now = time.time()
     for key in [k for k, (_, until) in refused.items() if until <= now]: del refused[key]
-    refused[(record['meta'].get('session') or 'default', record['digest'])] = (record['token'], now + float(config.setting('PASSEPARTOUT_APPROVAL_TTL')))
+    until = (record.get('decided') or now) + record['expires'] - record['created']   # a token's lifetime, from the decision
+    refused[(record['meta'].get('session') or 'default', record['digest'])] = (record['token'], until)
 
 def refusals_gate(action:Action, ctx:Context):
     "Deny an action the owner refused in this session."
@@ -333,15 +378,63 @@ def refusals_gate(action:Action, ctx:Context):
     if hit is None or hit[1] <= time.time(): return None
     return deny_verdict(f"the owner refused this exact action (deny {hit[0]}): do not propose it again")
 
-# %% ../nbs/32_approvals.ipynb #edd6769a
+# %% ../nbs/32_approvals.ipynb #152a9467
 def install_approvals(agent, store:ApprovalStore):
     "Persist the agent's held actions in `store`, tell the owner about strangers' held actions, answer approval commands."
     agent.hold, agent.approvals = store.hold, store
     if getattr(agent, 'notify_owner', None) is None: agent.notify_owner = lambda text, ctx=None: notify_owner(agent, text, ctx)
     agent.handlers.register('approval-command', lambda signal: approval_command(agent, store, signal), first=True)
     if getattr(agent, 'refused', None) is None: agent.refused = {}
+    remember_refusals(agent, store)
     agent.gates.add('owner-refusals', refusals_gate, REFUSED_PRIORITY)
     return agent
+
+def remember_refusals(agent, store:ApprovalStore) -> int:
+    "Rebuild the `owner-refusals` memory from the denials in `store` that still bind (after a restart); how many there are."
+    n = 0
+    for session, digest, token, until in store.refusals():
+        if session is None:
+            agent.syslog.log('ERROR', f"approval {token}: its record is corrupted (its meta is not a JSON object); its refusal is not remembered")
+        else: agent.refused[(session, digest)] = (token, until); n += 1
+    return n
+
+# %% ../nbs/32_approvals.ipynb #dedcd712
+def carry_out_signal(record:dict, **meta) -> Signal:
+    "The signal that makes an agent carry out `record`'s decision, in the session its action was held in."
+    session = record['meta'].get('session') or 'default'
+    return Signal('EVENT', {'source': 'daemon', 'session': session, **meta},
+                  {'sensor': 'approval-command', 'verb': 'carry-out', 'token': record['token'], 'text': f"carry out {record['token']}"})
+
+def carry_out(agent, store:ApprovalStore, token:str) -> Action:
+    "Do what a decision written elsewhere asks: run the approved action and let the model go on, or tell it the owner refused."
+    log, follow = agent.syslog.log, getattr(agent, 'follow', None) or (lambda signal: None)
+    try:
+        record = store.get(token)
+        if record is not None and record['state'] == 'denied': return _carry_refusal(agent, store, record)
+        if record is None or record['state'] != 'approved': raise ApprovalError(refusal(record, token))
+        res = resolve_approval(agent, store, token, bool(record['always']))
+    except ApprovalError as e:
+        lost = 'already used' in e.message   # another process carried it out first: expected when several watch
+        log('INFO' if lost else 'ERROR', f"a decision made elsewhere was not carried out: {e.message}")
+        if getattr(e, 'feedback', None) is not None: follow(e.feedback)
+        return reply(e.message)
+    log('INFO', f"carried out a decision made elsewhere: {res.message}")
+    if res.feedback is not None: follow(res.feedback)
+    return reply(res.message)
+
+# %% ../nbs/32_approvals.ipynb #83bdb11f
+def _carry_refusal(agent, store:ApprovalStore, record:dict) -> Action:
+    "Remember the owner's refusal of `record` here, and tell the model unless another process already did."
+    t = record['token']
+    refuse(agent, record)   # every process serving the session must refuse it from now on
+    if not store.take_refusal(t): return reply(f"the refusal of {t} was already carried out")
+    try: outcome, action = refused_outcome(record, record['note']), Action.from_dict(json.loads(record['action']))
+    except Exception as e:
+        agent.syslog.log('ERROR', f"approval {t}: its record is corrupted ({type(e).__name__}: {e}); the model was not told of its refusal")
+        return reply(f"approval {t}: its record is corrupted; the model was not told of its refusal")
+    agent.syslog.log('INFO', f"carried out a refusal made elsewhere: {t}")
+    if outcome is not None: (getattr(agent, 'follow', None) or (lambda s: None))(outcome)
+    return reply(f"Denied {t}: {action!r} will not run.")
 
 # %% ../nbs/32_approvals.ipynb #367513b4
 def _agent():
@@ -355,21 +448,26 @@ def _describe(r:dict) -> str:
     action = Action.from_dict(json.loads(r['action']))
     return f"{r['token']}  expires in {_ago(left)}  {action!r}" + (f"  ({'; '.join(r['reasons'])})" if r['reasons'] else '')
 
-# %% ../nbs/32_approvals.ipynb #01e4300d
+# %% ../nbs/32_approvals.ipynb #19ad2f99
 @click.command('approvals')
 def approvals_command():
     "List the actions waiting for approval."
     rows = ApprovalStore().pending()
     click.echo('\n'.join(_describe(r) for r in rows) if rows else "no actions are waiting for approval")
 
+class _Unreachable(Exception): "A daemon runs but did not take the command."
+
 def _via_daemon(store:ApprovalStore, token:str, command:str) -> list|None:
     "Hand `command` to the running daemon, in the session `token` was held in; its replies, or None when no daemon runs."
-    record = store.get(token)
+    try: record = store.get(token)
+    except ApprovalError as e: raise click.ClickException(e.message) from None
     if record is None or record['state'] not in ('pending', 'approved'): return None   # refused here, with the reason
     try: from passepartout.daemon import daemon_running, client_send
     except ImportError: return None
     if not daemon_running(): return None
-    return client_send(command, session=record['meta'].get('session') or 'default', source='cli').get('replies') or []
+    session = record['meta'].get('session') or 'default'
+    try: return client_send(command, session=session, source='cli').get('replies') or []
+    except (OSError, PassepartoutError) as e: raise _Unreachable(f"{type(e).__name__}: {e}") from None
 
 def _echo_turn(turn):
     for text in (turn.replies if turn is not None else ()): click.echo(text)
@@ -379,7 +477,12 @@ def _echo_turn(turn):
 @click.option('--always', is_flag=True, help="Also allow this action from now on (a permission rule).")
 def approve_command(token, always):
     "Run the action held under TOKEN; the agent then carries on with its task."
-    replies = _via_daemon(ApprovalStore(), token, f"approve {token}" + (' --always' if always else ''))
+    try: replies = _via_daemon(ApprovalStore(), token, f"approve {token}" + (' --always' if always else ''))
+    except _Unreachable as e:
+        try: record = ApprovalStore().approve(token, always)
+        except ApprovalError as refused: raise click.ClickException(f"the daemon did not answer ({e}), and {refused.message}") from None
+        return click.echo(f"approved {record['token']}: the daemon did not answer ({e}); it runs the action and carries on "
+                          f"in session {record['meta'].get('session') or 'default'!r} as soon as it notices the approval")
     if replies is not None:
         record = ApprovalStore().get(token)
         if record is None or record['state'] != 'used': raise click.ClickException(replies[0] if replies else refusal(record, token))
@@ -396,17 +499,20 @@ def approve_command(token, always):
     _echo_turn(carry_on(agent, res.feedback))
     if not res.ok: raise SystemExit(1)
 
-# %% ../nbs/32_approvals.ipynb #4bbfebb6
+# %% ../nbs/32_approvals.ipynb #50a2b2f8
 @click.command('deny')
 @click.argument('token')
 @click.option('--reason', default='', help="Why (recorded in the audit log).")
 def deny_command(token, reason):
     "Refuse the action held under TOKEN."
     from passepartout.audit import AuditLog
-    replies = _via_daemon(ApprovalStore(), token, f"deny {token}" + (f" {reason}" if reason else ''))
+    try: replies = _via_daemon(ApprovalStore(), token, f"deny {token}" + (f" {reason}" if reason else ''))
+    except _Unreachable as e: replies, unreachable = None, e
+    else: unreachable = None
     if replies is not None:
         if ApprovalStore().get(token)['state'] != 'denied': raise click.ClickException(replies[0] if replies else f"approval {token} was not denied")
         return click.echo('\n'.join(replies))
     try: record = deny_approval(ApprovalStore(), token, reason, AuditLog().append)
     except ApprovalError as e: raise click.ClickException(e.message) from None
-    click.echo(f"denied {record['token']}: {Action.from_dict(json.loads(record['action']))!r} will not run")
+    click.echo(f"denied {record['token']}: {Action.from_dict(json.loads(record['action']))!r} will not run"
+               + (f" (the daemon did not answer ({unreachable}); it tells the model as soon as it notices)" if unreachable else ''))

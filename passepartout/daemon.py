@@ -49,7 +49,7 @@ def state_files(state_dir=None) -> dict:
     d = Path(state_dir) if state_dir is not None else config.paths().state
     return {k: d / f'daemon.{k}' for k in ('pid', 'port', 'token', 'log')}
 
-# %% ../nbs/51_daemon.ipynb #758c92ba
+# %% ../nbs/51_daemon.ipynb #75aa3354
 class Daemon:
     "An agent served on loopback TCP to clients holding the token."
     def __init__(self, agent=None, # an Agent, or a function returning one (None: `default_agent`)
@@ -58,7 +58,8 @@ class Daemon:
                  max_frame_bytes:int|None=None, frame_timeout:float|None=None, # None: the settings
                  save_hooks=(), # callables run at shutdown (memory snapshot, ...)
                  background=(), # `async fn(daemon)` services run while serving (heartbeat, cron, ...)
-                 grace:float=10.0, threads:int=16): # seconds to finish turns at shutdown; turn threads
+                 grace:float=10.0, threads:int=16, # seconds to finish turns at shutdown; turn threads
+                 approval_poll:float=0.5): # seconds between two looks for approval decisions written elsewhere
         if host not in LOOPBACK: raise ValueError(f"the daemon listens on loopback only, not {host!r}")
         self.agent_source, self.agent, self.host = agent, None, host
         self.port = config.setting('PASSEPARTOUT_DAEMON_PORT') if port is None else port
@@ -68,6 +69,7 @@ class Daemon:
         self.save_hooks, self.background, self.grace, self.threads = list(save_hooks), list(background), grace, threads
         self.queues, self.workers, self.seen_sessions, self.connections, self.tasks = {}, {}, set(), set(), []
         self.server, self.token, self.started, self.stopping, self.replies = None, None, None, None, 0
+        self.approval_poll, self.approvals_seen, self.carrying, self.watch_error = approval_poll, None, set(), None
     def __repr__(self): return f"Daemon({self.host}:{self.port}, {'serving' if self.server else 'stopped'})"
 
 # %% ../nbs/51_daemon.ipynb #75dca6bd
@@ -87,7 +89,7 @@ def _prepare_agent(agent:Agent) -> Agent:
     install_repl(agent)
     return agent
 
-# %% ../nbs/51_daemon.ipynb #e0c49e1e
+# %% ../nbs/51_daemon.ipynb #383a091b
 async def start(self:Daemon) -> Daemon:
     "Build the agent, bind the socket, write the pid, port and token files, start background services."
     source = self.agent_source if self.agent_source is not None else default_agent
@@ -101,6 +103,7 @@ async def start(self:Daemon) -> Daemon:
     write_secret(self.files['port'], f"{self.host} {self.port}\n")
     write_secret(self.files['pid'], f"{os.getpid()}\n")
     self.tasks = [asyncio.create_task(service(self)) for service in self.background]
+    if _watches_approvals(self.agent): self.tasks.append(asyncio.create_task(self._watch_approvals()))
     return self
 
 Daemon.start = start
@@ -231,6 +234,40 @@ async def _work(self:Daemon, session:str):
         if not queue: self.queues.pop(session, None)
 
 Daemon._run_batch, Daemon._work, Daemon._follow = _run_batch, _work, _follow
+
+# %% ../nbs/51_daemon.ipynb #8da46413
+def _watches_approvals(agent) -> bool:
+    "Does `agent` keep approvals whose decisions the daemon should carry out?"
+    return getattr(agent, 'approvals', None) is not None and bool(agent.handlers.by_sensor.get('approval-command'))
+
+def _decisions(self:Daemon) -> list:
+    "The carry-out signals for decisions written since the last look (in a pool thread); [] when nothing moved."
+    from passepartout.approvals import carry_out_signal
+    store = self.agent.approvals
+    version = store.version()
+    if version == self.approvals_seen: return []
+    self.approvals_seen, current, fresh = version, set(), []
+    for record in store.decided():
+        key = (record['token'], record['state']); current.add(key)
+        if key in self.carrying: continue
+        if 'error' in record: self.agent.syslog.log('ERROR', record['error'])
+        else: fresh.append(carry_out_signal(record, owner=OWNER))
+    self.carrying = current   # what is still waiting; a carried-out decision leaves the list
+    return fresh
+
+# %% ../nbs/51_daemon.ipynb #8307e205
+async def _watch_approvals(self:Daemon):
+    "Carry out, in their sessions, the owner's decisions that reached the store without passing through this daemon."
+    while not self.stopping.is_set():
+        try: signals, self.watch_error = await asyncio.to_thread(self._decisions), None
+        except Exception as e:
+            why = f"cannot read the approvals: {type(e).__name__}: {e}"
+            if why != self.watch_error: self.agent.syslog.log('ERROR', why)   # once, not twice a second
+            signals, self.watch_error = [], why
+        for signal in signals: self.enqueue(signal)
+        await asyncio.sleep(self.approval_poll)
+
+Daemon._decisions, Daemon._watch_approvals = _decisions, _watch_approvals
 
 # %% ../nbs/51_daemon.ipynb #6e281161
 def _rss_kb() -> int|None:
