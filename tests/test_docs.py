@@ -5,7 +5,7 @@ loaded from the network.
 tools/test.sh builds the site once (`tools/docs.sh`, which executes every notebook) and points
 PASSEPARTOUT_DOCS_SITE at it; run alone, this file builds it into a temporary directory (~1.5 min).
 """
-import importlib.util, json, os, re, subprocess, sys
+import importlib.util, json, os, re, subprocess, sys, warnings
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 import pytest
@@ -111,6 +111,31 @@ def test_no_page_shows_an_error(site, soups):
         assert not soup.select('.docs-error'), f'{page} shows an error output'
         outputs = ' '.join(o.get_text() for o in soup.select('.jp-OutputArea-output'))
         assert 'Traceback (most recent call last)' not in outputs, f'{page} shows a traceback'
+
+
+def test_every_cell_runs_in_nbdev_docs_show_doc_shell(site):
+    "nbdev-docs re-runs, in a shell of its own, only the cells with an import, an export or a show_doc: one that fails there stops it."
+    records = json.loads((site / 'pages.json').read_text())
+    unchecked = [r['source'] for r in records if 'show_doc_failures' not in r and not r['errors']]
+    assert not unchecked, f'pages.json does not record show_doc_failures for {unchecked} (a site built by an older tools/docs.py?)'
+    failing = {r['source']: r['show_doc_failures'] for r in records
+               if r.get('show_doc_failures') and r['source'] not in docs.KNOWN_SHOW_DOC_FAILURES}
+    assert not failing, f'cells that stop nbdev-docs (move their imports into the import cell): {failing}'
+    stale = [r['source'] for r in records if r['source'] in docs.KNOWN_SHOW_DOC_FAILURES and r.get('show_doc_failures') == []]
+    if stale: warnings.warn(f'remove {stale} from KNOWN_SHOW_DOC_FAILURES in tools/docs.py: no cell fails there any more')
+
+
+@pytest.mark.filterwarnings('ignore:Found cells containing imports')
+def test_the_builder_catches_a_cell_that_fails_in_the_show_doc_shell():
+    "The check above can fail: an import mixed with code that needs an earlier example is reported, an import-only cell is not."
+    from fastcore.nbio import dict2nb, mk_cell
+    cells = [mk_cell('#| default_exp scratch'), mk_cell('#| export\ndef double(x): return 2 * x'), mk_cell('n = 21'),
+             mk_cell('import math\nhalf = double(n) / 4'), mk_cell('import math'), mk_cell('double(n)')]
+    nb = dict2nb({'cells': cells, 'metadata': {}, 'nbformat': 4, 'nbformat_minor': 5})
+    failures = []
+    docs._DocsFilter(failures)(nb)
+    assert len(failures) == 1, failures
+    assert "('import math') mixes imports with code" in failures[0] and "NameError: name 'n' is not defined" in failures[0], failures
 
 
 def test_pages_show_executed_results_and_highlighted_code(soups):

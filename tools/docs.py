@@ -8,7 +8,8 @@ a sidebar.  Page names are nbdev's (`02_signals.ipynb` -> `signals.html`), so li
 here and on a site built by `nbdev-docs`.  Everything the pages need is in OUTDIR: no CDN.
 
 Writes OUTDIR/pages.json: every page with its source, title and the errors met while building it.
-Exit status 1 when any notebook raised while executing (the page still shows the error).
+Exit status 1 when any notebook raised while executing (the page still shows the error), or when a
+cell fails in nbdev's show_doc shell, which stops `nbdev-docs` (`show_doc_failures`; see below).
 """
 import argparse, html, json, os, re, shutil, sys, tempfile, time
 from concurrent.futures import ProcessPoolExecutor
@@ -18,6 +19,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 NBS = ROOT / 'nbs'
 SITE_URL = 'https://passepartout-agent.github.io/passepartout/'  # [project.urls] Documentation
+
+# Notebooks whose cells still fail in nbdev-docs' show_doc shell: reported as warnings, not errors, until
+# fixed. Temporary: remove an entry as soon as its notebook is fixed (the build says when one is stale).
+KNOWN_SHOW_DOC_FAILURES = {'32_approvals.md'}
 
 
 def page_name(rel):
@@ -228,6 +233,18 @@ def _split_title_cell(nb, problems):
         return
 
 
+def _show_doc_failure(cell, exc):
+    "What to say about `cell`, which raised `exc` in the show_doc shell (nbdev-docs would stop there)."
+    import ast
+    try: tree = ast.parse(cell.source)
+    except SyntaxError: tree = None   # an IPython magic, say: nbdev itself parses these cells differently
+    imports = lambda n: isinstance(n, (ast.Import, ast.ImportFrom))
+    mixed = tree is not None and any(map(imports, tree.body)) and not all(map(imports, tree.body))
+    first = next((l.strip() for l in cell.source.splitlines() if l.strip() and not l.lstrip().startswith('#|')), '')
+    why = ('mixes imports with code that fails alone in' if mixed else 'fails in') + " nbdev-docs' show_doc shell"
+    return f"cell {getattr(cell, 'idx_', '?')} ({first[:60]!r}) {why}: {type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
+
+
 def _DocsFilter(problems):
     "nbdev's docs processors, except that a cell failing in the show_doc shell is noted in `problems`, not fatal."
     from nbdev.processors import FilterDefaults, exec_show_docs
@@ -237,8 +254,7 @@ def _DocsFilter(problems):
             try: super().__call__(cell)
             except Exception as e:
                 if outputs is not None: cell['outputs'] = outputs  # nbdev-docs would stop here (see nbdev's FAQ on imports mixed with code)
-                lines = str(e).strip().splitlines()
-                problems.append(f"cell {getattr(cell, 'idx_', '?')} mixes imports with code that fails alone in nbdev-docs' show_doc shell: {lines[-1]}")
+                problems.append(_show_doc_failure(cell, self.k.exc or e.__cause__ or e))
                 self.k.exc = None
     class DocsFilter(FilterDefaults):
         def base_procs(self): return [tolerant_exec_show_docs if p is exec_show_docs else p for p in super().base_procs()]
@@ -262,12 +278,16 @@ def build_page(info, stage, outdir, nav, home):
     import nbformat
     from nbdev.processors import FilterDefaults
     nb = read_nb(executed)
-    problems = []
+    problems, failures = [], []
     _split_title_cell(nb, problems)
     import warnings  # nbdev warns about every cell mixing imports and code; the ones that matter fail and are noted
     warnings.filterwarnings('ignore', message='Found cells containing imports and other code')
-    try: _DocsFilter(problems)(nb)
+    try: _DocsFilter(failures)(nb)
     except Exception as e: record['errors'].append(f'nbdev processing: {type(e).__name__}: {e}')
+    record['show_doc_failures'] = failures   # each one would stop nbdev-docs: an error, unless the notebook is a known case
+    if info['source'] in KNOWN_SHOW_DOC_FAILURES:
+        problems += failures or [f"no cell fails in the show_doc shell any more: remove {info['source']!r} from KNOWN_SHOW_DOC_FAILURES in tools/docs.py"]
+    else: record['errors'] += failures
     record['nbdev_docs_problems'] = problems
     fm = _frontmatter(nb)
     nb = nbformat.reads(json.dumps(_plain(nb)), as_version=4)  # reads joins multi-line strings
