@@ -48,3 +48,70 @@ def daemon_in_thread(agent=None, **kw):
 
 
 def token_of(daemon): return daemon.files['token'].read_text()
+
+
+# -- daemons that hold actions for approval (tests/test_approvals.py) ---------------------------------------
+
+import os, signal as _signal, subprocess, sys, textwrap
+from pathlib import Path
+
+
+class ApprovalModel:
+    "`add LINE` proposes append(LINE); an outcome is answered 'model saw: …' (and noted in `log`); rejections are repeated."
+    name = 'approval-model'
+    def __init__(self, log=None): self.log, self.requests = log, []
+    def propose(self, request):
+        from passepartout.signals import tool_call
+        self.requests.append(request)
+        s = request.signal
+        if request.rejections: return Proposal(reply('; '.join(request.rejections)))
+        if s.sensor in ('tool-output', 'tool-error'):
+            if self.log:
+                with open(self.log, 'a') as f: f.write(f"{os.getpid()} {s.session} {s.payload.get('approval')} {s.text}\n")
+            return Proposal(reply(f"model saw: {s.text}"))
+        if (s.text or '').startswith('add '): return Proposal(tool_call('append', {'line': s.text[4:]}))
+        return Proposal(reply('ok'))
+
+
+def approval_agent(journal, db, log=None):
+    "An agent whose `append` tool writes a line to `journal`, asked for approval, with approvals kept in `db`."
+    from passepartout.approvals import ApprovalStore, install_approvals
+    from passepartout.gates import GateEngine, ask
+    from passepartout.tools import Toolbelt
+    belt = Toolbelt()
+    @belt.tool(effect='local-write')
+    def append(line: str):  # the line to add
+        "Append a line to the journal."
+        with open(journal, 'a') as f: f.write(line + '\n')
+        return f"appended {line}"
+    gates = GateEngine()
+    gates.add('careful', lambda a, c: ask('writes need approval') if a.tool == 'append' else None)
+    return install_approvals(Agent(ApprovalModel(log), gates=gates, tools=belt), ApprovalStore(db))
+
+
+APPROVAL_DAEMON = textwrap.dedent('''
+    import asyncio, sys
+    sys.path.insert(0, {tests!r})
+    from _daemon_support import approval_agent
+    from passepartout.daemon import Daemon
+    agent = approval_agent({journal!r}, {db!r}, {log!r})
+    asyncio.run(Daemon(agent, port=0, state_dir={state!r}, approval_poll={poll}).serve(lambda d: print('ready', flush=True)))
+''')
+
+
+def start_approval_daemon(tmp_path, name, journal, db, log=None, poll=0.5):
+    "A real daemon process serving `approval_agent`; returns (process, state directory, stderr file)."
+    state, errors = Path(tmp_path) / name, Path(tmp_path) / f'{name}.stderr'
+    code = APPROVAL_DAEMON.format(tests=os.path.dirname(__file__), journal=str(journal), db=str(db), log=str(log) if log else None,
+                                  state=str(state), poll=poll)
+    env = {**os.environ, 'PASSEPARTOUT_HOME': str(Path(tmp_path) / 'home')}
+    proc = subprocess.Popen([sys.executable, '-c', code], env=env, stdout=subprocess.PIPE, stderr=open(errors, 'w'), text=True)
+    assert proc.stdout.readline().strip() == 'ready', errors.read_text()
+    return proc, state, errors
+
+
+def stop_daemon(proc, timeout=30):
+    "SIGTERM the daemon process and wait for its graceful exit; its exit status."
+    if proc.poll() is None: proc.send_signal(_signal.SIGTERM)
+    try: return proc.wait(timeout)
+    except subprocess.TimeoutExpired: proc.kill(); raise

@@ -407,3 +407,217 @@ def test_approval_in_another_session_is_queued_on_the_held_session(home, tmp_pat
         cont = agent.provider.requests[-1]
         assert (cont.signal.session, cont.signal.payload['approval']) == ('held', token)
         assert agent.transcript('held')[-1] == {'role': 'assistant', 'content': 'model saw: approved by the owner: appended a'}
+
+
+# -- decisions written to the store by another process, while a daemon runs or before it starts -----------------
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _daemon_support import approval_agent, start_approval_daemon, stop_daemon, daemon_in_thread  # noqa: E402
+
+
+def in_process(code, **values):
+    "Run `code` (formatted with `values`) in a fresh Python process; its stdout."
+    r = subprocess.run([sys.executable, '-c', textwrap.dedent(code).format(**values)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def wait_for(predicate, timeout=10.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate(): return True
+        time.sleep(0.01)
+    return False
+
+
+APPROVE_ELSEWHERE = '''
+    from passepartout.approvals import ApprovalStore
+    ApprovalStore({db!r}).{verb}({token!r}{extra})
+'''
+
+
+def test_a_store_approval_from_another_process_is_carried_out_by_the_running_daemon(home, tmp_path):
+    "No command reaches the daemon: another process writes the approval; the daemon runs it once, within 2 s, and the model goes on in its session."
+    from passepartout.daemon import client_send
+    journal, db = tmp_path / 'journal', tmp_path / 'approvals.db'
+    agent = approval_agent(journal, db)
+    with daemon_in_thread(agent, state_dir=tmp_path / 'state') as daemon:
+        assert daemon.approval_poll == 0.5
+        token = client_send('add build/', session='work', state_dir=tmp_path / 'state')['pending'][0]['token']
+        in_process(APPROVE_ELSEWHERE, db=str(db), verb='approve', token=token, extra='')
+        t0 = time.time()
+        assert wait_for(lambda: journal.exists() and agent.transcript('work')[-1]['content'].startswith('model saw'))
+        assert time.time() - t0 <= 2.0
+        time.sleep(1.2)                                                         # two more looks: nothing runs again
+        assert journal.read_text() == 'build/\n'
+        cont = [r.signal for r in agent.provider.requests if r.signal.sensor == 'tool-output']
+        assert [(s.session, s.depth, s.payload['approval']) for s in cont] == [('work', 1, token)]
+        assert agent.transcript('work')[-1] == {'role': 'assistant', 'content': 'model saw: approved by the owner: appended build/'}
+        assert ApprovalStore(db).get(token)['state'] == 'used'
+        assert any(lvl == 'INFO' and msg.startswith(f'carried out a decision made elsewhere: Approved {token}') for _, lvl, msg in agent.syslog.entries)
+        # and the daemon still serves its clients
+        assert client_send('hello', session='other', state_dir=tmp_path / 'state')['reply'] == 'ok'
+
+
+def test_a_store_refusal_from_another_process_reaches_the_model_and_binds(home, tmp_path):
+    from passepartout.daemon import client_send
+    journal, db = tmp_path / 'journal', tmp_path / 'approvals.db'
+    agent = approval_agent(journal, db)
+    with daemon_in_thread(agent, state_dir=tmp_path / 'state'):
+        token = client_send('add rm -rf cache/', session='work', state_dir=tmp_path / 'state')['pending'][0]['token']
+        in_process(APPROVE_ELSEWHERE, db=str(db), verb='deny', token=token, extra=", 'keep the cache'")
+        assert wait_for(lambda: agent.transcript('work')[-1]['content'].startswith('model saw'), 3)
+        assert agent.transcript('work')[-1]['content'] == ("model saw: refused by the owner (keep the cache): it did not run. "
+                                                           "Do not propose it again; tell the user it was not done.")
+        record = ApprovalStore(db).get(token)
+        assert record['carried'] == 1 and agent.refused[('work', record['digest'])][0] == token
+        turn = client_send('add rm -rf cache/', session='work', state_dir=tmp_path / 'state')   # the same action again: refused at once
+        assert turn['pending'] == [] and turn['reply'] == f"owner-refusals: the owner refused this exact action (deny {token}): do not propose it again"
+        time.sleep(1.1)
+        assert len([r for r in agent.provider.requests if r.signal.sensor == 'tool-error']) == 1   # told once
+    assert not journal.exists()
+
+
+def test_the_cli_writes_the_decision_when_the_daemon_does_not_answer(home, tmp_path):
+    "`passepartout approve` finds a daemon that refuses it (here: a stale token file); the daemon still carries out the approval."
+    from passepartout import config
+    from passepartout.daemon import client_send
+    journal = tmp_path / 'journal'
+    agent = approval_agent(journal, config.paths().data / 'approvals.db')
+    state = config.paths().state
+    with daemon_in_thread(agent, state_dir=state) as daemon:
+        token = client_send('add notes', session='work', state_dir=state)['pending'][0]['token']
+        other = client_send('add other notes', session='work', state_dir=state)['pending'][0]['token']
+        (state / 'daemon.token').write_text('stale')
+        r = cli(home, tmp_path / 'cli-journal', 'approve', token)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith(f"approved {token}: the daemon did not answer (ProtocolError: handshake refused")
+        assert "carries on in session 'work'" in r.stdout
+        assert wait_for(lambda: agent.transcript('work')[-1]['content'] == 'model saw: approved by the owner: appended notes', 3)
+        r = cli(home, tmp_path / 'cli-journal', 'deny', other, '--reason', 'enough')
+        assert r.returncode == 0 and 'the daemon did not answer' in r.stdout, (r.stdout, r.stderr)
+        assert wait_for(lambda: agent.transcript('work')[-1]['content'].startswith('model saw: refused by the owner (enough)'), 3)
+        (state / 'daemon.token').write_text(daemon.token)
+    assert journal.read_text() == 'notes\n' and not (tmp_path / 'cli-journal').exists()
+
+
+RACER = '''
+    import json, sys, time
+    sys.path.insert(0, {tests!r})
+    from _daemon_support import approval_agent
+    from passepartout.approvals import ApprovalStore, ApprovalError, resolve_approval
+    agent, store = approval_agent({journal!r}, {db!r}), ApprovalStore({db!r})
+    won = []
+    for t in {tokens!r}:
+        while store.get(t)['state'] == 'pending': time.sleep(0.001)
+        try: resolve_approval(agent, store, t); won.append(t)
+        except ApprovalError as e: assert 'already used' in e.message, e.message
+    print(json.dumps(won))
+'''
+
+
+def test_two_daemons_and_the_cli_race_for_approvals_made_elsewhere(home, tmp_path):
+    "Two daemon processes watch one store, a third process resolves tokens like `passepartout approve`: every action runs once, continues once."
+    journal, db, log = tmp_path / 'journal', tmp_path / 'approvals.db', tmp_path / 'continued'
+    holder = approval_agent(tmp_path / 'unused', db)
+    tokens = [holder.send(f'add line {i}', session='race').pending[0]['token'] for i in range(30)]
+    daemons = [start_approval_daemon(tmp_path, name, journal, db, log, poll=0.01) for name in ('d1', 'd2')]
+    try:
+        code = textwrap.dedent(RACER).format(tests=os.path.dirname(__file__), journal=str(journal), db=str(db), tokens=tokens[::-1])
+        racer = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.3)                                                         # the racer is waiting
+        approver = ApprovalStore(db)
+        for t in tokens: approver.approve(t)
+        out, err = racer.communicate(timeout=60)
+        assert racer.returncode == 0, err
+        won_by_cli = json.loads(out)
+        assert wait_for(lambda: all(approver.get(t)['state'] == 'used' for t in tokens), 10)
+        assert wait_for(lambda: log.exists() and len(log.read_text().splitlines()) == len(tokens) - len(won_by_cli), 10)
+        time.sleep(0.3)
+    finally:
+        codes = [stop_daemon(proc) for proc, _, _ in daemons]
+    assert codes == [0, 0]
+    assert sorted(journal.read_text().splitlines()) == sorted(f"line {i}" for i in range(30))   # each action ran exactly once
+    continued = [line.split(' ', 3) for line in log.read_text().splitlines()]
+    by_daemon = [t for _, session, t, _ in continued]
+    assert all(session == 'race' for _, session, _, _ in continued)
+    assert sorted(by_daemon + won_by_cli) == sorted(tokens)                     # each run by exactly one of the three, continued once
+    for _, _, errors in daemons: assert 'ERROR' not in errors.read_text()       # losing a race is not an error
+    print(f"cli won {len(won_by_cli)}, daemons {sorted({pid for pid, *_ in continued})} won {len(by_daemon)}")
+
+
+def test_refusals_survive_a_daemon_restart_and_decisions_wait_for_the_next_daemon(home, tmp_path):
+    from passepartout.daemon import client_send
+    journal, db, log = tmp_path / 'journal', tmp_path / 'approvals.db', tmp_path / 'continued'
+    proc, state, errors = start_approval_daemon(tmp_path, 'd', journal, db, log)
+    try:
+        refused = client_send('add forbidden', session='s', state_dir=state)['pending'][0]['token']
+        turn = client_send(f'deny {refused} never', session='s', state_dir=state)
+        assert turn['replies'][-1].startswith('model saw: refused by the owner (never)')
+        later_no = client_send('add denied while down', session='s', state_dir=state)['pending'][0]['token']
+        later_yes = client_send('add approved while down', session='s', state_dir=state)['pending'][0]['token']
+    finally: assert stop_daemon(proc) == 0
+    in_process(APPROVE_ELSEWHERE, db=str(db), verb='deny', token=later_no, extra=", 'not now'")    # decided while no daemon runs
+    in_process(APPROVE_ELSEWHERE, db=str(db), verb='approve', token=later_yes, extra='')
+    assert not journal.exists()
+    proc, state, errors = start_approval_daemon(tmp_path, 'd', journal, db, log)
+    try:
+        assert wait_for(lambda: journal.exists() and len(log.read_text().splitlines()) == 3, 5)   # carried out at start
+        assert journal.read_text() == 'approved while down\n'
+        lines = [line.split(' ', 3)[1:] for line in log.read_text().splitlines()]
+        assert lines[1:] == [['s', later_no, 'refused by the owner (not now): it did not run. Do not propose it again; tell the user it was not done.'],
+                             ['s', later_yes, 'approved by the owner: appended approved while down']] or \
+               lines[1:] == [['s', later_yes, 'approved by the owner: appended approved while down'],
+                             ['s', later_no, 'refused by the owner (not now): it did not run. Do not propose it again; tell the user it was not done.']]
+        for text, token in (('add forbidden', refused), ('add denied while down', later_no)):   # the new process still refuses
+            turn = client_send(text, session='s', state_dir=state)
+            assert turn['pending'] == [] and turn['reply'] == f"owner-refusals: the owner refused this exact action (deny {token}): do not propose it again"
+        assert client_send('add forbidden', session='elsewhere', state_dir=state)['pending']   # another session: asked, not refused
+    finally: assert stop_daemon(proc) == 0
+    assert journal.read_text() == 'approved while down\n'
+
+
+def test_corrupted_and_altered_records_are_one_error_each_and_the_daemon_keeps_serving(home, tmp_path):
+    from passepartout.daemon import client_send
+    journal, db = tmp_path / 'journal', tmp_path / 'approvals.db'
+    agent = approval_agent(journal, db)
+    with daemon_in_thread(agent, state_dir=tmp_path / 'state', approval_poll=0.05):
+        altered = client_send('add safe', session='w', state_dir=tmp_path / 'state')['pending'][0]['token']
+        broken = client_send('add also safe', session='w', state_dir=tmp_path / 'state')['pending'][0]['token']
+        con = sqlite3.connect(db)
+        con.execute("UPDATE approvals SET action = ?, state = 'approved' WHERE token = ?",
+                    (json.dumps(tool_call('append', {'line': 'evil'}).to_dict()), altered))
+        con.execute("UPDATE approvals SET meta = '{not json', state = 'approved' WHERE token = ?", (broken,))
+        con.commit()
+        assert wait_for(lambda: sum(1 for _, lvl, _ in agent.syslog.entries if lvl == 'ERROR') >= 2, 3)
+        for _ in range(5):                                                     # more changes, more looks: no new error
+            con.execute("UPDATE approvals SET note = note WHERE token = ?", (altered,)); con.commit(); time.sleep(0.1)
+        con.close()
+        errors = [msg for _, lvl, msg in agent.syslog.entries if lvl == 'ERROR']
+        assert len(errors) == 2, errors
+        assert any(f"approval {altered}: the held action was changed after it was held" in e for e in errors)
+        assert any(f"approval {broken}: its record is corrupted (JSONDecodeError" in e for e in errors)
+        good = client_send('add fine', session='w', state_dir=tmp_path / 'state')['pending'][0]['token']   # still serving
+        ApprovalStore(db).approve(good)
+        assert wait_for(lambda: journal.exists(), 3)
+    assert journal.read_text() == 'fine\n'
+    with pytest.raises(ApprovalError, match=f"approval {broken}: its record is corrupted"): ApprovalStore(db).approve(broken)
+
+
+def test_refusals_are_rebuilt_when_approvals_are_installed(home, tmp_path):
+    "In-process: a new agent on the same store refuses in the session, not elsewhere; an expired refusal no longer binds; a corrupted one is logged."
+    db = tmp_path / 'approvals.db'
+    first = approval_agent(tmp_path / 'j', db)
+    t = first.send('add x', session='s').pending[0]['token']
+    first.send(f'deny {t}', session='s')
+    second = approval_agent(tmp_path / 'j', db)
+    assert list(second.refused) == [('s', tool_call('append', {'line': 'x'}).digest())]
+    con = sqlite3.connect(db)
+    con.execute("UPDATE approvals SET decided = decided - (expires - created) - 1 WHERE token = ?", (t,)); con.commit()
+    assert approval_agent(tmp_path / 'j', db).refused == {}
+    t2 = first.send('add y', session='s').pending[0]['token']
+    ApprovalStore(db).deny(t2)
+    con.execute("UPDATE approvals SET meta = 'garbage' WHERE token = ?", (t2,)); con.commit(); con.close()
+    third = approval_agent(tmp_path / 'j', db)
+    assert third.refused == {} and [m for _, lvl, m in third.syslog.entries if lvl == 'ERROR'] == [
+        f"approval {t2}: its record is corrupted (its meta is not a JSON object); its refusal is not remembered"]
