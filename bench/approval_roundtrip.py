@@ -3,6 +3,8 @@ on the same database (as another process would) -> resolve: claim, last-mile gat
 
 Prints the median and spread in microseconds per round trip, without and with the audit log as the
 turn sink, and the floor (the same tool called directly). Target: median <= 1 ms in-process.
+Also the daemon's look for decisions written elsewhere (`store.version()`, PRAGMA data_version), taken
+every 0.5 s: its cost when nothing changed, and the read of the waiting decisions when something did.
 
     python bench/approval_roundtrip.py [--repeat 7] [--rounds 300]
 """
@@ -50,6 +52,21 @@ def run(rounds: int, audit: bool) -> float:
         return dt / rounds * 1e6
 
 
+def watch_cost(rounds: int) -> tuple:
+    "(µs per `version()` when nothing changed, µs per `decided()` with 10 decisions waiting)."
+    with tempfile.TemporaryDirectory() as d:
+        agent, holder, approver = setup(Path(d), False)
+        ctx = Context(Signal(meta={'source': 'cli'}, payload={'sensor': 'user-input', 'text': 'x'}), agent)
+        for i in range(10): approver.approve(holder.hold(tool_call('touch', {'name': str(i)}), Decision('ask', None, []), ctx))
+        holder.version()
+        t0 = time.perf_counter()
+        for _ in range(rounds): holder.version()
+        quiet = (time.perf_counter() - t0) / rounds * 1e6
+        t0 = time.perf_counter()
+        for _ in range(rounds // 10): assert len(holder.decided()) == 10
+        return quiet, (time.perf_counter() - t0) / (rounds // 10) * 1e6
+
+
 def floor(rounds: int) -> float:
     belt = Toolbelt()
     @belt.tool
@@ -70,6 +87,9 @@ def main():
         label = 'hold -> approve (2nd store) -> run' + (' + audit log' if audit else '')
         print(f"{label:<48}: median {med:8.1f} µs  "
               f"(min {min(samples):.1f}, max {max(samples):.1f}, {a.repeat}x{a.rounds})  target <= 1000 µs: {'ok' if med <= 1000 else 'MISSED'}")
+    quiet, scan = watch_cost(10000)
+    print(f"{'daemon look: version(), nothing changed':<48}: {quiet:8.2f} µs  (every 0.5 s: {quiet * 2:.1f} µs of work per second)")
+    print(f"{'daemon look: decided(), 10 decisions waiting':<48}: {scan:8.1f} µs  (only when version() moved)")
     print(f"{'floor (the tool called directly)':<48}: {floor(10000):8.2f} µs")
 
 
