@@ -77,7 +77,7 @@ def hold(self:ApprovalStore, action:Action, decision, ctx) -> str:
 
 ApprovalStore.hold = hold
 
-# %% ../nbs/32_approvals.ipynb #484adafc
+# %% ../nbs/32_approvals.ipynb #deeb6b4c
 _COLUMNS = ('token', 'digest', 'action', 'reasons', 'meta', 'created', 'expires', 'state', 'decided', 'note', 'always', 'depth', 'owner', 'carried')
 
 def get(self:ApprovalStore, token:str) -> dict|None:
@@ -91,12 +91,17 @@ def get(self:ApprovalStore, token:str) -> dict|None:
     if r['state'] in ('pending', 'approved') and r['expires'] <= time.time(): r['state'] = 'expired'
     return r
 
-def pending(self:ApprovalStore) -> list:
-    "The records still waiting for a decision, oldest first."
-    with self.lock: rows = self.db.execute("SELECT token FROM approvals WHERE state = 'pending' AND expires > ? ORDER BY created", (time.time(),)).fetchall()
-    return [r for (t,) in rows if (r := self.get(t)) is not None]
+def _readable(self:ApprovalStore, token:str) -> dict|None:
+    "The record of `token`, or None when it is gone or corrupted (that one is refused with its reason when used)."
+    try: return self.get(token)
+    except ApprovalError: return None
 
-ApprovalStore.get, ApprovalStore.pending = get, pending
+def pending(self:ApprovalStore) -> list:
+    "The records still waiting for a decision, oldest first (corrupted ones left out)."
+    with self.lock: rows = self.db.execute("SELECT token FROM approvals WHERE state = 'pending' AND expires > ? ORDER BY created", (time.time(),)).fetchall()
+    return [r for (t,) in rows if (r := self._readable(t)) is not None]
+
+ApprovalStore.get, ApprovalStore._readable, ApprovalStore.pending = get, _readable, pending
 
 # %% ../nbs/32_approvals.ipynb #ac056364
 def _ago(seconds:float) -> str:

@@ -602,6 +602,9 @@ def test_corrupted_and_altered_records_are_one_error_each_and_the_daemon_keeps_s
         assert wait_for(lambda: journal.exists(), 3)
     assert journal.read_text() == 'fine\n'
     with pytest.raises(ApprovalError, match=f"approval {broken}: its record is corrupted"): ApprovalStore(db).approve(broken)
+    t = approval_agent(journal, db).send('add z').pending[0]['token']
+    sqlite3.connect(db, isolation_level=None).execute("UPDATE approvals SET reasons = '[' WHERE token = ?", (t,))
+    assert t not in [r['token'] for r in ApprovalStore(db).pending()]      # listing skips it instead of failing
 
 
 def test_refusals_are_rebuilt_when_approvals_are_installed(home, tmp_path):
