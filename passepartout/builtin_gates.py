@@ -18,12 +18,12 @@ __all__ = ['log', 'VALIDATOR_PRIORITY', 'BUDGET_PRIORITY', 'POLICY_PRIORITY', 'A
            'self_protection_gate', 'budget_gate', 'sandbox_ready', 'sandbox_gate', 'ask_every_shell_command',
            'default_gates']
 
-# %% ../nbs/20_builtin_gates.ipynb #2d4c7653
+# %% ../nbs/20_builtin_gates.ipynb #9c19e216
 import os, re, json, time, stat, socket, logging, fnmatch, functools, ipaddress
-from pathlib import Path
+from pathlib import Path, PurePath
 from urllib.parse import urlsplit
 from . import config, watch
-from .gates import GateEngine, Verdict, ALLOW, ASK, DENY, TOOL_CALLS, ToolsExcept, allow, ask, deny, _RANK
+from .gates import GateEngine, Verdict, ALLOW, ASK, DENY, TOOL_CALLS, ToolsExcept, allow, ask, deny, current_verification, _RANK
 from .signals import Action, Context, from_owner, sender_of, OWNER_SOURCES
 
 log = logging.getLogger('passepartout.gates')
@@ -51,7 +51,7 @@ def side_effecting(action:Action, ctx:Context) -> bool:
     "Does the action change anything: a shell command, or a tool whose effect is not read-only?"
     return action.kind == 'tool' and (action.tool == 'shell' or tool_effect(action, ctx) != 'read-only')
 
-# %% ../nbs/20_builtin_gates.ipynb #9e44fd9b
+# %% ../nbs/20_builtin_gates.ipynb #169720b4
 _environ = getattr(os.environ, '_data', None)   # CPython's raw view of the environment, kept in step by os.environ
 HOME_VARS = ('PASSEPARTOUT_HOME', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME', 'XDG_STATE_HOME', 'HOME', 'PASSEPARTOUT_VAULT_KEY_FILE')
 
@@ -63,17 +63,21 @@ def env_key(names:tuple=HOME_VARS) -> tuple:
     return tuple(map(os.environ.get, names))
 
 _workspaces = {}
+_last_workspace = (None, None)   # the agent's absolute workspace (an immutable str or Path) last asked about, its real path
 
 def workspace_of(ctx:Context) -> str:
     "Real path of the workspace: the agent's `workspace` if set, else `config.workspace()`."
-    raw = getattr(getattr(ctx, 'agent', None), 'workspace', None)
-    raw = str(raw) if raw else None
+    given = getattr(getattr(ctx, 'agent', None), 'workspace', None)
+    last = _last_workspace
+    if given is last[0] and given is not None: return last[1]   # the very object asked about last time
+    raw = str(given) if given else None
     key = raw if raw and raw[0] == os.sep else (raw, os.environ.get('PASSEPARTOUT_WORKSPACE'), os.getcwd())
     ws = _workspaces.get(key)
     if ws is None:
         ws = os.path.realpath(os.path.expanduser(raw)) if raw else os.path.realpath(config.workspace())
         if len(_workspaces) > 64: _workspaces.clear()
         _workspaces[key] = ws
+    if key is raw and (type(given) is str or isinstance(given, PurePath)): globals()['_last_workspace'] = (given, ws)
     return ws
 
 def inside(path:str, root:str) -> bool:
@@ -115,16 +119,16 @@ def resolve_path(path:str, base:str) -> str:
         _resolved[(base, path)] = (changes, cur)
     return cur
 
-# %% ../nbs/20_builtin_gates.ipynb #004b425a
-_recent = (None, None, None, None, 0)   # action, path, workspace, real path, when (ns)
+# %% ../nbs/20_builtin_gates.ipynb #f669608d
+_shared = (0, None, None, None)   # verification number, path, workspace, real path
 
-def resolve_for(action:Action, path:str, ws:str) -> str:
-    "`resolve_path(path, ws)`, shared by the gates judging the same `action` within a millisecond."
-    a, p, w, real, when = _recent
-    now = time.monotonic_ns()
-    if a is action and p == path and w == ws and now - when < 1_000_000: return real
+def resolve_for(path:str, ws:str) -> str:
+    "`resolve_path(path, ws)`, shared by the gates of the verification in progress."
+    n, p, w, real = _shared
+    now = current_verification()
+    if n == now and n and p == path and w == ws: return real
     real = resolve_path(path, ws)
-    globals()['_recent'] = (action, path, ws, real, now)
+    globals()['_shared'] = (now, path, ws, real)   # one tuple, replaced whole: safe between threads
     return real
 
 # %% ../nbs/20_builtin_gates.ipynb #e5a54543
@@ -351,12 +355,15 @@ def load_rules(path:Path) -> list:
     _rules_cache[path] = (generation, stamp, rules, watch.changes(poll=False) if generation is not None else None)
     return rules
 
-# %% ../nbs/20_builtin_gates.ipynb #7c8e6aa7
+# %% ../nbs/20_builtin_gates.ipynb #5848b596
 def permission_rule(action:Action, config_dir=None, exact_only:bool=False) -> Rule|None:
     "The strictest rule covering `action` (deny beats ask beats allow), or None (`exact_only`: only `args` rules)."
     if action.kind != 'tool' or not isinstance(action.tool, str): return None
+    return _strictest(load_rules(permissions_file(config_dir) if config_dir else _rules_path()), action, exact_only)
+
+def _strictest(rules:list, action:Action, exact_only:bool=False) -> Rule|None:
     best = None
-    for rule in load_rules(permissions_file(config_dir) if config_dir else _rules_path()):
+    for rule in rules:
         if exact_only and rule.args is None: continue
         if (best is None or _RANK[rule.decision] > _RANK[best.decision]) and rule.matches(action):
             best = rule
@@ -365,9 +372,11 @@ def permission_rule(action:Action, config_dir=None, exact_only:bool=False) -> Ru
 
 def permissions_gate(action:Action, ctx:Context) -> Verdict|None:
     "The user's allow/ask/deny rules; a broken rules file refuses side-effecting actions."
-    try: rule = permission_rule(action)
+    try: rules = load_rules(_rules_path())
     except PermissionsError as e:
         return deny(f"{e}; side-effecting actions are refused until the file is fixed") if side_effecting(action, ctx) else None
+    if not rules or action.kind != 'tool' or not isinstance(action.tool, str): return None   # no rules file: the common case
+    rule = _strictest(rules, action)
     return None if rule is None else Verdict(rule.decision, f"{rule!r} in permissions.toml")
 
 # %% ../nbs/20_builtin_gates.ipynb #53b8cf35
@@ -427,7 +436,7 @@ def path_problem(path) -> str|None:
     if len(raw) > MAX_NAME_BYTES and any(len(c) > MAX_NAME_BYTES for c in raw.split(b'/')): return f"has a name longer than {MAX_NAME_BYTES} bytes"
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #38c29c79
+# %% ../nbs/20_builtin_gates.ipynb #ebccfa27
 def paths_gate(action:Action, ctx:Context) -> Verdict|None:
     "File tools stay inside the real workspace, for reading as for writing."
     key = FILE_TOOLS.get(action.tool) if action.kind == 'tool' else None
@@ -435,7 +444,7 @@ def paths_gate(action:Action, ctx:Context) -> Verdict|None:
     path = action.args.get(key, '.')
     if (why := path_problem(path)): return deny(f"{action.tool}: the {key} {why}")
     ws = workspace_of(ctx)
-    real = resolve_for(action, path, ws)
+    real = resolve_for(path, ws)
     if not inside(real, ws): return deny(f"{action.tool}: {path!r} is {real}, outside the workspace {ws}")
     glob = action.args.get('glob')
     if action.tool == 'search_files' and glob is not None and (
@@ -728,13 +737,14 @@ def recipients_gate(action:Action, ctx:Context) -> Verdict|None:
                 return ask(f"{key} {str(one)[:80]!r} was not named by you: check who this goes to before it is sent")
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #4f7d4c49
+# %% ../nbs/20_builtin_gates.ipynb #a1691047
 _protected_cache = {}
 
 def _protection() -> tuple:
     "(protected places, their roots as one tuple), worked out once per environment."
     env, key = os.environ, env_key()
-    if key not in _protected_cache:
+    hit = _protected_cache.get(key)
+    if hit is None:
         import passepartout
         p, real = config.paths(), lambda x: os.path.realpath(os.path.expanduser(str(x)))
         places = [(real(p.config / 'skills'), 'the skills directory', False), (real(p.config / 'permissions.toml'), 'the permissions file', False),
@@ -742,8 +752,8 @@ def _protection() -> tuple:
                   (real(p.state), 'the state directory', False), (real(os.path.dirname(passepartout.__file__)), 'the installed passepartout package', True)]
         if env.get('PASSEPARTOUT_VAULT_KEY_FILE'): places.insert(0, (real(env['PASSEPARTOUT_VAULT_KEY_FILE']), 'the vault key', False))
         places = tuple((root, root.rstrip(os.sep) + os.sep, what, readable) for root, what, readable in places)
-        _protected_cache.clear(); _protected_cache[key] = places, tuple(root for root, *_ in places)
-    return _protected_cache[key]
+        _protected_cache.clear(); hit = _protected_cache[key] = places, tuple(root for root, *_ in places)
+    return hit
 
 def protected_places() -> tuple:
     "`(real path, real path + '/', what it is, readable)` for the agent's own directories, key file and package, most specific first."
@@ -780,20 +790,28 @@ def _locality(action:Action, ctx:Context) -> list:
         return [(v, True) for k, v in action.args.items() if isinstance(v, str) and re.search(r'(?i)path|file|dir|dest|target', k)]
     return []
 
-# %% ../nbs/20_builtin_gates.ipynb #9ac2a10c
+# %% ../nbs/20_builtin_gates.ipynb #7cd689bb
 def self_protection_gate(action:Action, ctx:Context) -> Verdict|None:
     "No tool may write the agent's config, data, state, skills, permissions or package, nor read its secrets."
     if action.kind != 'tool': return None
+    key = FILE_TOOLS.get(action.tool)
+    if key is not None:   # a file tool: one path (the common case, without the general walk below)
+        path, writing = action.args.get(key, '.'), action.tool in WRITE_TOOLS
+        if not isinstance(path, str) or path_problem(path): return None   # the paths gate refuses these
+        what = protected(resolve_for(path, workspace_of(ctx)), writing)
+        return _own_place(action, what, path, writing) if what else None
     places = _locality(action, ctx)
     if not places: return None
     ws = workspace_of(ctx)
     for path, writing in places:
         if action.tool == 'shell' and os.path.basename(path) in PROTECTED_NAMES:
             return deny(f"shell command names {PROTECTED_NAMES[os.path.basename(path)]} ({path!r}): the agent may not touch its own policy or vault")
-        if action.tool in FILE_TOOLS and path_problem(path): continue   # the paths gate refuses these
-        what = protected(resolve_for(action, path, ws) if action.tool in FILE_TOOLS else resolve_path(path, ws), writing)
-        if what: return deny(f"{action.tool} would {'change' if writing else 'read'} {what} ({path!r}): the agent may not alter its own policy, vault or code")
+        what = protected(resolve_path(path, ws), writing)
+        if what: return _own_place(action, what, path, writing)
     return None
+
+def _own_place(action:Action, what:str, path:str, writing:bool) -> Verdict:
+    return deny(f"{action.tool} would {'change' if writing else 'read'} {what} ({path!r}): the agent may not alter its own policy, vault or code")
 
 # %% ../nbs/20_builtin_gates.ipynb #5b5e8740
 def budget_gate(action:Action, ctx:Context) -> Verdict|None:
