@@ -72,6 +72,15 @@ def test_symlink_swapped_after_a_check_is_seen(env):
     assert env.verify(write('out/x')).decision == 'deny'     # 'out' was remembered as a plain directory: the change is seen
 
 
+def test_the_last_mile_check_of_the_same_action_looks_again(env):
+    "Act re-verifies the very action object Reason judged, moments later: a swap in between is seen."
+    (env.ws / 'out').mkdir()
+    action = write('out/x')
+    assert env.verify(action).decision == 'allow'
+    (env.ws / 'out').rmdir(); os.symlink(env.outside, env.ws / 'out')
+    assert env.verify(action).decision == 'deny'
+
+
 # Path components seen not to be symlinks are remembered while inotify reports no change in their directory.
 # Each swap below happens after the same path was judged (and remembered) at least twice.
 
