@@ -531,8 +531,9 @@ def test_two_daemons_and_the_cli_race_for_approvals_made_elsewhere(home, tmp_pat
         out, err = racer.communicate(timeout=60)
         assert racer.returncode == 0, err
         won_by_cli = json.loads(out)
-        assert wait_for(lambda: all(approver.get(t)['state'] == 'used' for t in tokens), 10)
-        assert wait_for(lambda: log.exists() and len(log.read_text().splitlines()) == len(tokens) - len(won_by_cli), 10)
+        assert wait_for(lambda: all(approver.get(t)['state'] == 'used' for t in tokens), 30), [approver.get(t)['state'] for t in tokens]
+        assert wait_for(lambda: log.exists() and len(log.read_text().splitlines()) == len(tokens) - len(won_by_cli), 30), \
+            (won_by_cli, log.read_text() if log.exists() else None, [e.read_text() for _, _, e in daemons])
         time.sleep(0.3)
     finally:
         codes = [stop_daemon(proc) for proc, _, _ in daemons]
@@ -541,8 +542,8 @@ def test_two_daemons_and_the_cli_race_for_approvals_made_elsewhere(home, tmp_pat
     continued = [line.split(' ', 3) for line in log.read_text().splitlines()]
     by_daemon = [t for _, session, t, _ in continued]
     assert all(session == 'race' for _, session, _, _ in continued)
-    assert sorted(by_daemon + won_by_cli) == sorted(tokens)                     # each run by exactly one of the three, continued once
-    for _, _, errors in daemons: assert 'ERROR' not in errors.read_text()       # losing a race is not an error
+    assert sorted(by_daemon + won_by_cli) == sorted(tokens), (by_daemon, won_by_cli)   # each run by exactly one of the three, continued once
+    for _, _, errors in daemons: assert 'ERROR' not in errors.read_text(), errors.read_text()   # losing a race is not an error
     print(f"cli won {len(won_by_cli)}, daemons {sorted({pid for pid, *_ in continued})} won {len(by_daemon)}")
 
 
