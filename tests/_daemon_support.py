@@ -73,9 +73,8 @@ class ApprovalModel:
         return Proposal(reply('ok'))
 
 
-def approval_agent(journal, db, log=None):
-    "An agent whose `append` tool writes a line to `journal`, asked for approval, with approvals kept in `db`."
-    from passepartout.approvals import ApprovalStore, install_approvals
+def careful_agent(journal, provider):
+    "An agent whose `append` tool writes a line to `journal`; the `careful` gate asks before it."
     from passepartout.gates import GateEngine, ask
     from passepartout.tools import Toolbelt
     belt = Toolbelt()
@@ -86,7 +85,13 @@ def approval_agent(journal, db, log=None):
         return f"appended {line}"
     gates = GateEngine()
     gates.add('careful', lambda a, c: ask('writes need approval') if a.tool == 'append' else None)
-    return install_approvals(Agent(ApprovalModel(log), gates=gates, tools=belt), ApprovalStore(db))
+    return Agent(provider, gates=gates, tools=belt)
+
+
+def approval_agent(journal, db, log=None):
+    "`careful_agent` with the approval model, approvals kept in `db`."
+    from passepartout.approvals import ApprovalStore, install_approvals
+    return install_approvals(careful_agent(journal, ApprovalModel(log)), ApprovalStore(db))
 
 
 APPROVAL_DAEMON = textwrap.dedent('''

@@ -7,24 +7,14 @@ import pytest
 from passepartout.approvals import (ApprovalStore, ApprovalError, install_approvals, resolve_approval, TOKEN_ALPHABET,
                                     deny_approval)
 from passepartout.audit import AuditLog
-from passepartout.gates import GateEngine, ask
-from passepartout.loop import Agent
 from passepartout.reason import ScriptedProvider
 from passepartout.signals import tool_call, reply
-from passepartout.tools import Toolbelt
 
 
 def make_agent(journal, script=()):
     "An agent whose `append` tool writes a line to `journal`; the `careful` gate asks before it."
-    belt = Toolbelt()
-    @belt.tool(effect='local-write')
-    def append(line: str):  # the line to add
-        "Append a line to the journal."
-        with open(journal, 'a') as f: f.write(line + '\n')
-        return f"appended {line}"
-    gates = GateEngine()
-    gates.add('careful', lambda a, c: ask('writes need approval') if a.tool == 'append' else None)
-    return Agent(ScriptedProvider(list(script)), gates=gates, tools=belt)
+    from _daemon_support import careful_agent
+    return careful_agent(journal, ScriptedProvider(list(script)))
 
 
 @pytest.fixture
