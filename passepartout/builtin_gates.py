@@ -642,7 +642,7 @@ def session_values(transcript:list) -> SessionValues:
         hit = _sessions[id(transcript)] = (key, SessionValues(transcript))
     return hit[1]
 
-# %% ../nbs/20_builtin_gates.ipynb #2fd06452
+# %% ../nbs/20_builtin_gates.ipynb #b2b157fd
 SENSITIVE_ARGS = {'shell': {'command': 'command'}, 'http_fetch': {'url': 'url'},
                   'send_message': {'channel': 'recipient', 'recipient': 'recipient'},
                   'read_file': {}, 'list_dir': {}, 'search_files': {}, 'write_file': {}, 'edit_file': {}}
@@ -654,12 +654,13 @@ def _arg_values(role:str, s:str) -> set:
     if role == 'command': return _url_values(s) | {e.lower() for e in _EMAIL.findall(s)}
     return values_in(s)
 
-@functools.lru_cache(maxsize=1024)
 def _ranked_values(role:str, s:str) -> tuple:
-    "`_arg_values`, the most specific (longest) first; remembered, since a model repeats its arguments."
+    "`_arg_values`, the most specific (longest) first."
     return tuple(sorted(_arg_values(role, s), key=len, reverse=True))
 
-# %% ../nbs/20_builtin_gates.ipynb #9643bca5
+_remembered_values = functools.lru_cache(maxsize=1024)(_ranked_values)   # a model repeats its arguments
+
+# %% ../nbs/20_builtin_gates.ipynb #e3098fad
 def provenance_gate(action:Action, ctx:Context) -> Verdict|None:
     "Side-effecting actions whose recipients, URLs, amounts or commands came from untrusted content ask."
     roles = SENSITIVE_ARGS.get(action.tool)
@@ -676,7 +677,7 @@ def provenance_gate(action:Action, ctx:Context) -> Verdict|None:
         v = action.args.get(key)
         if v is None or isinstance(v, bool): continue
         s = v if isinstance(v, str) else json.dumps(v)
-        for value in _ranked_values(role, s) if len(s) <= 4096 else sorted(_arg_values(role, s), key=len, reverse=True):
+        for value in (_remembered_values if len(s) <= 4096 else _ranked_values)(role, s):
             if (where := sv.origin(value)):
                 return ask(f"{key} uses {value.split(':', 1)[-1] if value[:4] in ('tel:', 'num:') else value!r} from {where}, not from you: check it before it is used")
         if role in ('recipient', 'command', 'other') and (where := sv.whole(s)):
@@ -767,7 +768,7 @@ def protected(real:str, writing:bool=True) -> str|None:
         if (writing or not readable) and (real == root or real.startswith(prefix)): return what
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #dd38ecad
+# %% ../nbs/20_builtin_gates.ipynb #341f51c3
 _WORD_SPLIT = re.compile(r"[\s;&|()<>`=,:{}]+")
 PROTECTED_NAMES = {'permissions.toml': 'the permissions file', 'vault.enc': 'the vault', 'vault.key': 'the vault key'}
 
@@ -779,10 +780,7 @@ def _shell_words(command:str) -> list:
     return [w for w in dict.fromkeys(_WORD_SPLIT.split(flat)) if w and ('/' in w or w[0] in '~.' or w in PROTECTED_NAMES)]
 
 def _locality(action:Action, ctx:Context) -> list:
-    "The paths a tool call touches, each `(path, writing)`."
-    if action.tool in FILE_TOOLS:
-        p = action.args.get(FILE_TOOLS[action.tool], '.')
-        return [(p, action.tool in WRITE_TOOLS)] if isinstance(p, str) else []
+    "The paths a tool call other than a file tool's touches, each `(path, writing)`."
     if action.tool == 'shell':
         c = action.args.get('command')
         return [(w, True) for w in _shell_words(c)] if isinstance(c, str) else []
