@@ -36,7 +36,7 @@ def ensure_dirs(p:Paths|None=None) -> Paths:
     for d in (p.config, p.data, p.state): d.mkdir(parents=True, exist_ok=True, mode=0o700)
     return p
 
-# %% ../nbs/09_config.ipynb #6bc228f6
+# %% ../nbs/09_config.ipynb #b1f2e2f1
 SETTINGS = {
     # name: (default, type, documentation)
     'PASSEPARTOUT_HOME': ('', str, "Directory holding config/, data/ and state/ (default: XDG directories)."),
@@ -71,7 +71,7 @@ SETTINGS = {
     'PASSEPARTOUT_MAX_FRAME_BYTES': (1048576, int, "Largest protocol frame the daemon accepts."),
     'PASSEPARTOUT_FRAME_TIMEOUT': (10.0, float, "Seconds a client may take to send one whole frame."),
     'PASSEPARTOUT_HANDSHAKE_TIMEOUT': (3.0, float, "Seconds a new daemon connection has, from connecting, to complete its handshake."),
-    'PASSEPARTOUT_MAX_PENDING_CONNECTIONS': (64, int, "Daemon connections waiting for their handshake at once; past it the one waiting longest is closed."),
+    'PASSEPARTOUT_MAX_PENDING_CONNECTIONS': (256, int, "Daemon connections waiting for their handshake at once; past it the one waiting longest is closed."),
     'PASSEPARTOUT_MAX_CONNECTIONS': (256, int, "Authenticated daemon connections at once; past it a new one is refused."),
     'PASSEPARTOUT_TELEGRAM_TOKEN': ('', str, "Telegram bot token (store it in the vault; see `passepartout vault`)."),
     'PASSEPARTOUT_TELEGRAM_OWNERS': ('', str, "Telegram chat ids allowed to talk to the agent, comma-separated."),
