@@ -8,10 +8,10 @@ Docs: https://passepartout-agent.github.io/passepartout/daemon.html.md"""
 __all__ = ['OWNER', 'LOOPBACK', 'ACCEPT_BACKLOG', 'HANDSHAKE_BYTES', 'is_owner', 'write_secret', 'state_files', 'Daemon',
            'default_agent', 'start', 'Connection', 'response', 'RefusalLog', 'enqueue', 'status', 'shutdown', 'serve',
            'read_address', 'request', 'Client', 'daemon_running', 'client_send', 'client_status', 'AsyncClient',
-           'daemon_command', 'start_command', 'stop_command', 'status_command']
+           'log_to_stderr', 'daemon_command', 'start_command', 'stop_command', 'status_command']
 
-# %% ../nbs/51_daemon.ipynb #94eb2dd2
-import asyncio, hmac, json, os, secrets, signal as signals_module, socket, sys, threading, time
+# %% ../nbs/51_daemon.ipynb #94e21ea8
+import asyncio, hmac, json, logging, os, secrets, signal as signals_module, socket, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import click
@@ -498,7 +498,17 @@ class AsyncClient:
         try: await self.writer.wait_closed()
         except (ConnectionError, OSError): pass
 
-# %% ../nbs/51_daemon.ipynb #0e567c6d
+# %% ../nbs/51_daemon.ipynb #e8f05eae
+def log_to_stderr(level:int=logging.INFO):
+    "Send the agent's log lines (the `passepartout` logger) to stderr: the daemon log when it runs in the background."
+    logger = logging.getLogger('passepartout')
+    if not any(getattr(h, 'daemon_log', False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr); handler.daemon_log = True
+        handler.setFormatter(logging.Formatter('%(asctime)s %(levelname)s %(message)s'))
+        logger.addHandler(handler)
+    if logger.level == logging.NOTSET: logger.setLevel(level)
+
+# %% ../nbs/51_daemon.ipynb #5d2c5944
 @click.group('daemon')
 def daemon_command():
     "Run the agent as a background daemon on loopback."
@@ -506,7 +516,7 @@ def daemon_command():
 def _foreground(port:int|None):
     "Run the daemon in this process until SIGINT or SIGTERM."
     from passepartout.heartbeat import services, autosave_hook
-    config.ensure_dirs()
+    config.ensure_dirs(); log_to_stderr()
     try:
         from passepartout.doctor import run_checks, format_report
         click.echo(format_report(run_checks()), err=True)
