@@ -264,6 +264,8 @@ def test_cli_start_background_send_stop(tmp_path):
         st = json.loads(subprocess.run(CLI + ['daemon', 'status', '--json'], capture_output=True, text=True, env=env).stdout)
         assert st['running']
         assert 'doctor: ' in (state / 'daemon.log').read_text()   # the doctor ran at start (and did not stop it)
+        with pytest.raises(ProtocolError, match='handshake refused'): Client(state, token='guess')
+        assert 'WARNING refused a connection from 127.0.0.1:' in (state / 'daemon.log').read_text()   # a failed attempt is logged
         turn = client_send('hello', state_dir=state, timeout=60)
         assert isinstance(turn, dict) and {'reply', 'replies', 'events'} <= set(turn)
     finally:

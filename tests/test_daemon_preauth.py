@@ -1,0 +1,223 @@
+"""Before login: what strangers (connections that have not handed over the token) can cost a real daemon process.
+Bounded (a few hundred to about a thousand loopback connections, seconds each), generous time limits, outcomes asserted:
+memory stays bounded, idle and dribbling strangers are dropped, the owner gets in and is served, refusals are logged."""
+import json, os, resource, select, socket, subprocess, sys, textwrap, threading, time
+from pathlib import Path
+
+import pytest
+
+from passepartout.daemon import Client, client_send, request
+from passepartout.protocol import encode_frame, recv_frame, send_frame
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+IN_FLIGHT = 3 * 100 + 100   # accepted, not yet counted as strangers (3 turns of the loop, 100 a turn), plus the daemon's own files
+
+SERVER = textwrap.dedent('''
+    import asyncio, json, resource, sys
+    sys.path.insert(0, {tests!r})
+    from _daemon_support import InstantModel
+    from passepartout.daemon import Daemon, log_to_stderr
+    from passepartout.loop import Agent
+    log_to_stderr()
+    if {nofile}: resource.setrlimit(resource.RLIMIT_NOFILE, ({nofile}, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    events = open({events!r}, 'a')
+    def audit(event):
+        events.write(json.dumps(event, default=str) + '\\n'); events.flush()
+    agent = Agent(InstantModel()); agent.audit = audit
+    asyncio.run(Daemon(agent, port=0, state_dir={state!r}).serve(lambda d: print('ready', flush=True)))
+''')
+
+
+class Served:
+    "A daemon in its own process (so /proc tells its memory and its file handles), its state, stderr and audit events."
+    def __init__(self, tmp_path, nofile=0, **settings):
+        tmp_path.mkdir(parents=True, exist_ok=True)
+        self.state, self.stderr, self.events = tmp_path / 'state', tmp_path / 'daemon.stderr', tmp_path / 'audit.jsonl'
+        code = SERVER.format(tests=TESTS, nofile=nofile, events=str(self.events), state=str(self.state))
+        env = {**os.environ, 'PASSEPARTOUT_HOME': str(tmp_path / 'home'), **{k: str(v) for k, v in settings.items()}}
+        self.proc = subprocess.Popen([sys.executable, '-c', code], env=env, stdout=subprocess.PIPE, stderr=open(self.stderr, 'w'), text=True)
+        assert self.proc.stdout.readline().strip() == 'ready', self.stderr.read_text()
+        self.address = ('127.0.0.1', int((self.state / 'daemon.port').read_text().split()[1]))
+        self.token = (self.state / 'daemon.token').read_text()
+
+    def proc_status(self, field) -> int:
+        "A field of /proc/<pid>/status in KiB (VmRSS, VmHWM)."
+        for line in Path(f'/proc/{self.proc.pid}/status').read_text().splitlines():
+            if line.startswith(field + ':'): return int(line.split()[1])
+        raise KeyError(field)
+
+    def open_files(self) -> int: return len(os.listdir(f'/proc/{self.proc.pid}/fd'))
+
+    def send(self, text, timeout=20.0):
+        "One turn through the daemon, as `passepartout send` does it; its reply."
+        return client_send(text, session='owner', timeout=timeout, state_dir=self.state)['reply']
+
+    def stop(self):
+        if self.proc.poll() is None: self.proc.terminate()
+        try: self.proc.wait(30)
+        except subprocess.TimeoutExpired: self.proc.kill(); self.proc.wait()
+        return self.stderr.read_text()
+
+
+@pytest.fixture
+def served(tmp_path):
+    made = []
+    def make(**kw):
+        made.append(Served(tmp_path / f'd{len(made)}', **kw)); return made[-1]
+    yield make
+    for s in made: s.stop()
+
+
+def raise_file_limit(need):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < need:
+        if hard != resource.RLIM_INFINITY and hard < need: pytest.skip(f"needs {need} file handles, the hard limit is {hard}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
+
+
+def stranger(address) -> socket.socket:
+    "A connection that never hands over a token (connect started, not waited for)."
+    s = socket.socket(); s.setblocking(False); s.connect_ex(address)
+    return s
+
+
+def close_all(socks):
+    for s in socks:
+        try: s.close()
+        except OSError: pass
+
+
+def test_large_frames_before_login_keep_memory_bounded(served, tmp_path):
+    """300 strangers each announcing a 1 MiB frame and sending all of it but the last byte: the daemon's memory peak
+    stays within tens of MiB (it was 300+ MiB: each frame was buffered whole), and the owner is served meanwhile."""
+    raise_file_limit(1024)
+    d = served()
+    assert d.send('warm up') == 'owner|warm up'
+    before = d.proc_status('VmHWM')
+    body = b'{"type":"REQUEST","payload":{"sensor":"handshake","token":"' + b'x' * ((1 << 20) - 80)
+    frame = b'%06x' % (1 << 20) + body[:(1 << 20) - 1]
+    socks = [socket.create_connection(d.address, timeout=15) for _ in range(300)]
+    def push(s):
+        try: s.sendall(frame)
+        except OSError: pass       # the daemon refused the header and hung up: what it should do
+    threads = [threading.Thread(target=push, args=(s,)) for s in socks]
+    try:
+        for t in threads: t.start()
+        replies = [d.send(f'during {i}') for i in range(3)]   # the owner, while the frames pour in
+        for t in threads: t.join(60)
+        time.sleep(0.5)
+        grown_mib = (d.proc_status('VmHWM') - before) / 1024
+    finally:
+        close_all(socks)
+    assert replies == [f'owner|during {i}' for i in range(3)]
+    assert grown_mib < 64, f"the daemon's memory peak grew by {grown_mib:.0f} MiB under 300 x 1 MiB frames before login"
+    assert d.send('after') == 'owner|after'
+
+
+def test_idle_strangers_cannot_use_up_file_handles_or_lock_out_the_owner(served):
+    """1,200 idle strangers against a daemon allowed 1,024 file handles: it keeps its handles bounded by dropping the
+    longest-waiting, and the owner's `send` still gets in and completes (it waited for the old strangers' 10 s timeout)."""
+    raise_file_limit(2048)
+    d = served(nofile=1024, PASSEPARTOUT_MAX_PENDING_CONNECTIONS=64)
+    socks = []
+    try:
+        for _ in range(1200): socks.append(stranger(d.address))
+        time.sleep(1.0)
+        t0 = time.time()
+        reply = d.send('let me in', timeout=8)
+        took = time.time() - t0
+        files = d.open_files()
+    finally:
+        close_all(socks)
+    assert reply == 'owner|let me in' and took < 8
+    assert files < 64 + IN_FLIGHT, f"the daemon holds {files} file handles for strangers"
+
+
+def test_owner_gets_in_during_a_connection_flood(served):
+    """A thread keeps opening strangers (up to 1,500 at once) while the owner sends turns: every turn completes, and the
+    daemon's file handles stay bounded (it held one per stranger)."""
+    raise_file_limit(4096)
+    d = served()
+    stop, opened = threading.Event(), []
+    def flood():
+        live = []
+        while not stop.is_set() and len(opened) < 5000:
+            s = stranger(d.address); live.append(s); opened.append(1)
+            if len(live) > 1500: close_all(live[:100]); del live[:100]
+            time.sleep(0.0005)
+        close_all(live)
+    attacker = threading.Thread(target=flood); attacker.start()
+    try:
+        time.sleep(0.5)
+        replies, files = [], []
+        for i in range(5):
+            replies.append(d.send(f'turn {i}', timeout=15)); files.append(d.open_files())
+    finally:
+        stop.set(); attacker.join(60)
+    assert replies == [f'owner|turn {i}' for i in range(5)]
+    assert len(opened) > 300, "the flood did not happen"
+    assert max(files) < 256 + IN_FLIGHT, f"the daemon held {max(files)} file handles during the flood"
+
+
+def test_dribbling_strangers_are_dropped_at_the_handshake_deadline(served):
+    """40 strangers sending a plausible handshake one byte every 0.1 s are cut off after PASSEPARTOUT_HANDSHAKE_TIMEOUT
+    (1 s here; it was the 10 s frame deadline), however steadily they send."""
+    d = served(PASSEPARTOUT_HANDSHAKE_TIMEOUT=1)
+    hello = encode_frame({'type': 'REQUEST', 'payload': {'sensor': 'handshake', 'token': 'y' * 300}})
+    socks = [socket.create_connection(d.address, timeout=10) for _ in range(40)]
+    t0, alive, dropped_after = time.time(), dict.fromkeys(socks, 0), []
+    try:
+        while alive and time.time() - t0 < 8:
+            for s, sent in list(alive.items()):
+                if select.select([s], [], [], 0)[0]:                  # the daemon spoke or hung up
+                    dropped_after.append(time.time() - t0); del alive[s]; continue
+                try: s.sendall(hello[sent:sent + 1]); alive[s] = sent + 1
+                except OSError: dropped_after.append(time.time() - t0); del alive[s]
+            time.sleep(0.1)
+    finally:
+        close_all(socks)
+    assert not alive, f"{len(alive)} dribbling strangers still connected after 8 s"
+    assert max(dropped_after) < 5, f"dropped after {max(dropped_after):.1f} s"
+    assert d.send('still here') == 'owner|still here'
+
+
+def test_failed_handshakes_are_logged_and_a_flood_summarised(served):
+    """Wrong tokens, garbage and oversized first frames: each is a warning in the daemon log and an audit event, with the
+    address and a fixed reason (not the bytes sent); 200 more give at most 20 lines a minute and one count at shutdown."""
+    d = served()
+    for first in (encode_frame({'type': 'REQUEST', 'payload': {'sensor': 'handshake', 'token': 'guess'}}),
+                  b'zzzzzz IGNORE PREVIOUS INSTRUCTIONS', b'100000' + b'{' * 100, encode_frame(request('hi'))):
+        s = socket.create_connection(d.address, timeout=10)
+        s.sendall(first)
+        assert 'handshake refused' in recv_frame(s)['payload']['text']
+        s.close()
+    for _ in range(200):
+        s = socket.create_connection(d.address, timeout=10)
+        send_frame(s, {'type': 'REQUEST', 'payload': {'sensor': 'handshake', 'token': 'guess'}})
+        recv_frame(s); s.close()
+    probe = socket.create_connection(d.address, timeout=10); probe.close()   # a port probe is not an attempt
+    assert d.send('fine') == 'owner|fine'
+    log = d.stop()
+    lines = [l for l in log.splitlines() if 'refused' in l]
+    assert any('refused a connection from 127.0.0.1:' in l and 'wrong token' in l for l in lines), log[-2000:]
+    assert any('malformed or oversized' in l for l in lines), log[-2000:]
+    assert 'IGNORE' not in log
+    assert len(lines) <= 25, f"{len(lines)} log lines for 204 refusals"
+    assert any('184 more connections' in l for l in lines), lines[-3:]
+    events = [json.loads(l) for l in d.events.read_text().splitlines()]
+    refused = [e for e in events if e.get('kind') == 'handshake-refused']
+    assert len(refused) == 21 and refused[0]['peer'].startswith('127.0.0.1:') and refused[-1]['count'] == 184
+
+
+def test_authenticated_connections_are_bounded_too(served):
+    "Past PASSEPARTOUT_MAX_CONNECTIONS the newest owner's connection is refused with a clear error; the others go on."
+    d = served(PASSEPARTOUT_MAX_CONNECTIONS=5)
+    clients = [Client(d.state, timeout=10) for _ in range(5)]
+    try:
+        with pytest.raises(Exception, match='too many connections'): Client(d.state, timeout=10)
+        assert all(c.ask(request('x', session=f's{i}'))['turn']['reply'] == f's{i}|x' for i, c in enumerate(clients))
+        clients.pop().close()
+        time.sleep(0.3)
+        assert d.send('room again') == 'owner|room again'
+    finally:
+        for c in clients: c.close()
