@@ -10,7 +10,7 @@ from passepartout.daemon import Client, client_send, request
 from passepartout.protocol import encode_frame, recv_frame, send_frame
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
-IN_FLIGHT = 3 * 100 + 100   # accepted, not yet counted as strangers (3 turns of the loop, 100 a turn), plus the daemon's own files
+IN_FLIGHT = 5 * 100   # accepted but not yet counted, or evicted but not yet closed (a few turns of the loop, 100 a turn), and own files
 
 SERVER = textwrap.dedent('''
     import asyncio, json, resource, sys
@@ -115,41 +115,41 @@ def test_large_frames_before_login_keep_memory_bounded(served, tmp_path):
 
 
 def test_idle_strangers_cannot_use_up_file_handles_or_lock_out_the_owner(served):
-    """1,200 idle strangers against a daemon allowed 1,024 file handles: it keeps its handles bounded by dropping the
-    longest-waiting, and the owner's `send` still gets in and completes (it waited for the old strangers' 10 s timeout)."""
+    """1,200 idle strangers against a daemon allowed 1,024 file handles: it holds about `max_pending` of them (64 here)
+    by dropping the longest-waiting, not all 1,024 it may open, and the owner's `send` still gets in and completes."""
     raise_file_limit(2048)
     d = served(nofile=1024, PASSEPARTOUT_MAX_PENDING_CONNECTIONS=64)
     socks = []
     try:
-        for _ in range(1200): socks.append(stranger(d.address))
-        time.sleep(1.0)
-        t0 = time.time()
-        reply = d.send('let me in', timeout=8)
-        took = time.time() - t0
+        for i in range(1200):
+            socks.append(stranger(d.address))
+            if i % 50 == 49: time.sleep(0.01)
+        time.sleep(1.5)
         files = d.open_files()
+        reply = d.send('let me in', timeout=15)
     finally:
         close_all(socks)
-    assert reply == 'owner|let me in' and took < 8
-    assert files < 64 + IN_FLIGHT, f"the daemon holds {files} file handles for strangers"
+    assert reply == 'owner|let me in'
+    assert files < 64 + 300, f"the daemon holds {files} file handles for 1,200 idle strangers"
 
 
 def test_owner_gets_in_during_a_connection_flood(served):
-    """A thread keeps opening strangers (up to 1,500 at once) while the owner sends turns: every turn completes, and the
+    """A thread keeps opening strangers (up to 3,000 at once) while the owner sends turns: every turn completes, and the
     daemon's file handles stay bounded (it held one per stranger)."""
-    raise_file_limit(4096)
+    raise_file_limit(8192)
     d = served()
     stop, opened = threading.Event(), []
     def flood():
         live = []
-        while not stop.is_set() and len(opened) < 5000:
+        while not stop.is_set() and len(opened) < 8000:
             s = stranger(d.address); live.append(s); opened.append(1)
-            if len(live) > 1500: close_all(live[:100]); del live[:100]
+            if len(live) > 3000: close_all(live[:100]); del live[:100]
             time.sleep(0.0005)
         close_all(live)
     attacker = threading.Thread(target=flood); attacker.start()
     try:
-        time.sleep(0.5)
-        replies, files = [], []
+        time.sleep(1.5)
+        replies, files = [], [d.open_files()]
         for i in range(5):
             replies.append(d.send(f'turn {i}', timeout=15)); files.append(d.open_files())
     finally:
