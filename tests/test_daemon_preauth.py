@@ -221,3 +221,51 @@ def test_authenticated_connections_are_bounded_too(served):
         assert d.send('room again') == 'owner|room again'
     finally:
         for c in clients: c.close()
+
+
+def strangers_of_another_user(address, count, uid=65534):
+    "A child process running as `uid` (nobody) that opens `count` idle connections and holds them; stop it with .kill()."
+    pid = os.fork()
+    if pid == 0:                                   # the child: only system calls from here on
+        try:
+            os.setgroups([]); os.setgid(uid); os.setuid(uid)
+            held = []
+            for i in range(count):
+                s = socket.socket(); s.setblocking(False); s.connect_ex(address); held.append(s)
+                if i % 50 == 49: time.sleep(0.01)
+            time.sleep(60)
+        finally:
+            os._exit(0)
+    class Child:
+        def kill(self):
+            try: os.kill(pid, 9)
+            except ProcessLookupError: pass
+            os.waitpid(pid, 0)
+    return Child()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not sys.platform.startswith('linux'), reason="needs root to act as another user")
+def test_another_user_cannot_push_out_the_owners_connection(served):
+    """The owner's client connects and stalls before its handshake; another local user then opens 1,000 strangers.
+    The daemon drops the other user's strangers, never the owner's connection, whose handshake then succeeds."""
+    from passepartout.daemon import peer_uid
+    raise_file_limit(4096)
+    a = socket.create_server(('127.0.0.1', 0)); b = socket.create_connection(a.getsockname()); c, _ = a.accept()
+    known = peer_uid(c) is not None
+    for s in (a, b, c): s.close()
+    if not known: pytest.skip("this kernel does not say who owns a socket (no sock_diag)")
+    d = served(PASSEPARTOUT_MAX_PENDING_CONNECTIONS=32, PASSEPARTOUT_HANDSHAKE_TIMEOUT=30)
+    own = socket.create_connection(d.address, timeout=15)
+    time.sleep(0.3)                                            # the daemon has counted it as waiting
+    attacker = strangers_of_another_user(d.address, 1000)
+    try:
+        time.sleep(2.0)
+        files = d.open_files()
+        send_frame(own, {'type': 'REQUEST', 'meta': {}, 'payload': {'sensor': 'handshake', 'token': d.token}})
+        answer = recv_frame(own)['payload']
+        assert answer['sensor'] == 'handshake', answer
+        send_frame(own, request('through', session='owner'))
+        assert recv_frame(own)['payload']['turn']['reply'] == 'owner|through'
+    finally:
+        attacker.kill(); own.close()
+    assert files < 32 + 300, f"the daemon holds {files} file handles for another user's 1,000 strangers"
