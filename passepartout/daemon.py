@@ -228,7 +228,7 @@ async def _first_frame(self:Daemon, reader) -> tuple:
 
 Daemon._authentic, Daemon._first_frame = _authentic, _first_frame
 
-# %% ../nbs/51_daemon.ipynb #8ed53c08
+# %% ../nbs/51_daemon.ipynb #75d9ffc8
 async def _handshake(self:Daemon, reader, conn:Connection) -> bool:
     "Admit `conn` if its first frame carries the token and there is room; else refuse, log and say why."
     self._admit(conn)
@@ -239,7 +239,7 @@ async def _handshake(self:Daemon, reader, conn:Connection) -> bool:
     elif why is None and len(self.connections) >= self.max_connections: why = f"too many connections (the limit is {self.max_connections})"
     if why is None: self.connections.add(conn); return True
     self.refusals.note(conn.peer, why)
-    conn.send(response('protocol-error', text=f"handshake refused: the first frame must be a handshake with the token ({why})"))
+    conn.send(response('protocol-error', text=f"handshake refused: {why}"))
     return False
 
 async def _serve_client(self:Daemon, reader, writer):
