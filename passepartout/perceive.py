@@ -51,7 +51,7 @@ def envelope_signal(d:dict, **meta) -> Signal:
         return sig
     return Signal(typ, {**m, **meta}, dict(payload), depth)
 
-# %% ../nbs/03_perceive.ipynb #258a9537
+# %% ../nbs/03_perceive.ipynb #6aa6be11
 def perceive(raw, **meta) -> Signal:
     "Normalise `raw` input from any gateway into a `Signal`; `meta` (source, session, ...) comes from the gateway."
     if isinstance(raw, Signal):
@@ -63,7 +63,7 @@ def perceive(raw, **meta) -> Signal:
     if isinstance(raw, str):
         if not raw.lstrip().startswith('{'): return text_signal(raw, **meta)
         try: raw = json.loads(raw)
-        except ValueError as e: return protocol_error(f"invalid JSON: {e}", raw, **meta)
+        except (ValueError, RecursionError) as e: return protocol_error(f"invalid JSON: {e}", raw, **meta)  # too deep: RecursionError
     if isinstance(raw, dict): return envelope_signal(raw, **meta)
     return protocol_error(f"expected text or a JSON object, got {type(raw).__name__}", raw, **meta)
 

@@ -158,3 +158,10 @@ def test_costly_json_before_the_handshake_is_refused(served):
     assert 'handshake refused' in recv_frame(s)['payload']['text']
     s.close()
     assert witness.ask(request('ok', session='witness'))['turn']['reply'] == 'witness|ok'
+
+
+def test_perceive_never_raises_on_deep_json_text():
+    """Text that starts with '{' is tried as an envelope (`perceive`); a deep nest is bad input, not a RecursionError."""
+    from passepartout.perceive import perceive
+    signal = perceive('{"a": ' + '[' * 100_000 + ']' * 100_000 + '}', source='cli', session='s')
+    assert signal.sensor == 'protocol-error' and 'invalid JSON' in signal.text
