@@ -115,7 +115,7 @@ async def start(self:Daemon) -> Daemon:
 Daemon.start = start
 Daemon.address = property(lambda self: (self.host, self.port))
 
-# %% ../nbs/51_daemon.ipynb #62dec246
+# %% ../nbs/51_daemon.ipynb #5752a31c
 SOCK_DIAG_BY_FAMILY, NETLINK_SOCK_DIAG, NO_COOKIE = 20, 4, 0xffffffff
 
 def peer_uid(sock) -> int|None:
@@ -126,7 +126,7 @@ def peer_uid(sock) -> int|None:
         wanted = struct.pack('!HH', there_port, here_port) + ip(there) + ip(here) + struct.pack('=III', 0, NO_COOKIE, NO_COOKIE)
         query = struct.pack('=BBBxI', family, socket.IPPROTO_TCP, 0, 0xffffffff) + wanted
         with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG) as nl:
-            nl.settimeout(1.0)
+            nl.setblocking(False)   # the kernel answers within `send`; never wait in the event loop
             nl.send(struct.pack('=IHHII', 16 + len(query), SOCK_DIAG_BY_FAMILY, 1, 1, 0) + query)   # 1: NLM_F_REQUEST
             answer = nl.recv(4096)
         if struct.unpack_from('=H', answer, 4)[0] != SOCK_DIAG_BY_FAMILY: return None
