@@ -31,9 +31,18 @@ def attacker(path, *statements):
 
 def rows(path):
     db = sqlite3.connect(path)
-    out = db.execute('SELECT seq, time, kind, data, prev_hash, hash FROM audit ORDER BY seq').fetchall()
+    out = db.execute('SELECT seq, time, kind, data, prev_hash, hash, mac FROM audit ORDER BY seq').fetchall()
     db.close()
     return out
+
+
+MAC_MISMATCH = 'record #{}: its MAC does not match (forged or re-hashed without the key, or the key was replaced)'
+
+
+def problems(path):
+    ok, found = AuditLog(path).verify()
+    assert not ok
+    return found
 
 
 def first_problem(path):
@@ -58,11 +67,11 @@ def test_edited_time_and_kind(log):
 
 
 def test_edited_then_rehashed_record_breaks_the_next_link(log):
-    "An attacker who recomputes the edited record's own hash is caught by the following record."
-    seq, at, kind, data, prev, _ = rows(log)[3]
+    "An attacker who recomputes the edited record's own hash is caught by its MAC, and by the following record."
+    seq, at, kind, data, prev, _, _ = rows(log)[3]
     forged = {'step': 4, 'output': 'forged'}
     attacker(log, ("UPDATE audit SET data = ?, hash = ? WHERE seq = ?", (canonical_json(forged), record_hash(seq, at, kind, forged, prev), seq)))
-    assert first_problem(log) == 'record #5: does not follow record #4 (inserted, deleted or reordered)'
+    assert problems(log)[:2] == [MAC_MISMATCH.format(4), 'record #5: does not follow record #4 (inserted, deleted or reordered)']
 
 
 def test_deleted(log):
@@ -78,24 +87,24 @@ def test_deleted_first(log):
 def test_inserted_in_the_middle(log):
     "A forged record with a correct-looking hash, slipped in at #4 and everything after renumbered."
     old = rows(log)
-    _, at, kind, _, prev, _ = old[2]
+    _, at, kind, _, prev, _, _ = old[2]
     forged_hash = record_hash(4, at + 0.1, 'result', {'output': 'forged'}, old[2][5])
-    new = old[:3] + [(4, at + 0.1, 'result', canonical_json({'output': 'forged'}), old[2][5], forged_hash)] + \
+    new = old[:3] + [(4, at + 0.1, 'result', canonical_json({'output': 'forged'}), old[2][5], forged_hash, old[2][6])] + \
           [(s + 1, *rest) for s, *rest in old[3:]]
-    attacker(log, ("DELETE FROM audit",), *[("INSERT INTO audit VALUES (?,?,?,?,?,?)", r) for r in new])
-    assert first_problem(log) == 'record #5: does not follow record #4 (inserted, deleted or reordered)'
+    attacker(log, ("DELETE FROM audit",), *[("INSERT INTO audit VALUES (?,?,?,?,?,?,?)", r) for r in new])
+    assert problems(log)[:2] == [MAC_MISMATCH.format(4), 'record #5: does not follow record #4 (inserted, deleted or reordered)']
 
 
 def test_appended_copy_of_an_old_record(log):
     old = rows(log)[1]
-    attacker(log, ("INSERT INTO audit VALUES (?,?,?,?,?,?)", (9, *old[1:])))
+    attacker(log, ("INSERT INTO audit VALUES (?,?,?,?,?,?,?)", (9, *old[1:])))
     assert first_problem(log) == 'record #9: does not follow record #8 (inserted, deleted or reordered)'
 
 
 def test_reordered(log):
     "Records 3 and 6 swap places (their contents move, the numbers stay)."
     r = {x[0]: x for x in rows(log)}
-    swap = lambda dst, src: ("UPDATE audit SET time = ?, kind = ?, data = ?, prev_hash = ?, hash = ? WHERE seq = ?", (*src[1:], dst))
+    swap = lambda dst, src: ("UPDATE audit SET time = ?, kind = ?, data = ?, prev_hash = ?, hash = ?, mac = ? WHERE seq = ?", (*src[1:], dst))
     attacker(log, swap(3, r[6]), swap(6, r[3]))
     assert first_problem(log) == 'record #3: does not follow record #2 (inserted, deleted or reordered)'
 
@@ -112,15 +121,18 @@ def test_data_that_is_not_json(log):
     assert first_problem(log) == 'record #2: data is not valid JSON (edited)'
 
 
-def test_cli_verify_names_the_first_bad_record(log, tmp_path):
+def test_cli_verify_names_the_first_bad_record(tmp_path):
     home = tmp_path / 'home'
-    (home / 'data').mkdir(parents=True)
-    src = sqlite3.connect(log); dst = sqlite3.connect(home / 'data' / 'audit.db'); src.backup(dst); src.close(); dst.close()
     env = {**os.environ, 'PASSEPARTOUT_HOME': str(home)}
     cli = lambda *a: subprocess.run([sys.executable, '-c', 'from passepartout.cli import main; main()', 'audit', *a],
                                     capture_output=True, text=True, env=env)
+    log = AuditLog(home / 'data' / 'audit.db', vault=False,
+                   key_file=home / 'config' / 'audit.key', head_file=home / 'state' / 'audit.head')
+    for i in range(1, 9): log.append({'kind': 'result', 'step': i, 'output': f"output {i}"})
+    log.close()
     r = cli('verify')
-    assert r.returncode == 0 and r.stdout.startswith('audit log intact: 8 records, head #8 ')
+    assert r.returncode == 0 and r.stdout.startswith('audit log intact: 8 records, head #8 '), r.stdout + r.stderr
+    assert r.stdout.strip().endswith('anchored by the checkpoint at #8')
     r = cli('-n', '3')
     assert r.returncode == 0 and r.stdout.count('\n') == 3 and 'output 8' in r.stdout and 'output 5' not in r.stdout
     attacker(home / 'data' / 'audit.db', ("DELETE FROM audit WHERE seq = 6",))
@@ -167,7 +179,8 @@ def test_every_event_of_a_real_turn_is_logged(tmp_path, monkeypatch):
     res = resolve_approval(agent, store, token)
     assert res.output == 'created x'
     kinds = [r['kind'] for r in log.recent(100)]
-    assert kinds == ['proposal', 'verdict', 'result', 'proposal', 'verdict', 'reply',
-                     'proposal', 'verdict', 'pending', 'reply', 'approval', 'last-mile', 'result']
+    assert kinds == ['message', 'proposal', 'verdict', 'result', 'proposal', 'verdict', 'reply',
+                     'message', 'proposal', 'verdict', 'pending', 'reply', 'approval', 'last-mile', 'result']
+    assert [r['data']['payload']['text'] for r in log.recent(100, kind='message')] == ['make ok', 'make x']
     assert log.recent(1, kind='pending')[0]['data']['token'] == token
     assert log.verify() == (True, [])
