@@ -6,8 +6,9 @@ Docs: https://passepartout-agent.github.io/passepartout/audit.html.md"""
 
 # %% auto #0
 __all__ = ['GENESIS', 'COLUMNS', 'canonical_json', 'record_hash', 'parse_data', 'record_mac', 'head_check', 'load_key',
-           'create_key', 'read_head', 'write_head', 'anchor_files', 'connect', 'AuditLog', 'append', 'checkpoint',
-           'batch', 'recent', 'verify', 'reanchor', 'describe', 'audit_command', 'audit_verify', 'audit_reanchor']
+           'create_key', 'read_head', 'write_head', 'anchor_files', 'connect', 'AuditLog', 'begin_anchoring', 'append',
+           'checkpoint', 'batch', 'recent', 'verify', 'reanchor', 'describe', 'audit_command', 'audit_verify',
+           'audit_reanchor']
 
 # %% ../nbs/33_audit.ipynb #7c0efb40
 import contextlib, fcntl, hashlib, hmac, json, math, os, re, secrets, sqlite3, tempfile, threading, time
@@ -164,14 +165,14 @@ class AuditLog:
     def __len__(self): return self.db.execute('SELECT count(*) FROM audit').fetchone()[0]
     def __repr__(self): return f"AuditLog({str(self.path)!r}, {len(self)} records)"
 
-# %% ../nbs/33_audit.ipynb #0584d0f0
+# %% ../nbs/33_audit.ipynb #5d79738b
 def _hash_at(self:AuditLog, seq:int) -> str|None:
     "The chain hash of record `seq` as stored (GENESIS for 0), None if there is no such record."
     if seq == 0: return GENESIS
     row = self.db.execute('SELECT hash FROM audit WHERE seq = ?', (seq,)).fetchone()
     return row[0] if row else None
 
-def _begin_anchoring(self:AuditLog) -> bytes|None:
+def begin_anchoring(self:AuditLog) -> bytes|None:
     "The key, loaded; on a log's first append, created, with a first checkpoint at the current head."
     import logging
     with self.head_lock:
@@ -186,15 +187,15 @@ def _begin_anchoring(self:AuditLog) -> bytes|None:
         except (OSError, ValueError) as e: logging.getLogger('passepartout').error(f"audit log: no key, records are not anchored: {e}")
         return self.key
 
-AuditLog._hash_at, AuditLog._begin_anchoring = _hash_at, _begin_anchoring
+AuditLog._hash_at, AuditLog.begin_anchoring = _hash_at, begin_anchoring
 
-# %% ../nbs/33_audit.ipynb #01f7e6bb
+# %% ../nbs/33_audit.ipynb #c8e93e76
 def append(self:AuditLog, event:dict) -> dict:
     "Append `event` (a dict with a `kind`) as the next chained, MAC'd record; secrets are redacted first."
     from passepartout.vault import redact
     event = dict(event); kind = str(event.pop('kind', 'event'))
     data = json.loads(redact(canonical_json(event), self.vault))
-    key, at = self.key or self._begin_anchoring(), time.time()
+    key, at = self.key or self.begin_anchoring(), time.time()
     with self.lock:
         self.db.execute('BEGIN IMMEDIATE')
         try:
@@ -348,13 +349,13 @@ def verify(self:AuditLog) -> tuple:
 
 AuditLog.verify = verify
 
-# %% ../nbs/33_audit.ipynb #6d905420
+# %% ../nbs/33_audit.ipynb #d038b9f0
 def reanchor(self:AuditLog, reason:str='') -> dict:
     "Start a new checkpoint at the head, after appending an `anchor-reset` record with what `verify` found wrong."
     ok, problems = self.verify()
     try: old = read_head(self.head_file)
     except ValueError: old = None
-    if self._begin_anchoring() is None: raise click.ClickException(f"the audit key {self.key_file} cannot be read: move it aside first")
+    if self.begin_anchoring() is None: raise click.ClickException(f"the audit key {self.key_file} cannot be read: move it aside first")
     record = self.append({'kind': 'anchor-reset', 'reason': reason, 'problems': problems, 'old_checkpoint': old})
     since = self.db.execute('SELECT min(seq) FROM audit WHERE mac IS NOT NULL').fetchone()[0] - 1
     with self.head_lock, _flocked(self.head_file):
