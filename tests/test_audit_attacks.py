@@ -239,7 +239,7 @@ def test_checkpoint_forged(home):
     attacker(("DELETE FROM audit WHERE seq > 5",))
     mac = rows()[-1].get('mac') or '0' * 64
     head_path().parent.mkdir(parents=True, exist_ok=True)
-    head_path().write_text(canonical_json({'seq': 5, 'mac': mac, 'since': 0, 'check': secrets.token_hex(32)}) + '\n')
+    head_path().write_text(canonical_json({'seq': 5, 'mac': mac, 'since': 0, 'check': secrets.token_hex(32)}).ljust(255) + '\n')
     detected("does not carry the key's MAC")
 
 
