@@ -50,7 +50,7 @@ def format_result(result, limit:int=20000) -> str:
     if len(text) > limit: text = text[:limit] + f"\n[... cut: {len(text) - limit} more characters]"
     return text
 
-# %% ../nbs/07_act.ipynb #910947d4
+# %% ../nbs/07_act.ipynb #f94c65fc
 def _unsealed(action:Action, vault) -> Action:
     "The action the actuator gets: vault handles in a tool's arguments replaced by their values."
     if vault is None or action.kind != 'tool': return action
@@ -86,10 +86,18 @@ def act(signal:Signal, ctx:Context) -> Signal | None:
         why = _scrub(f"{type(e).__name__}: {e}", vault)
         if turn is not None: turn.record('result', actuator=target, action=action.to_dict(), error=why)
         return None if actuator.silent else _feedback(signal, action, 'tool-error', why)
-    if actuator.silent: return None
+    if actuator.silent: return _audit_delivery(action, target, ctx) if actuator.fn is not deliver_reply else None
     text = format_result(result if vault is None else _scrub(format_result(result, 1 << 62), vault), agent.max_result_chars)
     if turn is not None: turn.record('result', actuator=target, action=action.to_dict(), output=text)
     return _feedback(signal, action, 'tool-output', text)
+
+# %% ../nbs/07_act.ipynb #787c5dce
+def _audit_delivery(action:Action, target:str, ctx:Context) -> None:
+    "Hand the audit sink a reply that a gateway's own actuator delivered (`deliver_reply` records its replies in the turn)."
+    sink, meta = getattr(ctx.turn, 'sink', None), ctx.signal.meta if ctx.signal is not None else {}
+    if sink is not None:
+        sink({'kind': 'reply', 'text': action.text, 'actuator': target, 'target': action.target,
+              'chat_id': meta.get('chat_id'), 'recipient': meta.get('recipient')})
 
 # %% ../nbs/07_act.ipynb #58843503
 def run_tool(action:Action, ctx:Context):
