@@ -285,9 +285,11 @@ def test_every_message_and_decision_is_recorded(home, tmp_path):
     gates.add('careful', lambda a, c: ask('writes need approval') if a.tool == 'touch' else None)
     vault = Vault(tmp_path / 'vault.enc', tmp_path / 'vault.key'); vault.add('BOT_TOKEN', '123456:ABCdef-secret')
     log = AuditLog(vault=vault)
-    agent = Agent(ScriptedProvider([tool_call('touch', {'name': 'x'}), reply('done'), reply('hello mallory'),
+    agent = Agent(ScriptedProvider([tool_call('touch', {'name': 'x'}), reply('hello mallory'), reply('done'),
                                     tool_call('touch', {'name': 'y'})]), gates=gates, tools=belt)
     agent.audit, agent.vault = log.append, vault
+    sent = []
+    agent.actuators.register('telegram', lambda action, ctx: sent.append(action.text), silent=True)   # a gateway's own actuator
     install_approvals(agent, ApprovalStore())
     token = agent.send('make x, my token is 123456:ABCdef-secret', source='cli').pending[0]['token']
     agent.send('hi there', source='telegram', owner=False, chat_id='666', sender='mallory', session='tg-666')
@@ -305,6 +307,7 @@ def test_every_message_and_decision_is_recorded(home, tmp_path):
     kinds = [r['kind'] for r in records]
     for kind in ('message', 'proposal', 'verdict', 'pending', 'reply', 'approval-refused', 'approval', 'last-mile', 'result', 'denial'):
         assert kind in kinds, (kind, kinds)
-    assert any(r['kind'] == 'reply' and r['data']['text'] == 'hello mallory' for r in records)
+    assert 'hello mallory' in sent
+    assert any(r['kind'] == 'reply' and r['data']['text'] == 'hello mallory' and r['data']['actuator'] == 'telegram' for r in records)
     assert b'ABCdef-secret' not in db_path().read_bytes() + db_path().with_name('audit.db-wal').read_bytes()
     assert log.verify() == (True, [])
