@@ -319,12 +319,22 @@ def _mac_problem(r:dict, key:bytes|None, bare_allowed:bool) -> str|None:
         return f"record #{r['seq']}: its MAC does not match (forged or re-hashed without the key, or the key was replaced)"
     return None
 
-# %% ../nbs/33_audit.ipynb #bc35c5fe
+# %% ../nbs/33_audit.ipynb #9a3dabfa
+def _schema_problems(self:AuditLog) -> list:
+    "What is wrong with the database's schema: other columns, or a trigger, view or table that can hide or change records."
+    out, cols = [], tuple(c[1] for c in self.db.execute('PRAGMA table_info(audit)'))
+    if cols != COLUMNS: out.append(f"the audit table has the columns {', '.join(cols)}, not {', '.join(COLUMNS)} (altered)")
+    extra = [f"{kind} {name}" for kind, name in self.db.execute("SELECT type, name FROM sqlite_master WHERE name != 'audit'")]
+    if extra: out.append(f"the audit database holds {', '.join(extra)} besides the audit table (a trigger or a view can hide or change records)")
+    return out
+
+AuditLog._schema_problems = _schema_problems
+
+# %% ../nbs/33_audit.ipynb #f7fd7c18
 def _walk(self:AuditLog, key:bytes|None, head:dict|None) -> tuple:
     "Check every record in storage order: (problems, number of records, last seq, last hash, MAC'd records, hash of the checkpoint's record)."
     problems, prev, expect, count, macs, at_head = [], GENESIS, 1, 0, 0, (GENESIS if head and head['seq'] == 0 else None)
-    cols = tuple(c[1] for c in self.db.execute('PRAGMA table_info(audit)'))
-    if cols != COLUMNS: problems.append(f"the audit table has the columns {', '.join(cols)}, not {', '.join(COLUMNS)} (altered)")
+    problems += self._schema_problems()
     for r in self._rows():
         bare_allowed = r['seq'] <= head['since'] if head else macs == 0
         why = _check(r, expect, prev) or _mac_problem(r, key, bare_allowed)
@@ -351,12 +361,14 @@ def _head_problems(self:AuditLog, key, head, last:int, at_head) -> list:
 
 AuditLog._head_problems = _head_problems
 
-# %% ../nbs/33_audit.ipynb #64565b54
+# %% ../nbs/33_audit.ipynb #ec8e053d
 def verify(self:AuditLog) -> tuple:
     "Check the chain, every MAC and the head checkpoint: `(ok, problems)`, record problems first; sets `head` and `anchor`."
     key = head = key_problem = head_problem = None
     try: key = load_key(self.key_file)
     except ValueError as e: key_problem = str(e)
+    if key is not None and self.key_file.stat().st_mode & 0o077:
+        key, key_problem = None, f"the audit key {self.key_file} is readable by others (mode {oct(self.key_file.stat().st_mode & 0o777)}): whoever read it can forge records"
     try:                                                # read before the records: a checkpoint never names a record not yet visible
         with _flocked(self.head_file, shared=True): head = read_head(self.head_file)
     except ValueError as e: head_problem = f"the head checkpoint {self.head_file} is damaged ({e}) (edited)"

@@ -183,6 +183,21 @@ def test_unexpected_column(home):
     detected('the audit table has the columns')
 
 
+def test_trigger_that_swallows_approvals(home):
+    "A trigger deletes every approval as it is written; the records left verify as a chain."
+    attacker(("CREATE TRIGGER hide AFTER INSERT ON audit WHEN NEW.kind = 'approval' BEGIN DELETE FROM audit WHERE seq = NEW.seq; END",))
+    log = AuditLog(vault=False)
+    log.append({'kind': 'approval', 'token': 'k7m2x9qa'})
+    log.close()
+    detected('the audit database holds trigger hide besides the audit table')
+
+
+def test_view_that_hides_records(home):
+    "The table renamed and a view in its place that shows only some records, renumbered nowhere."
+    attacker(("ALTER TABLE audit RENAME TO audit_all",), ("CREATE VIEW audit AS SELECT * FROM audit_all WHERE seq <= 6",))
+    detected('the audit database holds', 'records #7 to #8 are missing')
+
+
 # -- rolling back ---------------------------------------------------------------------------------------------------
 
 def backup(src, dst):
@@ -259,6 +274,12 @@ def test_key_replaced_and_everything_re_maced_but_the_checkpoint(home):
     key_path().parent.mkdir(parents=True, exist_ok=True)
     key_path().write_text(key.hex() + '\n')
     detected("does not carry the key's MAC")
+
+
+def test_key_readable_by_others(home):
+    "A key anyone could have read proves nothing."
+    os.chmod(key_path(), 0o644) if key_path().exists() else None
+    detected('is readable by others')
 
 
 def test_key_deleted(home):
