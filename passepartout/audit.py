@@ -228,7 +228,7 @@ def append(self:AuditLog, event:dict) -> dict:
 
 AuditLog.append = append
 
-# %% ../nbs/33_audit.ipynb #aa99a2aa
+# %% ../nbs/33_audit.ipynb #e832055a
 def _current_head(self:AuditLog, fd:int, key:bytes) -> dict|None:
     "The checkpoint open on `fd` if it is well-formed and carries the key's MAC (what this log last wrote needs no parsing), else None."
     raw = os.pread(fd, HEAD_SIZE + 1, 0)
@@ -241,24 +241,30 @@ def checkpoint(self:AuditLog):
     "Move the head checkpoint to the last record this log appended, if that extends the chain the checkpoint anchors."
     with self.head_lock:
         if self.pending is None or self.pending[0] <= self.checkpointed or self.key is None: return
-        (seq, h), key = self.pending, self.key
-        with _flocked(self.head_file):
-            try: fd = os.open(self.head_file, os.O_RDWR | os.O_NOFOLLOW)
-            except OSError: return                                        # no checkpoint (or not a file): never created here
-            try:
-                head = self._current_head(fd, key)
-                if head is None: return                                   # damaged or forged: it stays, as evidence
-                if head['seq'] >= seq: self.checkpointed = seq; return    # another process went further
-                anchored = self._hash_at(head['seq'])
-                if anchored is None or not hmac.compare_digest(record_mac(key, anchored), head['mac']): return
-                new = {'seq': seq, 'mac': record_mac(key, h), 'since': head['since']}
-                content = head_bytes(key, **new)
-                overwrite_head(fd, content)
-                self.checkpointed, self.written = seq, (content, new)
-            finally: os.close(fd)
+        try: self._move_head(*self.pending)
+        except OSError as e:
+            import logging
+            logging.getLogger('passepartout').error(f"audit log: the head checkpoint {self.head_file} could not be moved: {e}")
 
-AuditLog._current_head = _current_head
-AuditLog.checkpoint = checkpoint
+def _move_head(self:AuditLog, seq:int, h:str):
+    "Under the file lock: move the checkpoint to record `seq` (hash `h`) if it is well-formed, the key's, behind `seq` and on this chain."
+    key = self.key
+    with _flocked(self.head_file):
+        try: fd = os.open(self.head_file, os.O_RDWR | os.O_NOFOLLOW)
+        except FileNotFoundError: return                              # no checkpoint: never created here
+        try:
+            head = self._current_head(fd, key)
+            if head is None: return                                   # damaged or forged: it stays, as evidence
+            if head['seq'] >= seq: self.checkpointed = seq; return    # another process went further
+            anchored = self._hash_at(head['seq'])
+            if anchored is None or not hmac.compare_digest(record_mac(key, anchored), head['mac']): return
+            new = {'seq': seq, 'mac': record_mac(key, h), 'since': head['since']}
+            content = head_bytes(key, **new)
+            overwrite_head(fd, content)
+            self.checkpointed, self.written = seq, (content, new)
+        finally: os.close(fd)
+
+AuditLog._current_head, AuditLog._move_head, AuditLog.checkpoint = _current_head, _move_head, checkpoint
 
 # %% ../nbs/33_audit.ipynb #66f67a9d
 @contextlib.contextmanager
@@ -361,17 +367,19 @@ def _head_problems(self:AuditLog, key, head, last:int, at_head) -> list:
 
 AuditLog._head_problems = _head_problems
 
-# %% ../nbs/33_audit.ipynb #ec8e053d
+# %% ../nbs/33_audit.ipynb #21774f35
 def verify(self:AuditLog) -> tuple:
     "Check the chain, every MAC and the head checkpoint: `(ok, problems)`, record problems first; sets `head` and `anchor`."
     key = head = key_problem = head_problem = None
     try: key = load_key(self.key_file)
     except ValueError as e: key_problem = str(e)
+    except OSError as e: key_problem = f"the audit key {self.key_file} cannot be read ({e})"
     if key is not None and self.key_file.stat().st_mode & 0o077:
         key, key_problem = None, f"the audit key {self.key_file} is readable by others (mode {oct(self.key_file.stat().st_mode & 0o777)}): whoever read it can forge records"
     try:                                                # read before the records: a checkpoint never names a record not yet visible
         with _flocked(self.head_file, shared=True): head = read_head(self.head_file)
     except ValueError as e: head_problem = f"the head checkpoint {self.head_file} is damaged ({e}) (edited)"
+    except OSError as e: head_problem = f"the head checkpoint {self.head_file} cannot be read ({e})"
     problems, count, last, last_hash, macs, at_head = self._walk(key, head)
     self.head, self.anchor = (last, last_hash), None
     if not (key or head or macs or key_problem or head_problem):
