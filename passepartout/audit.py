@@ -432,16 +432,19 @@ def audit_command(ctx, count, kind):
     rows = log.recent(count, kind)
     click.echo('\n'.join(describe(r) for r in rows) if rows else f"the audit log {log.path} is empty")
 
-# %% ../nbs/33_audit.ipynb #5fb47551
+# %% ../nbs/33_audit.ipynb #0cc837b5
 @audit_command.command('verify')
 def audit_verify():
-    "Check the hash chain, every record's MAC and the head checkpoint; exit 1 naming the first problem."
+    "Check the hash chain, every record's MAC and the head checkpoint; exit 1 naming the first problem, 2 if records are not anchored yet."
     log = AuditLog()
     ok, problems = log.verify()
     if not ok:
         click.echo(f"audit log TAMPERED ({log.path}): {problems[0]}" + (f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ''), err=True)
         raise SystemExit(1)
     seq, h = log.head
+    if seq and log.anchor.startswith('no anchor yet'):
+        click.echo(f"audit log NOT ANCHORED ({log.path}): its chain is intact up to #{seq} {h}, but {log.anchor}")
+        raise SystemExit(2)
     click.echo(f"audit log intact: {seq} records, head #{seq} {h}; {log.anchor}")
 
 @audit_command.command('reanchor')

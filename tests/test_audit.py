@@ -295,7 +295,7 @@ def test_a_log_from_before_anchoring_is_migrated(tmp_path):
     cli = lambda *a: subprocess.run([sys.executable, '-c', 'from passepartout.cli import main; main()', 'audit', *a],
                                     capture_output=True, text=True, env=env, timeout=60)
     r = cli('verify')
-    assert r.returncode == 0 and 'no anchor yet: 4 records unanchored' in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 2 and 'no anchor yet: 4 records unanchored' in r.stdout, r.stdout + r.stderr
     assert not (home / 'config' / 'audit.key').exists()                  # verify anchors nothing
     anchored = subprocess.run([sys.executable, '-c', "from passepartout.audit import AuditLog; AuditLog(vault=False).append({'kind': 'reply', 'text': 'new'})"],
                               capture_output=True, text=True, env=env, timeout=60)

@@ -287,6 +287,14 @@ def test_key_deleted(home):
     detected('is missing (deleted or moved)')
 
 
+def test_everything_stripped_is_not_called_intact(home):
+    "Key, checkpoint and MACs all removed: the log looks like one written before anchoring, which verify cannot call intact."
+    key_path().unlink(missing_ok=True); head_path().unlink(missing_ok=True)
+    if has_macs(): attacker(("UPDATE audit SET mac = NULL",))
+    r = CliRunner().invoke(audit_command, ['verify'])
+    assert r.exit_code == 2 and 'NOT ANCHORED' in r.output and 'no anchor yet: 8 records unanchored' in r.output, r.output
+
+
 # -- every message and decision is recorded -------------------------------------------------------------------------
 
 def test_every_message_and_decision_is_recorded(home, tmp_path):
