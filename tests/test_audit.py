@@ -228,7 +228,7 @@ def test_one_checkpoint_per_batch(tmp_path, monkeypatch):
     assert writes == [12, 13]
 
 
-def test_a_turn_writes_one_checkpoint_and_records_its_message(tmp_path, monkeypatch):
+def test_a_turn_anchors_before_its_tool_runs_and_at_its_end(tmp_path, monkeypatch):
     import passepartout.audit as audit
     monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
     log = AuditLog(vault=False)
@@ -243,7 +243,7 @@ def test_a_turn_writes_one_checkpoint_and_records_its_message(tmp_path, monkeypa
     agent.audit = log.append
     agent.send('look around')
     assert [r['kind'] for r in log.recent(20)] == ['message', 'proposal', 'verdict', 'result', 'proposal', 'verdict', 'reply']
-    assert writes == [7]                                                                      # one move of the checkpoint for the turn
+    assert writes == [3, 7]   # message, proposal and verdict anchored before the tool ran; the rest when the turn ended
     assert log.verify() == (True, [])
 
 

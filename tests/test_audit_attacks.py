@@ -287,6 +287,34 @@ def test_key_deleted(home):
     detected('is missing (deleted or moved)')
 
 
+KILLED_WHILE_A_TOOL_RUNS = '''
+import os
+from passepartout.audit import AuditLog
+from passepartout.loop import Agent
+from passepartout.reason import ScriptedProvider
+from passepartout.signals import tool_call
+from passepartout.tools import Toolbelt
+belt = Toolbelt()
+@belt.tool
+def wipe():
+    "Delete everything (the process dies while it runs)."
+    os._exit(0)
+agent = Agent(ScriptedProvider([tool_call('wipe')]), tools=belt)
+agent.audit = AuditLog(vault=False).append
+agent.send('wipe it all')
+'''
+
+
+def test_decision_cut_after_the_agent_was_killed_mid_turn(home):
+    "The agent dies while a tool runs; the records of the decision that let it run are then deleted."
+    import subprocess, sys
+    r = subprocess.run([sys.executable, '-c', KILLED_WHILE_A_TOOL_RUNS], env={**os.environ}, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert [x['kind'] for x in rows()[8:]] == ['message', 'proposal', 'verdict']
+    attacker(("DELETE FROM audit WHERE seq > 8",))
+    detected('records #9 to #11 are missing')
+
+
 def test_everything_stripped_is_not_called_intact(home):
     "Key, checkpoint and MACs all removed: the log looks like one written before anchoring, which verify cannot call intact."
     key_path().unlink(missing_ok=True); head_path().unlink(missing_ok=True)
