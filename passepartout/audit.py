@@ -89,12 +89,12 @@ def create_key(path:Path) -> bool:
     try: _write_atomic(Path(path), (secrets.token_hex(32) + '\n').encode(), exclusive=True); return True
     except FileExistsError: return False
 
-# %% ../nbs/33_audit.ipynb #abae7a74
+# %% ../nbs/33_audit.ipynb #5337e18f
 _HEAD_FIELDS, HEAD_SIZE = ['check', 'mac', 'seq', 'since'], 256
 
 def head_bytes(key:bytes, seq:int, mac:str, since:int) -> bytes:
     "The checkpoint's content: record `seq` (MAC `mac`) is the head, records up to `since` were written before anchoring; always HEAD_SIZE bytes."
-    body = canonical_json({'seq': seq, 'mac': mac, 'since': since, 'check': head_check(key, seq, mac, since)})
+    body = f'{{"check":"{head_check(key, seq, mac, since)}","mac":"{mac}","seq":{int(seq)},"since":{int(since)}}}'   # canonical_json of the four fields
     return (body.ljust(HEAD_SIZE - 1) + '\n').encode()
 
 def parse_head(raw:bytes) -> dict:
@@ -161,7 +161,7 @@ def _migrate(db:sqlite3.Connection):
         db.execute('COMMIT')
     except BaseException: db.execute('ROLLBACK'); raise
 
-# %% ../nbs/33_audit.ipynb #cbff4f8f
+# %% ../nbs/33_audit.ipynb #daf6776d
 class AuditLog:
     "An append-only, hash-chained log of everything the agent heard, proposed, decided and did, anchored by a key and a checkpoint."
     def __init__(self, path=None,     # the SQLite file (default `$data/audit.db`)
@@ -176,9 +176,12 @@ class AuditLog:
             vault = Vault()
         self.vault, self.lock, self.head_lock, self.batches = vault or None, threading.Lock(), threading.Lock(), threading.local()
         self.key, self.pending, self.checkpointed, self.written, self.head, self.anchor = None, None, 0, (None, None), None, None
+        self.lock_fd = None
         self.db = connect(self.path)
         self.db.execute(_SCHEMA); _migrate(self.db)
-    def close(self): self.db.close()
+    def close(self):
+        self.db.close()
+        if self.lock_fd is not None: os.close(self.lock_fd); self.lock_fd = None
     def __len__(self): return self.db.execute('SELECT count(*) FROM audit').fetchone()[0]
     def __repr__(self): return f"AuditLog({str(self.path)!r}, {len(self)} records)"
 
@@ -228,7 +231,7 @@ def append(self:AuditLog, event:dict) -> dict:
 
 AuditLog.append = append
 
-# %% ../nbs/33_audit.ipynb #e832055a
+# %% ../nbs/33_audit.ipynb #234e7e15
 def _current_head(self:AuditLog, fd:int, key:bytes) -> dict|None:
     "The checkpoint open on `fd` if it is well-formed and carries the key's MAC (what this log last wrote needs no parsing), else None."
     raw = os.pread(fd, HEAD_SIZE + 1, 0)
@@ -246,10 +249,20 @@ def checkpoint(self:AuditLog):
             import logging
             logging.getLogger('passepartout').error(f"audit log: the head checkpoint {self.head_file} could not be moved: {e}")
 
+@contextlib.contextmanager
+def _head_locked(self:AuditLog):
+    "The exclusive checkpoint lock, through a descriptor this log keeps open (callers hold `head_lock`)."
+    if self.lock_fd is None:
+        self.head_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.lock_fd = os.open(f"{self.head_file}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(self.lock_fd, fcntl.LOCK_EX)
+    try: yield
+    finally: fcntl.flock(self.lock_fd, fcntl.LOCK_UN)
+
 def _move_head(self:AuditLog, seq:int, h:str):
     "Under the file lock: move the checkpoint to record `seq` (hash `h`) if it is well-formed, the key's, behind `seq` and on this chain."
     key = self.key
-    with _flocked(self.head_file):
+    with self._head_locked():
         try: fd = os.open(self.head_file, os.O_RDWR | os.O_NOFOLLOW)
         except FileNotFoundError: return                              # no checkpoint: never created here
         try:
@@ -264,7 +277,7 @@ def _move_head(self:AuditLog, seq:int, h:str):
             self.checkpointed, self.written = seq, (content, new)
         finally: os.close(fd)
 
-AuditLog._current_head, AuditLog._move_head, AuditLog.checkpoint = _current_head, _move_head, checkpoint
+AuditLog._current_head, AuditLog._head_locked, AuditLog._move_head, AuditLog.checkpoint = _current_head, _head_locked, _move_head, checkpoint
 
 # %% ../nbs/33_audit.ipynb #66f67a9d
 @contextlib.contextmanager

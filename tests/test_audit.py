@@ -239,11 +239,16 @@ def test_a_turn_anchors_before_its_tool_runs_and_at_its_end(tmp_path, monkeypatc
     def look():
         "Look around."
         return 'nothing'
-    agent = Agent(ScriptedProvider([tool_call('look'), reply('seen')]), tools=belt)
+    @belt.tool(effect='local-write')
+    def tidy():
+        "Tidy up."
+        return 'tidied'
+    agent = Agent(ScriptedProvider([tool_call('look'), tool_call('tidy'), reply('seen')]), tools=belt)
     agent.audit = log.append
     agent.send('look around')
-    assert [r['kind'] for r in log.recent(20)] == ['message', 'proposal', 'verdict', 'result', 'proposal', 'verdict', 'reply']
-    assert writes == [3, 7]   # message, proposal and verdict anchored before the tool ran; the rest when the turn ended
+    assert [r['kind'] for r in log.recent(20)] == ['message', 'proposal', 'verdict', 'result', 'proposal', 'verdict', 'result',
+                                                   'proposal', 'verdict', 'reply']
+    assert writes == [6, 10]  # everything up to tidy's verdict anchored before it ran (look is read-only); the rest at the turn's end
     assert log.verify() == (True, [])
 
 

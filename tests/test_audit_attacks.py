@@ -295,7 +295,7 @@ from passepartout.reason import ScriptedProvider
 from passepartout.signals import tool_call
 from passepartout.tools import Toolbelt
 belt = Toolbelt()
-@belt.tool
+@belt.tool(effect='local-write')
 def wipe():
     "Delete everything (the process dies while it runs)."
     os._exit(0)
