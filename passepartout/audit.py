@@ -421,12 +421,15 @@ def reanchor(self:AuditLog, reason:str='') -> dict:
 
 AuditLog.reanchor = reanchor
 
-# %% ../nbs/33_audit.ipynb #febd2f0b
+# %% ../nbs/33_audit.ipynb #28a25926
 def describe(r:dict, width:int=100) -> str:
     "One readable line for a record: number, local time, kind, the gist of its data."
     d = r['data'] if isinstance(r['data'], dict) else json.loads(r['data'])
     if 'action' in d and isinstance(d['action'], dict):
         a = d['action']; gist = f"{a.get('tool') or 'reply'} {canonical_json(a.get('args') or a.get('text'))}"
+    elif r['kind'] == 'message' and isinstance(d.get('payload'), dict):    # who said what, on which channel
+        gist = f"{d.get('sender')} via {d.get('source')}{' (owner)' if d.get('owner') else ''}: {canonical_json(d['payload'].get('text'))}"
+        d = {k: v for k, v in d['payload'].items() if k not in ('text', 'sensor', 'sender')}
     else: gist = ''
     rest = {k: v for k, v in d.items() if k not in ('action', 'trace')}
     if rest: gist = (gist + ' ' if gist else '') + canonical_json(rest)
