@@ -50,7 +50,7 @@ def format_result(result, limit:int=20000) -> str:
     if len(text) > limit: text = text[:limit] + f"\n[... cut: {len(text) - limit} more characters]"
     return text
 
-# %% ../nbs/07_act.ipynb #910947d4
+# %% ../nbs/07_act.ipynb #47f24815
 def _unsealed(action:Action, vault) -> Action:
     "The action the actuator gets: vault handles in a tool's arguments replaced by their values."
     if vault is None or action.kind != 'tool': return action
@@ -81,15 +81,32 @@ def act(signal:Signal, ctx:Context) -> Signal | None:
     if target not in agent.actuators:
         return _feedback(signal, action, 'tool-error', f"no actuator named {target!r}")
     actuator, vault = agent.actuators[target], getattr(agent, 'vault', None)
+    if not actuator.silent: _anchor_before_acting(action, agent, turn)
     try: result = actuator.fn(_unsealed(action, vault), ctx)
     except Exception as e:
         why = _scrub(f"{type(e).__name__}: {e}", vault)
         if turn is not None: turn.record('result', actuator=target, action=action.to_dict(), error=why)
         return None if actuator.silent else _feedback(signal, action, 'tool-error', why)
-    if actuator.silent: return None
+    if actuator.silent: return _audit_delivery(action, target, ctx) if actuator.fn is not deliver_reply else None
     text = format_result(result if vault is None else _scrub(format_result(result, 1 << 62), vault), agent.max_result_chars)
     if turn is not None: turn.record('result', actuator=target, action=action.to_dict(), output=text)
     return _feedback(signal, action, 'tool-output', text)
+
+# %% ../nbs/07_act.ipynb #22b310d1
+def _anchor_before_acting(action:Action, agent, turn) -> None:
+    "Have the audit log anchor the records that led to an action with effects (its head checkpoint) before the action runs."
+    tool = getattr(getattr(agent, 'tools', None), 'by_name', {}).get(action.tool) if action.kind == 'tool' else None
+    if tool is not None and tool.effect == 'read-only': return
+    checkpoint = getattr(getattr(getattr(turn, 'sink', None), '__self__', None), 'checkpoint', None)
+    if checkpoint is not None: checkpoint()
+
+# %% ../nbs/07_act.ipynb #787c5dce
+def _audit_delivery(action:Action, target:str, ctx:Context) -> None:
+    "Hand the audit sink a reply that a gateway's own actuator delivered (`deliver_reply` records its replies in the turn)."
+    sink, meta = getattr(ctx.turn, 'sink', None), ctx.signal.meta if ctx.signal is not None else {}
+    if sink is not None:
+        sink({'kind': 'reply', 'text': action.text, 'actuator': target, 'target': action.target,
+              'chat_id': meta.get('chat_id'), 'recipient': meta.get('recipient')})
 
 # %% ../nbs/07_act.ipynb #58843503
 def run_tool(action:Action, ctx:Context):

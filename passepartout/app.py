@@ -30,7 +30,7 @@ def build_agent(env=None, **overrides) -> Agent:
     for k, v in overrides.items(): setattr(agent, k, v)
     return agent
 
-# %% ../nbs/62_app.ipynb #da6eb882
+# %% ../nbs/62_app.ipynb #75ca9f15
 def _attach_stores(agent:Agent):
     "Persistent approvals, the audit log, the vault and the budget, from the data directory."
     from passepartout.approvals import ApprovalStore, install_approvals
@@ -40,7 +40,9 @@ def _attach_stores(agent:Agent):
     store = ApprovalStore()
     agent.hold, agent.approvals = store.hold, store
     install_approvals(agent, store)
-    agent.audit, agent.vault = AuditLog().append, Vault()
+    log = AuditLog()
+    log.begin_anchoring()   # the audit key exists from the moment the agent does, not from its first record
+    agent.audit, agent.vault = log.append, Vault()
     agent.budget = getattr(agent.provider, 'budget', None)
 
 # %% ../nbs/62_app.ipynb #359a7767

@@ -31,9 +31,18 @@ def attacker(path, *statements):
 
 def rows(path):
     db = sqlite3.connect(path)
-    out = db.execute('SELECT seq, time, kind, data, prev_hash, hash FROM audit ORDER BY seq').fetchall()
+    out = db.execute('SELECT seq, time, kind, data, prev_hash, hash, mac FROM audit ORDER BY seq').fetchall()
     db.close()
     return out
+
+
+MAC_MISMATCH = 'record #{}: its MAC does not match (forged or re-hashed without the key, or the key was replaced)'
+
+
+def problems(path):
+    ok, found = AuditLog(path).verify()
+    assert not ok
+    return found
 
 
 def first_problem(path):
@@ -58,11 +67,11 @@ def test_edited_time_and_kind(log):
 
 
 def test_edited_then_rehashed_record_breaks_the_next_link(log):
-    "An attacker who recomputes the edited record's own hash is caught by the following record."
-    seq, at, kind, data, prev, _ = rows(log)[3]
+    "An attacker who recomputes the edited record's own hash is caught by its MAC, and by the following record."
+    seq, at, kind, data, prev, _, _ = rows(log)[3]
     forged = {'step': 4, 'output': 'forged'}
     attacker(log, ("UPDATE audit SET data = ?, hash = ? WHERE seq = ?", (canonical_json(forged), record_hash(seq, at, kind, forged, prev), seq)))
-    assert first_problem(log) == 'record #5: does not follow record #4 (inserted, deleted or reordered)'
+    assert problems(log)[:2] == [MAC_MISMATCH.format(4), 'record #5: does not follow record #4 (inserted, deleted or reordered)']
 
 
 def test_deleted(log):
@@ -78,24 +87,24 @@ def test_deleted_first(log):
 def test_inserted_in_the_middle(log):
     "A forged record with a correct-looking hash, slipped in at #4 and everything after renumbered."
     old = rows(log)
-    _, at, kind, _, prev, _ = old[2]
+    _, at, kind, _, prev, _, _ = old[2]
     forged_hash = record_hash(4, at + 0.1, 'result', {'output': 'forged'}, old[2][5])
-    new = old[:3] + [(4, at + 0.1, 'result', canonical_json({'output': 'forged'}), old[2][5], forged_hash)] + \
+    new = old[:3] + [(4, at + 0.1, 'result', canonical_json({'output': 'forged'}), old[2][5], forged_hash, old[2][6])] + \
           [(s + 1, *rest) for s, *rest in old[3:]]
-    attacker(log, ("DELETE FROM audit",), *[("INSERT INTO audit VALUES (?,?,?,?,?,?)", r) for r in new])
-    assert first_problem(log) == 'record #5: does not follow record #4 (inserted, deleted or reordered)'
+    attacker(log, ("DELETE FROM audit",), *[("INSERT INTO audit VALUES (?,?,?,?,?,?,?)", r) for r in new])
+    assert problems(log)[:2] == [MAC_MISMATCH.format(4), 'record #5: does not follow record #4 (inserted, deleted or reordered)']
 
 
 def test_appended_copy_of_an_old_record(log):
     old = rows(log)[1]
-    attacker(log, ("INSERT INTO audit VALUES (?,?,?,?,?,?)", (9, *old[1:])))
+    attacker(log, ("INSERT INTO audit VALUES (?,?,?,?,?,?,?)", (9, *old[1:])))
     assert first_problem(log) == 'record #9: does not follow record #8 (inserted, deleted or reordered)'
 
 
 def test_reordered(log):
     "Records 3 and 6 swap places (their contents move, the numbers stay)."
     r = {x[0]: x for x in rows(log)}
-    swap = lambda dst, src: ("UPDATE audit SET time = ?, kind = ?, data = ?, prev_hash = ?, hash = ? WHERE seq = ?", (*src[1:], dst))
+    swap = lambda dst, src: ("UPDATE audit SET time = ?, kind = ?, data = ?, prev_hash = ?, hash = ?, mac = ? WHERE seq = ?", (*src[1:], dst))
     attacker(log, swap(3, r[6]), swap(6, r[3]))
     assert first_problem(log) == 'record #3: does not follow record #2 (inserted, deleted or reordered)'
 
@@ -112,15 +121,18 @@ def test_data_that_is_not_json(log):
     assert first_problem(log) == 'record #2: data is not valid JSON (edited)'
 
 
-def test_cli_verify_names_the_first_bad_record(log, tmp_path):
+def test_cli_verify_names_the_first_bad_record(tmp_path):
     home = tmp_path / 'home'
-    (home / 'data').mkdir(parents=True)
-    src = sqlite3.connect(log); dst = sqlite3.connect(home / 'data' / 'audit.db'); src.backup(dst); src.close(); dst.close()
     env = {**os.environ, 'PASSEPARTOUT_HOME': str(home)}
     cli = lambda *a: subprocess.run([sys.executable, '-c', 'from passepartout.cli import main; main()', 'audit', *a],
                                     capture_output=True, text=True, env=env)
+    log = AuditLog(home / 'data' / 'audit.db', vault=False,
+                   key_file=home / 'config' / 'audit.key', head_file=home / 'state' / 'audit.head')
+    for i in range(1, 9): log.append({'kind': 'result', 'step': i, 'output': f"output {i}"})
+    log.close()
     r = cli('verify')
-    assert r.returncode == 0 and r.stdout.startswith('audit log intact: 8 records, head #8 ')
+    assert r.returncode == 0 and r.stdout.startswith('audit log intact: 8 records, head #8 '), r.stdout + r.stderr
+    assert r.stdout.strip().endswith('anchored by the checkpoint at #8')
     r = cli('-n', '3')
     assert r.returncode == 0 and r.stdout.count('\n') == 3 and 'output 8' in r.stdout and 'output 5' not in r.stdout
     attacker(home / 'data' / 'audit.db', ("DELETE FROM audit WHERE seq = 6",))
@@ -144,7 +156,7 @@ def test_concurrent_appends_keep_one_chain(tmp_path):
     assert [p.exitcode for p in procs] == [0, 0, 0]
     log = AuditLog(path, vault=False)
     assert len(log) == 180 and log.verify() == (True, [])
-    assert log.head[0] == 180
+    assert log.head[0] == 180 and log.anchor == 'anchored by the checkpoint at #180'   # checkpoints of three processes, in order
 
 
 def test_every_event_of_a_real_turn_is_logged(tmp_path, monkeypatch):
@@ -167,7 +179,150 @@ def test_every_event_of_a_real_turn_is_logged(tmp_path, monkeypatch):
     res = resolve_approval(agent, store, token)
     assert res.output == 'created x'
     kinds = [r['kind'] for r in log.recent(100)]
-    assert kinds == ['proposal', 'verdict', 'result', 'proposal', 'verdict', 'reply',
-                     'proposal', 'verdict', 'pending', 'reply', 'approval', 'last-mile', 'result']
+    assert kinds == ['message', 'proposal', 'verdict', 'result', 'proposal', 'verdict', 'reply',
+                     'message', 'proposal', 'verdict', 'pending', 'reply', 'approval', 'last-mile', 'result']
+    assert [r['data']['payload']['text'] for r in log.recent(100, kind='message')] == ['make ok', 'make x']
     assert log.recent(1, kind='pending')[0]['data']['token'] == token
+    assert log.verify() == (True, [])
+
+
+# -- the anchor: crashes, concurrency, migration, one checkpoint per batch -------------------------------------------
+
+CRASH_IN_A_TURN = '''
+import os, sys
+from passepartout.audit import AuditLog
+log = AuditLog(sys.argv[1], vault=False)
+with log.batch():
+    for i in range(3): log.append({'kind': 'result', 'output': f"in the turn {i}"})
+    os._exit(0)          # killed mid-turn: the records are committed, the checkpoint is not written
+'''
+
+
+def test_a_crash_between_the_records_and_their_checkpoint_does_not_fail_verify(tmp_path, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    path = tmp_path / 'audit.db'
+    log = AuditLog(path, vault=False)
+    for i in range(2): log.append({'kind': 'reply', 'text': f"before {i}"})
+    r = subprocess.run([sys.executable, '-c', CRASH_IN_A_TURN, str(path)], env={**os.environ}, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    log = AuditLog(path, vault=False)
+    assert log.verify() == (True, []) and len(log) == 5
+    assert log.anchor == 'anchored by the checkpoint at #2; #3 to #5 appended since'     # the lag the rule allows
+    log.append({'kind': 'reply', 'text': 'after the restart'})                            # the next checkpoint covers them
+    assert log.verify() == (True, []) and log.anchor == 'anchored by the checkpoint at #6'
+
+
+def test_one_checkpoint_per_batch(tmp_path, monkeypatch):
+    import passepartout.audit as audit
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    log = AuditLog(tmp_path / 'audit.db', vault=False)
+    log.append({'kind': 'reply', 'text': 'first'})
+    writes = []
+    monkeypatch.setattr(audit, 'overwrite_head', lambda fd, content, w=audit.overwrite_head: (writes.append(json.loads(content)['seq']), w(fd, content)))
+    with log.batch():
+        for i in range(10): log.append({'kind': 'result', 'output': i})
+        with log.batch(): log.append({'kind': 'result', 'output': 'nested'})
+        assert writes == []
+    assert writes == [12]
+    log.append({'kind': 'reply', 'text': 'outside a batch'})
+    assert writes == [12, 13]
+
+
+def test_a_turn_anchors_before_its_tool_runs_and_at_its_end(tmp_path, monkeypatch):
+    import passepartout.audit as audit
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    log = AuditLog(vault=False)
+    writes = []
+    monkeypatch.setattr(audit, 'overwrite_head', lambda fd, content, w=audit.overwrite_head: (writes.append(json.loads(content)['seq']), w(fd, content)))
+    belt = Toolbelt()
+    @belt.tool
+    def look():
+        "Look around."
+        return 'nothing'
+    @belt.tool(effect='local-write')
+    def tidy():
+        "Tidy up."
+        return 'tidied'
+    agent = Agent(ScriptedProvider([tool_call('look'), tool_call('tidy'), reply('seen')]), tools=belt)
+    agent.audit = log.append
+    agent.send('look around')
+    assert [r['kind'] for r in log.recent(20)] == ['message', 'proposal', 'verdict', 'result', 'proposal', 'verdict', 'result',
+                                                   'proposal', 'verdict', 'reply']
+    assert writes == [6, 10]  # everything up to tidy's verdict anchored before it ran (look is read-only); the rest at the turn's end
+    assert log.verify() == (True, [])
+
+
+def _verifier(path, home, rounds, out):
+    os.environ['PASSEPARTOUT_HOME'] = home
+    log = AuditLog(path, vault=False)
+    bad = []
+    for _ in range(rounds):
+        ok, problems = log.verify()
+        if not ok: bad.append(problems[:2])
+    out.put(bad)
+
+
+def test_verify_while_others_append_never_fails_falsely(tmp_path, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    path = tmp_path / 'audit.db'
+    AuditLog(path, vault=False).append({'kind': 'reply', 'text': 'start'})
+    ctx = multiprocessing.get_context('spawn')
+    out = ctx.Queue()
+    writers = [ctx.Process(target=_appender, args=(path, 80, w)) for w in range(2)]
+    checker = ctx.Process(target=_verifier, args=(path, str(tmp_path / 'home'), 40, out))
+    for p in writers + [checker]: p.start()
+    bad = out.get(timeout=120)
+    for p in writers + [checker]: p.join(60)
+    assert bad == []
+    log = AuditLog(path, vault=False)
+    assert log.verify() == (True, []) and log.anchor == 'anchored by the checkpoint at #161'
+
+
+def _legacy_log(path, n):
+    "A log as the starting code wrote it: six columns, no MAC, no key, no checkpoint."
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE audit (seq INTEGER PRIMARY KEY, time REAL NOT NULL, kind TEXT NOT NULL, "
+               "data TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL)")
+    prev = GENESIS
+    for seq in range(1, n + 1):
+        data = {'text': f"old {seq}"}
+        h = record_hash(seq, 1700000000.0 + seq, 'reply', data, prev)
+        db.execute('INSERT INTO audit VALUES (?,?,?,?,?,?)', (seq, 1700000000.0 + seq, 'reply', canonical_json(data), prev, h))
+        prev = h
+    db.commit(); db.close()
+
+
+def test_a_log_from_before_anchoring_is_migrated(tmp_path):
+    home = tmp_path / 'home'
+    (home / 'data').mkdir(parents=True)
+    _legacy_log(home / 'data' / 'audit.db', 4)
+    env = {**os.environ, 'PASSEPARTOUT_HOME': str(home)}
+    cli = lambda *a: subprocess.run([sys.executable, '-c', 'from passepartout.cli import main; main()', 'audit', *a],
+                                    capture_output=True, text=True, env=env, timeout=60)
+    r = cli('verify')
+    assert r.returncode == 2 and 'no anchor yet: 4 records unanchored' in r.stdout, r.stdout + r.stderr
+    assert not (home / 'config' / 'audit.key').exists()                  # verify anchors nothing
+    anchored = subprocess.run([sys.executable, '-c', "from passepartout.audit import AuditLog; AuditLog(vault=False).append({'kind': 'reply', 'text': 'new'})"],
+                              capture_output=True, text=True, env=env, timeout=60)
+    assert anchored.returncode == 0, anchored.stderr
+    r = cli('verify')
+    assert r.returncode == 0 and r.stdout.strip().endswith('anchored by the checkpoint at #5'), r.stdout + r.stderr
+    attacker(home / 'data' / 'audit.db', ("DELETE FROM audit WHERE seq >= 3",))    # the old records are covered now too
+    r = cli('verify')
+    assert r.returncode == 1 and 'records #3 to #5 are missing' in r.stderr
+
+
+def test_reanchor_records_what_it_replaced(tmp_path, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    log = AuditLog(vault=False)
+    for i in range(4): log.append({'kind': 'reply', 'text': f"r{i}"})
+    attacker(log.path, ("DELETE FROM audit WHERE seq = 4",))
+    assert not log.verify()[0]
+    from click.testing import CliRunner
+    from passepartout.audit import audit_command
+    r = CliRunner().invoke(audit_command, ['reanchor', '--reason', 'power cut'])
+    assert r.exit_code == 0 and 'new checkpoint at #4' in r.output, r.output
+    reset = log.recent(1)[0]
+    assert reset['kind'] == 'anchor-reset' and reset['data']['reason'] == 'power cut'
+    assert reset['data']['problems'][0].startswith('records #4 to #4 are missing') and reset['data']['old_checkpoint']['seq'] == 4
     assert log.verify() == (True, [])
