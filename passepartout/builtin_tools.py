@@ -6,9 +6,9 @@ Docs: https://passepartout-agent.github.io/passepartout/builtin_tools.html.md"""
 
 # %% auto #0
 __all__ = ['MAX_LINKS', 'READ_LINES', 'MAX_WRITE_BYTES', 'MAX_LIST', 'MAX_MATCHES', 'SEARCH_FILE_BYTES', 'SEARCH_SECONDS',
-           'SEARCH_DEPTH', 'SEARCH_LINE_CHARS', 'FETCH_SECONDS', 'SKIP_DIRS', 'METHODS', 'BUILTIN_EFFECTS',
-           'tool_workspace', 'Beneath', 'confine', 'read_file', 'write_file', 'edit_file', 'list_dir', 'search_files',
-           'released_by_owner', 'shell', 'http_fetch', 'send_message', 'builtin_tools']
+           'SEARCH_DEPTH', 'SEARCH_LINE_CHARS', 'SEARCH_PROGRAM', 'FETCH_SECONDS', 'SKIP_DIRS', 'RE2_SYNTAX', 'METHODS',
+           'BUILTIN_EFFECTS', 'tool_workspace', 'Beneath', 'confine', 'read_file', 'write_file', 'edit_file',
+           'list_dir', 'search_files', 'released_by_owner', 'shell', 'http_fetch', 'send_message', 'builtin_tools']
 
 # %% ../nbs/30_builtin_tools.ipynb #d4b3ff62
 import os, re, stat, time, errno, fnmatch, secrets, tempfile, contextlib
@@ -149,7 +149,7 @@ def confine(path:str,  # a path relative to the workspace (or absolute inside it
     with Beneath(path, ws) as b: b.resolve(_look)
     return ws / b.rel if b.rel != '.' else ws
 
-# %% ../nbs/30_builtin_tools.ipynb #3c941570
+# %% ../nbs/30_builtin_tools.ipynb #81c9c683
 READ_LINES = 2000              # default most lines read_file returns
 MAX_WRITE_BYTES = 10 * 2**20   # largest file write_file or edit_file writes
 MAX_LIST = 1000                # most entries list_dir shows
@@ -158,6 +158,7 @@ SEARCH_FILE_BYTES = 2 * 2**20  # larger files are skipped by search_files
 SEARCH_SECONDS = 10.0          # search_files stops after this long
 SEARCH_DEPTH = 64              # search_files does not go deeper into directories than this
 SEARCH_LINE_CHARS = 10000      # search_files matches against this much of each line
+SEARCH_PROGRAM = 5000          # largest compiled pattern (RE2 program steps) search_files accepts
 FETCH_SECONDS = 30.0           # http_fetch gives up after this long
 SKIP_DIRS = {'.git', '.hg', '.svn', 'node_modules', '__pycache__', '.venv', '.mypy_cache', '.pytest_cache'}
 
@@ -315,11 +316,20 @@ def _search_targets(dir_fd:int, names:list, ws:Path, glob:str|None, banned:set, 
             yield from _search_targets(sub, names + [name], ws, glob, banned, depth + 1)
     finally: os.close(dir_fd)
 
-# %% ../nbs/30_builtin_tools.ipynb #910a5cac
+# %% ../nbs/30_builtin_tools.ipynb #bb8bc27e
+RE2_SYNTAX = ("search_files uses RE2 syntax, which runs in linear time: no backreferences (\\1, (?P=name)), "
+              "no lookahead or lookbehind ((?=...), (?!...), (?<=...), (?<!...)), no atomic groups or possessive quantifiers, "
+              "\\z instead of \\Z, counts up to {1000}; \\w, \\d, \\s and \\b are ASCII (\\pL is any letter, \\pN any digit)")
+
 def _compile(pattern:str):
-    "`pattern` compiled, or a clear error."
-    try: return re.compile(pattern)
-    except re.error as e: raise ValueError(f"invalid regular expression {pattern!r}: {e}") from None
+    "`pattern` compiled by RE2; a clear error for what RE2 refuses and for patterns too large to match cheaply."
+    import re2
+    options = re2.Options(); options.log_errors = False
+    try: rx = re2.compile(pattern, options)
+    except re2.error as e: raise ValueError(f"invalid regular expression {pattern!r}: {e.args[0].decode('utf-8', 'replace') if e.args and isinstance(e.args[0], bytes) else e}. {RE2_SYNTAX}") from None
+    if rx.programsize > SEARCH_PROGRAM:
+        raise ValueError(f"regular expression {pattern!r} is too large ({rx.programsize} steps compiled, at most {SEARCH_PROGRAM}): use smaller counts {{n}} or fewer alternatives")
+    return rx
 
 # %% ../nbs/30_builtin_tools.ipynb #535bfa9d
 def _search_text(rx, rel:str, text:str, hits:list, deadline:float) -> str:
@@ -339,8 +349,8 @@ def _search_file(rx, rel:str, f, hits:list, deadline:float) -> str:
     except OSError: return ''
     return _search_text(rx, rel, text, hits, deadline)
 
-# %% ../nbs/30_builtin_tools.ipynb #bd7aae1f
-def search_files(pattern:str,         # regular expression (Python syntax) to look for
+# %% ../nbs/30_builtin_tools.ipynb #210283cb
+def search_files(pattern:str,         # regular expression (RE2 syntax: Python's without backreferences or lookaround) to look for
                  path:str='.',        # directory (or file) to search, relative to the workspace
                  glob:str|None=None,  # only files whose name or relative path matches, e.g. '*.py'
                  ctx=None) -> str:

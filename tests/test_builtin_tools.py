@@ -231,6 +231,27 @@ def test_search_files(ws, ctx):
     with pytest.raises(ValueError, match='invalid regular expression'): search_files('[', ctx=ctx)
 
 
+@pytest.mark.parametrize('pattern, why', [
+    (r'(\w+) \1', 'invalid escape sequence'), (r'(?P<w>x)(?P=w)', 'invalid'), (r'foo(?=bar)', 'invalid perl operator: \(\?='),
+    (r'(?<!x)y', 'invalid perl operator'), (r'a++', 'bad repetition operator'), (r'(?>a)', 'invalid perl operator'),
+    (r'end\Z', 'invalid escape sequence'), (r'x{1001}', 'invalid repetition size')])
+def test_search_refuses_what_re2_cannot_do_with_one_clear_error(ws, ctx, pattern, why):
+    with pytest.raises(ValueError, match=f'invalid regular expression .*{why}.*search_files uses RE2 syntax'): search_files(pattern, ctx=ctx)
+
+
+def test_search_refuses_patterns_too_large_to_match_cheaply(ws, ctx):
+    with pytest.raises(ValueError, match='too large .* at most 5000'): search_files(r'(.*a){1000}x', ctx=ctx)
+    with pytest.raises(ValueError, match='too large'): search_files('[a-q][^u-z]{1000}x', ctx=ctx)
+
+
+def test_search_syntax_that_re2_shares_with_python(ws, ctx):
+    (ws / 'a.txt').write_text('Café au lait\nend of line\nid: 12345\n')
+    assert search_files(r'(?i)CAFÉ', ctx=ctx) == 'a.txt:1: Café au lait'
+    assert search_files(r'\bline\z', ctx=ctx) == 'a.txt:2: end of line'
+    assert search_files(r'(?P<key>\w+): \d{3,}', ctx=ctx) == 'a.txt:3: id: 12345'
+    assert search_files(r'\pL+é', ctx=ctx) == 'a.txt:1: Café au lait'
+
+
 def test_search_depth_is_bounded_and_said(ws, ctx, monkeypatch):
     from passepartout import builtin_tools
     monkeypatch.setattr(builtin_tools, 'SEARCH_DEPTH', 3)

@@ -137,11 +137,11 @@ REDOS = textwrap.dedent('''
     from types import SimpleNamespace
     from passepartout.builtin_tools import search_files
     from passepartout.signals import Context
-    ws = Path(sys.argv[1]); ctx = Context(agent=SimpleNamespace(workspace=ws))
-    (ws / 'bait.txt').write_text('a' * 25 + '!\\n' + 'x' * 25 + '\\n' + 'b' * 34 + '!\\n')
+    ws, n = Path(sys.argv[1]), int(sys.argv[2]); ctx = Context(agent=SimpleNamespace(workspace=ws))
+    (ws / 'bait.txt').write_text(('a' * n + '!\\n' + 'x' * n + '\\n' + 'b' * (n + 9) + '!\\n') * (1 if n < 100 else 50))
     results, stop, longest = {}, threading.Event(), [0.0]
     def search():
-        for pattern in sys.argv[2:]:
+        for pattern in sys.argv[3:]:
             t0 = time.monotonic(); out = search_files(pattern, ctx=ctx); results[pattern] = (out, round(time.monotonic() - t0, 3))
         stop.set()
     def trivial():
@@ -155,13 +155,25 @@ REDOS = textwrap.dedent('''
 ''')
 
 
-def test_a_catastrophic_pattern_does_not_freeze_other_threads(tmp_path):
+def _search_beside_a_ticker(tmp_path, n:int, patterns:list, timeout:float) -> dict:
     ws = tmp_path / 'ws'; ws.mkdir()
-    patterns = [r'(a+)+$', r'(x+x+)+y', r'(b|bb)+$']
     env = dict(os.environ, PASSEPARTOUT_HOME=str(tmp_path / 'pphome'))
-    try: r = subprocess.run([sys.executable, '-c', REDOS, str(ws), *patterns], capture_output=True, text=True, env=env, timeout=30)
-    except subprocess.TimeoutExpired: pytest.fail("three searches of one small file took over 30 s")
+    try: r = subprocess.run([sys.executable, '-c', REDOS, str(ws), str(n), *patterns], capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired: pytest.fail(f"searches of one small file took over {timeout} s")
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
     assert {p: out for p, (out, _) in got['results'].items()} == {p: f'no matches for /{p}/ in .' for p in patterns}, got
+    return got
+
+
+def test_a_catastrophic_pattern_does_not_freeze_other_threads(tmp_path):
+    # lines short enough that Python's engine gets through them in seconds
+    got = _search_beside_a_ticker(tmp_path, 25, [r'(a+)+$', r'(x+x+)+y', r'(b|bb)+$'], timeout=60)
+    assert got['longest_wait'] < 1.0, f"another thread waited {got['longest_wait']} s for the interpreter: {got}"
+
+
+def test_catastrophic_patterns_over_long_lines_are_answered(tmp_path):
+    # 150 lines of about 9000 characters: Python's engine would need longer than the age of the universe
+    patterns = [r'(a+)+$', r'(x+x+)+y', r'(b|bb)+$', r'(.*a){20}$', r'^(([a-z])+.)+[A-Z]([a-z])+$']
+    got = _search_beside_a_ticker(tmp_path, 9000, patterns, timeout=30)
     assert got['longest_wait'] < 1.0, f"another thread waited {got['longest_wait']} s for the interpreter: {got}"
