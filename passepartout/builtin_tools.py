@@ -10,9 +10,10 @@ __all__ = ['MAX_LINKS', 'READ_LINES', 'MAX_WRITE_BYTES', 'MAX_LIST', 'MAX_MATCHE
            'BUILTIN_EFFECTS', 'tool_workspace', 'Beneath', 'confine', 'read_file', 'write_file', 'edit_file',
            'list_dir', 'search_files', 'released_by_owner', 'shell', 'http_fetch', 'send_message', 'builtin_tools']
 
-# %% ../nbs/30_builtin_tools.ipynb #d4b3ff62
+# %% ../nbs/30_builtin_tools.ipynb #5a88186a
 import os, re, stat, time, errno, fnmatch, secrets, tempfile, contextlib
 from pathlib import Path
+from typing import NamedTuple
 from . import config
 from .tools import Toolbelt
 from .signals import Signal, Context, reply
@@ -238,7 +239,7 @@ def write_file(path:str,    # file to create or replace, relative to the workspa
         _write_atomic(b.fd, b.name, data, mode)
     return f"{'created' if mode is None else 'replaced'} {b.rel} ({len(data)} bytes)"
 
-# %% ../nbs/30_builtin_tools.ipynb #41c4c7ec
+# %% ../nbs/30_builtin_tools.ipynb #fd643f97
 def edit_file(path:str, # file to edit, relative to the workspace
               old:str,  # exact text to replace; must occur exactly once
               new:str,  # replacement text
@@ -246,9 +247,9 @@ def edit_file(path:str, # file to edit, relative to the workspace
     "Replace one exact occurrence of `old` with `new` in a workspace file."
     with Beneath(path, tool_workspace(ctx)) as b:
         with os.fdopen(b.resolve(_open_file), 'rb') as f:
-            st = os.fstat(f.fileno())
-            if st.st_size > MAX_WRITE_BYTES: raise ValueError(f"{path!r} is larger than {MAX_WRITE_BYTES} bytes; edit it with the shell")
-            text = f.read(MAX_WRITE_BYTES + 1).decode('utf-8')
+            st, data = os.fstat(f.fileno()), f.read(MAX_WRITE_BYTES + 1)
+        if len(data) > MAX_WRITE_BYTES: raise ValueError(f"{path!r} is larger than {MAX_WRITE_BYTES} bytes; edit it with the shell")
+        text = data.decode('utf-8')
         if not old: raise ValueError("'old' is empty: give the exact text to replace")
         count = text.count(old)
         if count == 0: raise ValueError(f"'old' does not occur in {path}; read the file and copy the text exactly, including whitespace")
@@ -299,21 +300,26 @@ def _search_entry(e:os.DirEntry, dir_fd:int, rel:str, ws:Path) -> int|None:
     if stat.S_ISREG(os.fstat(fd).st_mode): return fd
     os.close(fd)
 
-# %% ../nbs/30_builtin_tools.ipynb #dd47cc0d
-def _search_targets(dir_fd:int, names:list, ws:Path, glob:str|None, banned:set, depth:int=0):
-    "(relative name, descriptor) of the files beneath directory `dir_fd`, walked by descriptors; (name, None) for a directory too deep."
+# %% ../nbs/30_builtin_tools.ipynb #3efd6e55
+class _Scope(NamedTuple):
+    "What a search walk needs besides the directory it stands in."
+    ws: Path; glob: str|None; banned: set; deadline: float
+
+def _search_targets(dir_fd:int, names:list, scope:_Scope, depth:int=0):
+    "(relative name, descriptor) of the files beneath directory `dir_fd`, walked by descriptors, until the deadline; (name, None) for a directory too deep."
     try:
         with os.scandir(dir_fd) as it: entries = sorted(it, key=lambda e: e.name)
-        subdirs = [e.name for e in entries if e.is_dir(follow_symlinks=False) and e.name not in SKIP_DIRS and tuple(names + [e.name]) not in banned]
+        subdirs = [e.name for e in entries if e.is_dir(follow_symlinks=False) and e.name not in SKIP_DIRS and tuple(names + [e.name]) not in scope.banned]
         for e in entries:
+            if time.monotonic() > scope.deadline: return
             rel = '/'.join(names + [e.name])
-            if e.name in subdirs or glob and not (fnmatch.fnmatch(e.name, glob) or fnmatch.fnmatch(rel, glob)): continue
-            if not e.is_dir(follow_symlinks=False) and (fd := _search_entry(e, dir_fd, rel, ws)) is not None: yield rel, fd
+            if e.name in subdirs or scope.glob and not (fnmatch.fnmatch(e.name, scope.glob) or fnmatch.fnmatch(rel, scope.glob)): continue
+            if not e.is_dir(follow_symlinks=False) and (fd := _search_entry(e, dir_fd, rel, scope.ws)) is not None: yield rel, fd
         for name in subdirs:
             if depth >= SEARCH_DEPTH: yield '/'.join(names + [name]), None; continue
             try: sub = os.open(name, _DIR, dir_fd=dir_fd)
             except OSError: continue
-            yield from _search_targets(sub, names + [name], ws, glob, banned, depth + 1)
+            yield from _search_targets(sub, names + [name], scope, depth + 1)
     finally: os.close(dir_fd)
 
 # %% ../nbs/30_builtin_tools.ipynb #bb8bc27e
@@ -349,7 +355,7 @@ def _search_file(rx, rel:str, f, hits:list, deadline:float) -> str:
     except OSError: return ''
     return _search_text(rx, rel, text, hits, deadline)
 
-# %% ../nbs/30_builtin_tools.ipynb #210283cb
+# %% ../nbs/30_builtin_tools.ipynb #1de95c96
 def search_files(pattern:str,         # regular expression (RE2 syntax: Python's without backreferences or lookaround) to look for
                  path:str='.',        # directory (or file) to search, relative to the workspace
                  glob:str|None=None,  # only files whose name or relative path matches, e.g. '*.py'
@@ -358,13 +364,14 @@ def search_files(pattern:str,         # regular expression (RE2 syntax: Python's
     ws, rx = tool_workspace(ctx), _compile(pattern)
     with Beneath(path, ws) as b: fd, banned = b.resolve(_open_any), b.banned
     one = not stat.S_ISDIR(os.fstat(fd).st_mode)
-    targets = (t for t in [(b.rel, fd)]) if one else _search_targets(fd, _split(b.rel), ws, glob, banned)
     hits, deadline, stopped, deep = [], time.monotonic() + SEARCH_SECONDS, '', False
+    targets = (t for t in [(b.rel, fd)]) if one else _search_targets(fd, _split(b.rel), _Scope(ws, glob, banned, deadline))
     with contextlib.closing(targets):
         for rel, f in targets:
             if f is None: deep = True; continue
             with os.fdopen(f, 'rb') as fh: stopped = _search_file(rx, rel, fh, hits, deadline)
             if stopped: break
+    if not stopped and time.monotonic() > deadline: stopped = f'time limit of {SEARCH_SECONDS:.0f} s'
     notes = ([f"[... stopped at {stopped}; narrow the pattern, path or glob]"] if stopped else []) + \
             ([f"[... directories deeper than {SEARCH_DEPTH} levels not searched]"] if deep else [])
     return '\n'.join(hits + notes) if hits else '\n'.join([f"no matches for /{pattern}/ in {b.rel}"] + notes)

@@ -252,6 +252,22 @@ def test_search_syntax_that_re2_shares_with_python(ws, ctx):
     assert search_files(r'\pL+é', ctx=ctx) == 'a.txt:1: Café au lait'
 
 
+def test_search_time_limit_covers_the_walk_itself(ws, ctx, monkeypatch):
+    # directories of links that lead out: nothing to read, but walking them still counts against the limit
+    from passepartout import builtin_tools
+    monkeypatch.setattr(builtin_tools, 'SEARCH_SECONDS', 0)
+    for i in range(100): (ws / f'd{i}').mkdir(); os.symlink('/etc/passwd', ws / f'd{i}' / 'link')
+    assert search_files('root', ctx=ctx) == 'no matches for /root/ in .\n[... stopped at time limit of 0 s; narrow the pattern, path or glob]'
+
+
+def test_edit_refuses_a_file_that_grew_too_large(ws, ctx, monkeypatch):
+    from passepartout import builtin_tools
+    monkeypatch.setattr(builtin_tools, 'MAX_WRITE_BYTES', 100)
+    (ws / 'log.txt').write_text('x' * 101)
+    with pytest.raises(ValueError, match='larger than 100 bytes'): edit_file('log.txt', 'x', 'y', ctx=ctx)
+    assert (ws / 'log.txt').read_text() == 'x' * 101
+
+
 def test_search_depth_is_bounded_and_said(ws, ctx, monkeypatch):
     from passepartout import builtin_tools
     monkeypatch.setattr(builtin_tools, 'SEARCH_DEPTH', 3)
