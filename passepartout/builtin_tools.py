@@ -25,7 +25,7 @@ def tool_workspace(ctx=None) -> Path:
     ws = getattr(getattr(ctx, 'agent', None), 'workspace', None)
     return Path(os.path.realpath(Path(ws).expanduser() if ws else config.workspace()))
 
-# %% ../nbs/30_builtin_tools.ipynb #58f7e2cb
+# %% ../nbs/30_builtin_tools.ipynb #0132a3dc
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 MAX_LINKS = 40   # symlinks one path may go through, as in the kernel
@@ -33,6 +33,7 @@ MAX_LINKS = 40   # symlinks one path may go through, as in the kernel
 class _Link(Exception): "The entry is a symlink (or just became one): read it and walk its target instead."
 
 def _is_link(dir_fd:int, name:str) -> bool:
+    "Is `name` in directory `dir_fd` a symlink (now)?"
     try: return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
     except OSError: return False
 
