@@ -75,6 +75,88 @@ def test_protected_places_inside_the_workspace(ws, ctx, monkeypatch):
     assert search_files('PRIVATE|rules', ctx=ctx).startswith('no matches')
 
 
+def test_links_inside_are_walked_beneath_the_workspace(ws, ctx):
+    (ws / 'docs' / 'sub').mkdir(parents=True); (ws / 'docs' / 'x.txt').write_text('x in docs\n')
+    (ws / 'docs' / 'sub' / 'y.txt').write_text('y\n')
+    os.symlink('docs/sub', ws / 'rel'); os.symlink(ws / 'docs' / 'sub', ws / 'abs'); os.symlink('rel', ws / 'chain')
+    assert read_file('rel/y.txt', ctx=ctx) == read_file('abs/y.txt', ctx=ctx) == read_file('chain/y.txt', ctx=ctx) == 'y\n'
+    assert read_file('rel/../x.txt', ctx=ctx) == 'x in docs\n'       # `..` after a link is the target's parent, as the kernel has it
+    assert list_dir('chain', ctx=ctx) == 'docs/sub/ (1 entry)\ny.txt  (2 bytes)'
+    assert write_file('abs/z.txt', 'z', ctx=ctx) == 'created docs/sub/z.txt (1 bytes)'
+    os.symlink('docs/new-target.txt', ws / 'dangling-inside')
+    assert write_file('dangling-inside', 'made', ctx=ctx) == 'created docs/new-target.txt (4 bytes)'
+    assert (ws / 'dangling-inside').is_symlink()
+    os.symlink('loop-b', ws / 'loop-a'); os.symlink('loop-a', ws / 'loop-b')
+    with pytest.raises(OSError, match='more than 40 symlinks'): read_file('loop-a', ctx=ctx)
+
+
+@pytest.mark.parametrize('target', ['/proc/self/root/etc', '/proc/self/cwd', '/proc/self/fd', '/proc/1/root', '..', '../ws/../outside'])
+def test_links_out_and_magic_links_are_refused(ws, ctx, target):
+    os.symlink(target, ws / 'door')
+    for call in (lambda: read_file('door/passwd', ctx=ctx), lambda: list_dir('door', ctx=ctx),
+                 lambda: write_file('door/x.txt', 'x', ctx=ctx), lambda: search_files('root', path='door', ctx=ctx)):
+        with pytest.raises(PermissionError, match='outside the workspace'): call()
+
+
+def test_a_link_into_a_protected_place_is_refused(ws, ctx):
+    (ws / '.ssh').mkdir(); (ws / '.ssh' / 'id_ed25519').write_text('PRIVATE KEY\n')
+    os.symlink('.ssh', ws / 'keys'); os.symlink(ws / '.ssh' / 'id_ed25519', ws / 'key')
+    for path in ('keys/id_ed25519', 'key', 'docs/../.ssh/id_ed25519', str(ws / '.ssh' / 'id_ed25519')):
+        with pytest.raises(PermissionError, match="inside '.ssh', which no tool may touch"): read_file(path, ctx=ctx)
+    with pytest.raises(PermissionError, match="inside '.ssh'"): write_file('keys/authorized_keys', 'ssh-ed25519 AAAA', ctx=ctx)
+    with pytest.raises(PermissionError, match="inside '.ssh'"): list_dir('keys', ctx=ctx)
+    assert search_files('PRIVATE', ctx=ctx).startswith('no matches')
+    assert sorted(os.listdir(ws / '.ssh')) == ['id_ed25519']
+
+
+def test_hard_link_to_a_file_outside_is_never_written(ws, ctx, tmp_path):
+    outside = tmp_path / 'outside' / 'secret.txt'
+    os.link(outside, ws / 'hard.txt')                     # made by the owner: the sandbox cannot make one
+    assert read_file('hard.txt', ctx=ctx) == 'TOP SECRET\n'  # a read shows the file (documented)
+    assert edit_file('hard.txt', 'TOP', 'NOT', ctx=ctx) == 'edited hard.txt at line 1'
+    write_file('hard.txt', 'overwritten\n', ctx=ctx)
+    assert outside.read_text() == 'TOP SECRET\n' and outside.stat().st_nlink == 1
+    assert (ws / 'hard.txt').read_text() == 'overwritten\n'
+
+
+def _without_hanging(call, fifo:Path, seconds=10):
+    "Run `call` in a thread; if it is still blocked (opening the pipe) after `seconds`, unblock it and say so."
+    out = {}
+    def run():
+        try: out['result'] = call()
+        except Exception as e: out['error'] = e
+    t = threading.Thread(target=run, daemon=True); t.start(); t.join(seconds)
+    if t.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)); t.join(5)   # a writer comes and goes: the reader gets EOF
+        pytest.fail(f"the tool hung on the named pipe {fifo.name}")
+    if 'error' in out: raise out['error']
+    return out['result']
+
+
+def test_special_files_do_not_hang_the_tools(ws, ctx):
+    os.mkfifo(ws / 'pipe'); (ws / 'a.txt').write_text('found\n')
+    wait = lambda call: _without_hanging(call, ws / 'pipe')
+    assert wait(lambda: search_files('found', ctx=ctx)) == 'a.txt:1: found'
+    assert wait(lambda: search_files('found', path='pipe', ctx=ctx)) == 'no matches for /found/ in pipe'
+    with pytest.raises(FileNotFoundError, match='not a regular file'): wait(lambda: read_file('pipe', ctx=ctx))
+    with pytest.raises(FileNotFoundError, match='not a regular file'): wait(lambda: edit_file('pipe', 'a', 'b', ctx=ctx))
+    with pytest.raises(ValueError, match='not a regular file'): wait(lambda: write_file('pipe', 'x', ctx=ctx))
+
+
+def test_tools_close_every_descriptor(ws, ctx):
+    (ws / 'd').mkdir(); (ws / 'd' / 'f.txt').write_text('hello\n'); os.symlink('/etc', ws / 'out')
+    calls = [lambda: read_file('d/f.txt', ctx=ctx), lambda: read_file('out/hostname', ctx=ctx), lambda: read_file('nope/x', ctx=ctx),
+             lambda: write_file('d/g.txt', 'x', ctx=ctx), lambda: write_file('d', 'x', ctx=ctx), lambda: edit_file('d/f.txt', 'zz', 'y', ctx=ctx),
+             lambda: list_dir('d', ctx=ctx), lambda: list_dir('d/f.txt', ctx=ctx), lambda: search_files('hello', ctx=ctx),
+             lambda: search_files('hello', path='d/f.txt', ctx=ctx), lambda: search_files('(', ctx=ctx)]
+    before = len(os.listdir('/proc/self/fd'))
+    for _ in range(20):
+        for call in calls:
+            try: call()
+            except (OSError, ValueError): pass
+    assert len(os.listdir('/proc/self/fd')) == before
+
+
 # ---- read_file ---------------------------------------------------------------------------------
 
 def test_read_huge_file_is_capped(ws, ctx, monkeypatch):
@@ -147,6 +229,51 @@ def test_search_files(ws, ctx):
     assert search_files('main', glob='*.py', ctx=ctx) == 'src/a.py:1: def main():'
     assert search_files('return', path='src/a.py', ctx=ctx) == 'src/a.py:2:     return 42'
     with pytest.raises(ValueError, match='invalid regular expression'): search_files('[', ctx=ctx)
+
+
+@pytest.mark.parametrize('pattern, why', [
+    (r'(\w+) \1', 'invalid escape sequence'), (r'(?P<w>x)(?P=w)', 'invalid'), (r'foo(?=bar)', 'invalid perl operator: \(\?='),
+    (r'(?<!x)y', 'invalid perl operator'), (r'a++', 'bad repetition operator'), (r'(?>a)', 'invalid perl operator'),
+    (r'end\Z', 'invalid escape sequence'), (r'x{1001}', 'invalid repetition size')])
+def test_search_refuses_what_re2_cannot_do_with_one_clear_error(ws, ctx, pattern, why):
+    with pytest.raises(ValueError, match=f'invalid regular expression .*{why}.*search_files uses RE2 syntax'): search_files(pattern, ctx=ctx)
+
+
+def test_search_refuses_patterns_too_large_to_match_cheaply(ws, ctx):
+    with pytest.raises(ValueError, match='too large .* at most 5000'): search_files(r'(.*a){1000}x', ctx=ctx)
+    with pytest.raises(ValueError, match='too large'): search_files('[a-q][^u-z]{1000}x', ctx=ctx)
+
+
+def test_search_syntax_that_re2_shares_with_python(ws, ctx):
+    (ws / 'a.txt').write_text('Café au lait\nend of line\nid: 12345\n')
+    assert search_files(r'(?i)CAFÉ', ctx=ctx) == 'a.txt:1: Café au lait'
+    assert search_files(r'\bline\z', ctx=ctx) == 'a.txt:2: end of line'
+    assert search_files(r'(?P<key>\w+): \d{3,}', ctx=ctx) == 'a.txt:3: id: 12345'
+    assert search_files(r'\pL+é', ctx=ctx) == 'a.txt:1: Café au lait'
+
+
+def test_search_time_limit_covers_the_walk_itself(ws, ctx, monkeypatch):
+    # directories of links that lead out: nothing to read, but walking them still counts against the limit
+    from passepartout import builtin_tools
+    monkeypatch.setattr(builtin_tools, 'SEARCH_SECONDS', 0)
+    for i in range(100): (ws / f'd{i}').mkdir(); os.symlink('/etc/passwd', ws / f'd{i}' / 'link')
+    assert search_files('root', ctx=ctx) == 'no matches for /root/ in .\n[... stopped at time limit of 0 s; narrow the pattern, path or glob]'
+
+
+def test_edit_refuses_a_file_that_grew_too_large(ws, ctx, monkeypatch):
+    from passepartout import builtin_tools
+    monkeypatch.setattr(builtin_tools, 'MAX_WRITE_BYTES', 100)
+    (ws / 'log.txt').write_text('x' * 101)
+    with pytest.raises(ValueError, match='larger than 100 bytes'): edit_file('log.txt', 'x', 'y', ctx=ctx)
+    assert (ws / 'log.txt').read_text() == 'x' * 101
+
+
+def test_search_depth_is_bounded_and_said(ws, ctx, monkeypatch):
+    from passepartout import builtin_tools
+    monkeypatch.setattr(builtin_tools, 'SEARCH_DEPTH', 3)
+    deep = ws.joinpath(*'abcdef'); deep.mkdir(parents=True); (deep / 'f.txt').write_text('needle\n')
+    (ws / 'a' / 'top.txt').write_text('needle\n')
+    assert search_files('needle', ctx=ctx) == 'a/top.txt:1: needle\n[... directories deeper than 3 levels not searched]'
 
 
 def test_search_caps_matches(ws, ctx):
