@@ -8,12 +8,13 @@ Docs: https://passepartout-agent.github.io/passepartout/shell_gate.html.md"""
 __all__ = ['SHELL_GATE_PRIORITY', 'MAX_COMMAND_BYTES', 'MAX_NESTING', 'MAX_TREE_DEPTH', 'bash_parser', 'Finding', 'Command',
            'ShellAnalysis', 'analyse', 'shell_verdict', 'shell_gate']
 
-# %% ../nbs/21_shell_gate.ipynb #a4514d9a
+# %% ../nbs/21_shell_gate.ipynb #993b02fe
 import re, posixpath, codecs, shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from . import config
 from .gates import Verdict, allow, ask, deny
+from .sandbox import SECRET_NAME
 from .signals import Action, Context
 
 # %% ../nbs/21_shell_gate.ipynb #f28702c9
@@ -79,11 +80,12 @@ def _ansi_c(t:str) -> str:
     try: return codecs.decode(t[2:-1].encode('latin-1', 'backslashreplace'), 'unicode_escape')
     except Exception: return t[2:-1]
 
-# %% ../nbs/21_shell_gate.ipynb #31fb94d3
+# %% ../nbs/21_shell_gate.ipynb #4a3f2254
 def _word(n, st) -> tuple:
     "(value, static) of an argument node: quotes removed; expansions guessed from known assignments."
     t = n.type
     if t == 'word' or t == 'number': return _unquote_word(n.text.decode('utf-8', 'replace')), True
+    if t == 'variable_name': return n.text.decode('utf-8', 'replace'), True
     if t == 'raw_string': return n.text.decode('utf-8', 'replace')[1:-1], True
     if t == 'ansi_c_string': return _ansi_c(n.text.decode('utf-8', 'replace')), True
     if t == 'concatenation':
@@ -116,9 +118,9 @@ def _echo_value(n, st) -> str:
         if ws and ws[0] in ('echo', 'printf') and len(ws) > 1: return ' '.join(w for w in ws[1:] if not w.startswith('-'))
     return ''
 
-# %% ../nbs/21_shell_gate.ipynb #149b5bde
-_STRONG = re.compile(r'''(?:^|[=@:'"<\s])(?:/etc/(?:shadow|gshadow|passwd|group|master\.passwd|sudoers)\b|/etc/(?:security|pam\.d|ssh|ssl)(?:/|$)|/root(?:/|$)|/proc/1(?:/|$)|/var/lib/pam|~root)|/proc/[^/]+/environ|(?:^|/)\.ssh(?:/|$)|id_(?:rsa|dsa|ecdsa|ed25519)|(?:^|/)\.(?:gnupg|aws|azure|kube|password-store)(?:/|$)|(?:^|/)\.(?:netrc|pgpass|git-credentials|pypirc|vault-token|docker/config\.json|bash_history|zsh_history)$|\.config/gcloud|/etc/krb5\.keytab''', re.I)
-_SOFT = re.compile(r'''(?:^|/)\.env(?:\.|$)|\.(?:pem|key|p12|pfx|jks|keystore|kdbx|crt)$|token|secret|passw|credential|private|keychain|keyring|history|(?:^|[=:\s])/(?:var/(?:log|mail|spool)|boot)(?:/|$)|cron|(?:^|[=:\s])/proc/\d|(?:^|[=:\s])/dev/(?!null\b|zero\b|u?random\b|std(?:in|out|err)\b|fd/|tty\b|shm/|disk/)|\.mozilla|google-chrome|chromium|wp-config''', re.I)
+# %% ../nbs/21_shell_gate.ipynb #4c541e13
+_STRONG = re.compile(r'''(?:^|[=@:'"<\s])(?:/etc/(?:shadow|gshadow|passwd|group|master\.passwd|sudoers)\b|/etc/(?:security|pam\.d|ssh|ssl)(?:/|$)|/root(?:/|$)|/proc/1(?:/|$)|/var/lib/pam|~root)|/proc/(?:[^/]*/)+environ|(?:^|/)\.ssh(?:/|$)|id_(?:rsa|dsa|ecdsa|ed25519)|(?:^|/)\.(?:gnupg|aws|azure|kube|password-store)(?:/|$)|(?:^|/)\.(?:netrc|pgpass|git-credentials|pypirc|vault-token|docker/config\.json|bash_history|zsh_history)$|\.config/gcloud|/etc/krb5\.keytab''', re.I)
+_SOFT = re.compile(r'''(?:^|/)\.env(?:\.|$)|\.(?:pem|key|p12|pfx|jks|keystore|kdbx|crt)$|token|secret|passw|credential|private|keychain|keyring|history|(?:^|[=:\s])/(?:var/(?:log|mail|spool)|boot)(?:/|$)|cron|(?:^|[=:\s])/proc/\d|(?:^|[=:\s])/dev/(?!null\b|zero\b|u?random\b|std(?:in|out|err)\b|fd/|tty\b|shm/|disk/)|\.mozilla|google-chrome|chromium|wp-config|(?:^|/)environ$''', re.I)
 _SYSTEM = ('/etc', '/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/boot', '/root', '/sys', '/proc',
            '/dev', '/var', '/opt', '/srv', '/snap', '/System', '/Library', '/private', '/Applications', '/nix')
 _SYSTEM_DIRS = tuple(s + '/' for s in _SYSTEM)
@@ -155,7 +157,7 @@ def _place(p:str, ws:str|None) -> str:
     if q in _SYSTEM or q.startswith(_SYSTEM_DIRS): return 'system'
     return 'outside'
 
-# %% ../nbs/21_shell_gate.ipynb #e6d506c9
+# %% ../nbs/21_shell_gate.ipynb #015fbde3
 def _short(text:str, limit:int=80) -> str:
     t = ' '.join(text.split())
     return t if len(t) <= limit else t[:limit - 1] + '…'
@@ -163,7 +165,7 @@ def _short(text:str, limit:int=80) -> str:
 class _State:
     "The mutable state of one analysis: what was found so far, and what the script assigned."
     def __init__(self, workspace:str|None):
-        self.commands, self.findings, self.vars, self.functions = [], [], {}, set()
+        self.commands, self.findings, self.vars, self.functions, self.bound = [], [], {}, set(), set()
         self.ws, self.nesting, self.parsed, self.current_function, self.source = workspace, 0, True, None, ''
     def flag(self, level:str, cmd, why:str):
         "Record a finding about `cmd` (a Command or source text)."
@@ -183,16 +185,26 @@ def _analyse_into(text:str, st:_State, upstream:tuple=(), stdin_text:str|None=No
     try: _walk(root, st, 0, upstream, stdin_text)
     finally: st.nesting -= 1
 
-# %% ../nbs/21_shell_gate.ipynb #6a8ce07e
+# %% ../nbs/21_shell_gate.ipynb #af1e4f0e
 _LEAVES = frozenset({'word', 'raw_string', 'number', 'ansi_c_string', 'string_content', 'comment', 'variable_name',
                      'heredoc_start', 'heredoc_end', 'heredoc_content', 'file_descriptor', 'special_variable_name', 'test_operator', 'regex'})
+_EVAL_NODES, _EVAL_COMMANDS = {}, {}   # node type or command name: its check as a place where bash evaluates data (see "Where bash runs data as code")
+
+def _evaluates(*node_types, commands=()):
+    "Register the check for grammar nodes and commands where bash evaluates data as arithmetic, names, prompts or code."
+    def deco(f):
+        _EVAL_NODES.update(dict.fromkeys(node_types, f)); _EVAL_COMMANDS.update(dict.fromkeys(commands, f))
+        return f
+    return deco
 
 def _walk(n, st:_State, depth:int, upstream:tuple=(), stdin_text=None):
     "Visit every node that can run something: commands, pipelines, redirects, assignments, functions."
     if depth > MAX_TREE_DEPTH: return st.deny('…', f"the script nests deeper than {MAX_TREE_DEPTH} levels")
     t = n.type
     if t in _LEAVES: return
+    if (check := _EVAL_NODES.get(t)) is not None: check(n, st)
     if t == 'command': return _visit_command(n, st, depth, upstream, stdin_text)
+    if t == 'unset_command': return _visit_unset(n, st, depth)
     if t == 'pipeline': return _visit_pipeline([c for c in n.named_children], st, depth, upstream)
     if t == 'redirected_statement': return _visit_redirected(n, st, depth, upstream)
     if t == 'function_definition': return _visit_function(n, st, depth)
@@ -235,8 +247,8 @@ def _visit_redirected(n, st:_State, depth:int, upstream:tuple):
         if h.type == 'pipeline': _visit_pipeline(h.named_children, st, depth + 1, fed)
         else: _walk(h, st, depth + 1)
 
-# %% ../nbs/21_shell_gate.ipynb #dfdce18f
-_DENY_VARS = re.compile(r'^(?:LD_\w+|DYLD_\w+|PATH|PROMPT_COMMAND|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|BASH_FUNC_\w*|BASH_LOADABLES_PATH|GCONV_PATH)$')
+# %% ../nbs/21_shell_gate.ipynb #12f81d1c
+_DENY_VARS = re.compile(r'^(?:LD_\w+|DYLD_\w+|PATH|PROMPT_COMMAND|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|BASH_FUNC_.*|BASH_LOADABLES_PATH|GCONV_PATH)$')
 _ASK_VARS = re.compile(r'^(?:IFS|PS[0-3]|HOME|SHELL|CDPATH|GLOBIGNORE|HISTFILE|HISTCONTROL|PAGER|MANPAGER|EDITOR|VISUAL|GIT_\w+|PYTHON\w+|NODE_OPTIONS|NODE_PATH|PERL5\w+|PERLLIB|RUBYOPT|RUBYLIB|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|LESSOPEN|LESSCLOSE|TMPDIR|SSH_\w+|http_proxy|https_proxy|HTTPS?_PROXY|ALL_PROXY|no_proxy|NO_PROXY)$')
 
 def _check_var(name:str, text:str, st:_State):
@@ -251,15 +263,7 @@ def _assignment(n, st:_State, persistent:bool):
     _check_var(name.split('[')[0], n.text.decode('utf-8', 'replace'), st)
     if persistent and name:
         st.vars[name] = _word(value_node, st)[0] if value_node is not None else ''
-
-def _declaration(n, st:_State):
-    "`export`, `declare`, `local`, `readonly`, `typeset`: the assignments are checked when walked."
-    words = [c for c in n.named_children if c.type != 'variable_assignment']
-    if len(words) == len(list(n.named_children)) and not any(_word(w, st)[0].lstrip('-+').isidentifier() for w in words):
-        st.ask(n.text.decode('utf-8', 'replace'), "prints the environment or shell state, which may expose secrets")
-    for w in words:
-        v = _word(w, st)[0]
-        if v.isidentifier(): _check_var(v, n.text.decode('utf-8', 'replace'), st)
+        st.bound.add(name.split('[')[0])
 
 # %% ../nbs/21_shell_gate.ipynb #609bb4ee
 def _redirect_op(n) -> str:
@@ -308,7 +312,7 @@ def _visit_function(n, st:_State, depth:int):
         for c in n.named_children: _walk(c, st, depth + 1)
     finally: st.current_function = outer
 
-# %% ../nbs/21_shell_gate.ipynb #c7e3e22e
+# %% ../nbs/21_shell_gate.ipynb #aae9dbfa
 def _visit_command(n, st:_State, depth:int, upstream:tuple=(), stdin_text=None):
     "A simple command: collect its words, judge it, then walk the substitutions inside its words."
     words, prefix = [], []
@@ -329,11 +333,11 @@ def _visit_command(n, st:_State, depth:int, upstream:tuple=(), stdin_text=None):
     if words: st.commands.append(cmd); _judge(cmd, st)
     for w in words:
         if w.type not in _LEAVES: _walk(w, st, depth + 1)
-    for a in prefix:
-        v = a.child_by_field_name('value')
-        if v is not None and v.type not in _LEAVES: _walk(v, st, depth + 1)
+    for a in prefix:                       # the value, and a subscript in the name (`a[i]=1 cmd`)
+        for part in a.named_children:
+            if part.type not in _LEAVES: _walk(part, st, depth + 1)
 
-# %% ../nbs/21_shell_gate.ipynb #c1969e79
+# %% ../nbs/21_shell_gate.ipynb #0a12238c
 _ODD_CHARS = re.compile(r'[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]')
 
 def _judge(cmd:Command, st:_State):
@@ -347,6 +351,7 @@ def _judge(cmd:Command, st:_State):
     base = name.rsplit('/', 1)[-1] if '/' in name else name
     if not base.isascii() or _ODD_CHARS.search(base):
         return st.ask(cmd, f"the command name {base!r} has unusual characters")
+    if (check := _EVAL_COMMANDS.get(base)) is not None: check(cmd, st, base)
     if base == st.current_function:
         return st.flag('deny' if cmd.upstream or '&' in cmd.text else 'ask', cmd, f"the function `{base}` calls itself (fork-bomb shape)")
     if base in st.functions: return _check_args(cmd, st)   # its body was checked at the definition
@@ -404,14 +409,14 @@ def _skip_options(argv:list, i:int, with_value:frozenset) -> int:
                 break
     return i
 
-# %% ../nbs/21_shell_gate.ipynb #911ac7b2
+# %% ../nbs/21_shell_gate.ipynb #0f07f6ee
 _READONLY = frozenset('''ls cat head tail wc grep egrep fgrep zgrep rg echo printf pwd cd cut tr rev tac nl paste join comm
 diff cmp fold fmt column expand unexpand od hexdump strings md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum
 cksum sum basename dirname readlink realpath whoami id groups uname uptime w who ps pgrep pstree top free nproc cal seq
 expr bc true false test [ [[ du df stat file which whereis type tree zcat bzcat xzcat jq numfmt locate yes : sleep arch
-tty logname printf read wait exit return break continue shift getconf lsb_release lscpu'''.split())
+tty logname printf read wait exit return break continue shift getconf lsb_release lscpu let unset getopts'''.split())
 
-# %% ../nbs/21_shell_gate.ipynb #a3aa8106
+# %% ../nbs/21_shell_gate.ipynb #8643409b
 _WRAPPERS = {  # name: (options that take a value, operands to skip before the command, privileged)
     'sudo': (frozenset('-u -g -h -p -C -r -t -U -D -R -T --user --group --host --prompt --close-from --role --type --other-user --chdir --chroot --command-timeout'.split()), 0, True),
     'doas': (frozenset('-u -C'.split()), 0, True), 'pkexec': (frozenset(['--user']), 0, True), 'run0': (frozenset(['--user', '-u']), 0, True),
@@ -449,6 +454,7 @@ def _env(cmd:Command, st:_State, base:str):
             rest = argv[i + 2:] if a in ('-S', '--split-string') else argv[i + 1:]
             return _analyse_into(script + ' ' + ' '.join(shlex.quote(r) for r in rest), st)
         elif a.startswith('-') and a != '-': i += 1
+        elif a.startswith('BASH_FUNC_'): return st.deny(cmd, "defines a function through the environment (BASH_FUNC_…), which a nested bash imports and runs")
         elif '=' in a and a.split('=', 1)[0].isidentifier(): _check_var(a.split('=', 1)[0], cmd.text, st); i += 1
         else: break
     if i < len(argv): return _judge(_child(cmd, i), st)
@@ -473,7 +479,7 @@ def _busybox(cmd:Command, st:_State, base:str):
     if len(cmd.argv) > 1: _judge(_child(cmd, 1), st)
     else: st.ask(cmd, f"`{base}` without an applet")
 
-# %% ../nbs/21_shell_gate.ipynb #0ddde3ed
+# %% ../nbs/21_shell_gate.ipynb #b5d147f6
 _SHELLS = frozenset('sh bash zsh dash ksh mksh ash fish rbash yash csh tcsh'.split())
 _DOWNLOADERS = frozenset('curl wget fetch nc ncat netcat socat aria2c http https lynx links ftp tftp'.split())
 
@@ -488,6 +494,8 @@ def _shell(cmd:Command, st:_State, base:str):
             i += 2; continue
         if a == '--': i += 1; break
         if a in ('-', '-s'): break
+        if a in ('--login', '--interactive') or (a[:1] == '-' and a[1:2] != '-' and set(a[1:]) & set('il')):
+            st.ask(cmd, f"`{base} {a}` starts a login or interactive shell, which runs startup files (~/.profile, ~/.bashrc, $ENV)")
         if len(a) > 1 and a[0] in '-+':
             run_string = run_string or (a[0] == '-' and not a.startswith('--') and 'c' in a); i += 1; continue
         break
@@ -597,7 +605,7 @@ def _scan_code(code:str, cmd:Command, st:_State, lang:str):
         elif destroys and lit.startswith(('/', '~')) and _place(lit, st.ws) in ('system', 'root', 'dotfile', 'ancestor'):
             st.deny(cmd, f"the code modifies or deletes {lit}")
 
-# %% ../nbs/21_shell_gate.ipynb #070bc961
+# %% ../nbs/21_shell_gate.ipynb #8c8e10b7
 _XARGS_VALUE = frozenset('-I -i -n -L -l -P -d -E -e -s -a --max-args --max-lines --max-procs --delimiter --eof --max-chars --arg-file --replace --process-slot-var'.split())
 
 @_handles('xargs')
@@ -611,6 +619,7 @@ def _xargs(cmd:Command, st:_State, base:str):
         if a in _XARGS_VALUE: i += 2
         elif a[:2] in ('-I', '-n', '-L', '-P', '-d', '-E', '-s', '-a') or a.startswith(('-i', '-l', '-e')) or '=' in a: i += 1
         else: i += 1
+    _check_args(Command(argv[:i], cmd.static[:i], cmd.text, cmd.upstream, cmd.stdin_text, cmd.raw[:i]), st)   # `-a FILE` reads FILE
     if i < len(argv): _judge(_child(cmd, i), st)
 
 # %% ../nbs/21_shell_gate.ipynb #f687be87
@@ -1088,10 +1097,11 @@ def _shell_state(cmd:Command, st:_State, base:str):
     if base == 'set' and len(cmd.argv) > 1 and all(a[:1] in '-+' or a in ('pipefail', 'errexit', 'nounset', 'xtrace') for a in cmd.argv[1:]): return
     st.ask(cmd, f"`{base}` prints or changes shell state, which may expose secrets")
 
-# %% ../nbs/21_shell_gate.ipynb #78338d06
+# %% ../nbs/21_shell_gate.ipynb #f17745dd
 _KNOWN_NAMES = _READONLY | _SHELLS | _DOWNLOADERS | _NETWORK | _DISK_TOOLS | _POWER | frozenset('''cd ls rm cp mv sudo su git cat echo
 printf test eval exec source alias unalias export set unset command builtin type which kill trap read wait exit return
-python python3 perl ruby node npm pip pip3 make chmod chown mkdir touch find xargs sed awk grep tar ssh curl wget'''.split())
+python python3 perl ruby node npm pip pip3 make chmod chown mkdir touch find xargs sed awk grep tar ssh curl wget
+let mapfile readarray getopts unset trap complete compgen bind enable'''.split())
 
 # %% ../nbs/21_shell_gate.ipynb #1e5738ba
 _RESOLVED = {}
@@ -1141,3 +1151,281 @@ def shell_gate(action:Action, ctx:Context|None=None) -> Verdict|None:
     agent = getattr(ctx, 'agent', None) if ctx is not None else None
     workspace = getattr(agent, 'workspace', None) if agent is not None else None
     return shell_verdict(command, workspace if workspace is not None else config.workspace())
+
+# %% ../nbs/21_shell_gate.ipynb #c054532e
+_ARITH_INERT = re.compile(r'''
+    (?: \s+                                   # blanks and newlines
+      | 0[xX][0-9A-Fa-f]+                     # a hexadecimal number
+      | [0-9]+ \# [0-9A-Za-z@_]+              # base#digits (bases above 10 use letters, @ and _)
+      | [0-9]+                                # a decimal or octal number
+      | [-+*/%<>=!&|^~?:,()]                  # operators and parentheses
+      | \$[#?$!] | \$\{[#?$!]\}               # $#, $?, $$, $!: always a number
+      | \$\{\#[A-Za-z_][A-Za-z0-9_]*\}        # ${#name}: a length, always a number
+    )*''', re.X)
+
+def _inert_arith(text:str) -> bool:
+    "Is `text` arithmetic that cannot run code: numbers and operators, no names, quotes or expansions?"
+    return _ARITH_INERT.fullmatch(text) is not None
+
+# %% ../nbs/21_shell_gate.ipynb #d3776d63
+_NAME_OPERAND = re.compile(r'''
+    (?P<name>[A-Za-z_][A-Za-z0-9_]*)          # a variable name
+    (?: \[ (?P<index>[^\]]*) \] )?            # perhaps with a subscript, which bash evaluates as arithmetic
+    ''', re.X)
+
+def _bind(name:str, text:str, st:_State):
+    "The script assigns `name`: a hook such as PATH or PS4 is judged like an assignment, and the name counts as set by the script."
+    _check_var(name, text, st); st.bound.add(name)
+
+def _name_operand(value:str, static:bool, text:str, st:_State, assigns:bool=True):
+    "A word bash takes as a variable name (`read NAME`, `printf -v NAME`, `unset NAME`, `-v NAME`): a plain name or a literal subscript is inert."
+    m = _NAME_OPERAND.fullmatch(value) if static else None
+    if m is None: return st.ask(text, f"bash takes `{value or '…'}` as a variable name and evaluates a subscript in it, which can run code")
+    if m['index'] is not None and m['index'] not in ('@', '*') and not _inert_arith(m['index']):
+        st.ask(text, f"bash evaluates the subscript of {value} as arithmetic, and a name in it can run code")
+    if assigns: _bind(m['name'], text, st)
+
+def _arith_operand(value:str, static:bool, raw:str, text:str, st:_State):
+    "A word bash evaluates as arithmetic (`let`, `[[ a -lt b ]]`): literal numbers pass, names and expansions ask."
+    if (static and _inert_arith(value)) or _inert_arith(raw.strip('"')): return
+    st.ask(text, f"bash evaluates `{raw}` as arithmetic, and a value such as `a[$(…)]` in it runs a command")
+
+# %% ../nbs/21_shell_gate.ipynb #dc6eca21
+def _arith_text(n) -> str|None:
+    "The text between `$((`, `$[` or `((` and the closing `))` or `]` of an arithmetic node; None if the tokens are missing."
+    kids = n.children
+    start = next((c for c in kids if c.type in ('$((', '$[', '((')), None)
+    end = next((c for c in reversed(kids) if c.type in ('))', ']')), None)
+    if start is None or end is None or end.start_byte < start.end_byte: return None
+    return n.text[start.end_byte - n.start_byte:end.start_byte - n.start_byte].decode('utf-8', 'replace')
+
+@_evaluates('arithmetic_expansion', 'compound_statement', 'c_style_for_statement', 'command_substitution')
+def _arith_node(n, st:_State):
+    "`$((…))`, `$[…]`, `((…))`, `for ((…;…;…))`: literal arithmetic passes, anything else asks."
+    t, text = n.type, n.text.decode('utf-8', 'replace')
+    if t == 'compound_statement' and (not n.children or n.children[0].type != '(('): return   # `{ …; }`
+    if t == 'command_substitution':                       # the grammar reads a heredoc's `$((x))` as `$( (x) )`; bash does arithmetic
+        if not text.startswith('$(('): return
+        inner = text[3:-2] if text.endswith('))') else text[3:]
+    else: inner = _arith_text(n)
+    if t == 'c_style_for_statement':
+        text = f"for (({inner}))"
+        if inner is not None: inner = inner.replace(';', ' ')
+    if inner is None or not _inert_arith(inner):
+        st.ask(text, "arithmetic with a name or an expansion in it: bash evaluates a variable's value, and `a[$(…)]` in it runs a command")
+
+@_evaluates('subscript')
+def _subscript_node(n, st:_State):
+    "`a[i]` in an expansion or an assignment: an indexed array's subscript is arithmetic."
+    kids = n.children
+    start = next((c for c in kids if c.type == '['), None)
+    end = next((c for c in reversed(kids) if c.type == ']'), None)
+    inner = n.text[start.end_byte - n.start_byte:end.start_byte - n.start_byte].decode('utf-8', 'replace') if start and end else None
+    if inner is None or (inner.strip() not in ('@', '*') and not _inert_arith(inner)):
+        st.ask(n.text.decode('utf-8', 'replace'), "the array subscript is evaluated as arithmetic, and a name or expansion in it can run code")
+
+_ARRAY_KEY = re.compile(r'''\[ (?P<index>[^\]]*) \] \+?= ''', re.X)
+
+@_evaluates('array')
+def _array_node(n, st:_State):
+    "`(… [i]=v …)`: the subscripts of a compound assignment are arithmetic too."
+    for c in n.named_children:
+        t = c.text.decode('utf-8', 'replace')
+        if not t.startswith('[') or ']' not in t: continue
+        m = _ARRAY_KEY.match(t)
+        if m is None or not _inert_arith(m['index']):
+            st.ask(n.text.decode('utf-8', 'replace'), f"the subscript in `{_short(t, 40)}` is evaluated as arithmetic, and a name or expansion in it can run code")
+
+# %% ../nbs/21_shell_gate.ipynb #5379dfc7
+def _secret_name(name:str, st:_State) -> bool:
+    "Would expanding `name` read what is likely a secret from the environment? Upper-case names always; others unless the script set them first."
+    return bool(name) and SECRET_NAME.search(name) is not None and (name.upper() == name or name not in st.bound)
+
+@_evaluates('simple_expansion')
+def _simple_expansion_node(n, st:_State):
+    "`$NAME`: nothing is evaluated, but a secret-looking environment variable must not reach the output unattended."
+    name = next((c.text.decode('utf-8', 'replace') for c in n.named_children if c.type == 'variable_name'), '')
+    if _secret_name(name, st): st.ask(n.text.decode('utf-8', 'replace'), f"expands ${name}, whose name looks like a secret: the sandbox clears it, an unconfined run would not")
+
+@_evaluates('expansion')
+def _expansion_node(n, st:_State):
+    "`${…}`: indirection, `@P`, substring offsets and name listings evaluate or reveal; `${X:=…}` assigns X. Forms not understood ask."
+    text, base = n.text, n.start_byte
+    where = text.decode('utf-8', 'replace')
+    name_node = next((c for c in n.named_children if c.type in ('variable_name', 'subscript', 'special_variable_name')), None)
+    if name_node is None:                                # ${#}, ${!}, ${!#}: special parameters
+        if re.fullmatch(rb'\$\{(?:[#!?$-]|!\#)\}', text) is None: st.ask(where, "an expansion the gate does not understand")
+        return
+    prefix = text[2:name_node.start_byte - base].decode('utf-8', 'replace').strip()
+    rest = text[name_node.end_byte - base:-1].decode('utf-8', 'replace')
+    name_text = name_node.text.decode('utf-8', 'replace')
+    name = name_text.split('[', 1)[0]
+    keys = name_node.type == 'subscript' and name_text[len(name):].strip() in ('[@]', '[*]')
+    if prefix == '!':
+        if rest in ('@', '*'): st.ask(where, "lists the names of variables, which may name secrets")
+        elif not (keys and rest == ''): st.ask(where, "indirection: bash takes the value as a variable name and evaluates a subscript in it")
+    elif prefix not in ('', '#'): st.ask(where, "an expansion the gate does not understand")
+    if rest.startswith(':') and rest[1:2] not in ('-', '=', '+', '?') and not _inert_arith(rest[1:]):
+        st.ask(where, "a substring offset or length is arithmetic, and a name or expansion in it can run code")
+    if rest.startswith('@') and 'P' in rest[1:]: st.ask(where, "`@P` expands the value as a prompt string, which runs `$(…)` in it")
+    if rest.startswith((':=', '=')) and prefix == '': _bind(name, where, st)
+    if _secret_name(name, st): st.ask(where, f"expands {name}, whose name looks like a secret: the sandbox clears it, an unconfined run would not")
+
+# %% ../nbs/21_shell_gate.ipynb #f5e8a77d
+_EVAL_BUILTINS = {  # builtin: (options that take a value, {option: what its value is}, what the operands are, in order, the last repeating)
+    'let':       ('',            {},                 ('arith',)),
+    'read':      ('adinNptu',    {'a': 'name'},      ('name',)),
+    'mapfile':   ('CcdnOsu',     {'C': 'code'},      ('name',)),
+    'readarray': ('CcdnOsu',     {'C': 'code'},      ('name',)),
+    'printf':    ('v',           {'v': 'name'},      ('value',)),
+    'wait':      ('p',           {'p': 'name'},      ('value',)),
+    'getopts':   ('',            {},                 ('value', 'name', 'value')),
+    'unset':     ('',            {},                 ('name',)),
+    'trap':      ('',            {},                 ('code', 'value')),
+    'complete':  ('ACFGoPSWX',   {'C': 'code'},      ('value',)),
+    'compgen':   ('ACFGoPSWX',   {'C': 'code'},      ('value',)),
+    'bind':      ('mqurfx',      {'x': 'binding'},   ('value',)),
+    'enable':    ('f',           {'f': 'library'},   ('value',)),
+}
+_QUOTED = re.compile(r'''"(?:[^"\\]|\\.)*"''', re.S)                  # one double-quoted string: never split
+_SAFE_START = re.compile(r'''["']?(?: [A-Za-z0-9_./%,:=@+] | \$[#?$!] )''', re.X)
+
+# %% ../nbs/21_shell_gate.ipynb #36cd214a
+def _eval_word(kind:str, value:str, static:bool, raw:str, cmd:Command, st:_State, base:str):
+    "Judge one word of an evaluating builtin by what bash does with it."
+    if kind == 'name': _name_operand(value, static, cmd.text, st)
+    elif kind == 'arith': _arith_operand(value, static, raw, cmd.text, st)
+    elif kind in ('code', 'binding'):
+        st.ask(cmd, f"`{base}` runs shell code given as a string")
+        if static: _analyse_into(value.partition(':')[2] if kind == 'binding' else value, st)
+    elif kind == 'library': st.deny(cmd, f"`{base} -f` loads a shared library into the shell")
+
+@_evaluates(commands=[*_EVAL_BUILTINS, 'test', '['])
+def _eval_builtin(cmd:Command, st:_State, base:str):
+    "The words of a builtin that takes variable names, arithmetic or code (`_EVAL_BUILTINS`); `test` and `[` have their own rule."
+    if base in ('test', '['):
+        return _test_args(list(zip(cmd.argv, cmd.static, cmd.raw))[1:len(cmd.argv) - (base == '[' and cmd.argv[-1:] == [']'])], cmd.text, st)
+    valued, option_kinds, operand_kinds = _EVAL_BUILTINS[base]
+    argv, i = cmd.argv, 1
+    while i < len(argv):
+        a = argv[i]
+        if not cmd.static[i]:
+            if not _SAFE_START.match(cmd.raw[i]): return st.ask(cmd, f"`{cmd.raw[i]}` is only known at run time and may become an option such as `-v NAME`")
+            break
+        if a == '--': i += 1; break
+        if not a.startswith('-') or a == '-': break
+        i += 1
+        for k, letter in enumerate(a[1:], 1):
+            if letter not in valued: continue
+            j = None if a[k + 1:] else i
+            value, static, raw = (a[k + 1:], True, a[k + 1:]) if j is None else (argv[j], cmd.static[j], cmd.raw[j]) if j < len(argv) else ('', True, '')
+            _eval_word(option_kinds.get(letter, 'value'), value, static, raw, cmd, st, base)
+            if j is not None: i += 1
+            break
+    for j in range(i, len(argv)):
+        kinds = operand_kinds[min(j - i, len(operand_kinds) - 1):]
+        if not cmd.static[j] and not _QUOTED.fullmatch(cmd.raw[j]) and not _inert_arith(cmd.raw[j]) and set(kinds) != {'value'}:
+            st.ask(cmd, f"`{cmd.raw[j]}` may split into several words and shift which word bash takes as a name"); continue
+        _eval_word(kinds[0], argv[j], cmd.static[j], cmd.raw[j], cmd, st, base)
+
+# %% ../nbs/21_shell_gate.ipynb #c320576b
+def _visit_unset(n, st:_State, depth:int):
+    "`unset NAME…` (a node of its own in the grammar) is judged like any command."
+    words = n.named_children
+    argv, static, raw = ['unset'], [True], ['unset']
+    for w in words:
+        v, s = _word(w, st); argv.append(v); static.append(s); raw.append(v if s else w.text.decode('utf-8', 'replace'))
+    cmd = Command(argv, static, n.text.decode('utf-8', 'replace'), (), None, raw)
+    st.commands.append(cmd); _judge(cmd, st)
+    for w in words:
+        if w.type not in _LEAVES: _walk(w, st, depth + 1)
+
+@_evaluates('for_statement')
+def _for_node(n, st:_State):
+    "`for NAME in …` and `select NAME in …` assign NAME."
+    v = n.child_by_field_name('variable')
+    if v is not None: _bind(v.text.decode('utf-8', 'replace'), n.text.decode('utf-8', 'replace').split(';')[0], st)
+
+
+# %% ../nbs/21_shell_gate.ipynb #bdf183f5
+_ARITH_TESTS = frozenset('-eq -ne -lt -le -gt -ge'.split())
+_TEST_UNARY = frozenset('-a -b -c -d -e -f -g -h -k -p -r -s -t -u -w -x -G -L -N -O -S -z -n -o -v -R !'.split())
+_TEST_BINARY = frozenset('= == != < > =~ -eq -ne -lt -le -gt -ge -nt -ot -ef -a -o'.split())
+
+def _test_args(words:list, text:str, st:_State):
+    "`test`/`[` with (value, static, raw) words: `-v NAME` evaluates a subscript; a run-time word may split or be read as `-v`."
+    n = len(words)
+    for k, (v, s, raw) in enumerate(words):
+        if s:
+            if v == '-v' and k + 1 < n: _name_operand(words[k + 1][0], words[k + 1][1], text, st, assigns=False)
+            continue
+        if not _QUOTED.fullmatch(raw) and not _inert_arith(raw): st.ask(text, f"`{raw}` may split into several words, and `-v a[$(…)]` among them runs code")
+        elif n > 1 and not (k > 0 and words[k - 1][1] and words[k - 1][0] in _TEST_UNARY | _TEST_BINARY) \
+                and not (k + 1 < n and words[k + 1][1] and words[k + 1][0] in _TEST_BINARY):
+            st.ask(text, f"`{raw}` is only known at run time and may be read as an operator such as `-v`")
+
+@_evaluates('test_command')
+def _test_node(n, st:_State):
+    "`[[ … ]]`: arithmetic comparisons evaluate both operands and `-v` evaluates a subscript; `[ … ]` goes through `_test_args`."
+    text = n.text.decode('utf-8', 'replace')
+    if not (n.children and n.children[0].type == '[['):
+        words, stack = [], list(reversed(n.children[1:-1]))
+        while stack:
+            e = stack.pop()
+            if e.type in ('binary_expression', 'unary_expression', 'parenthesized_expression'): stack.extend(reversed(e.children)); continue
+            t = e.text.decode('utf-8', 'replace')
+            words.append((t, True, t) if e.type == 'test_operator' or not e.is_named else (*_word(e, st), t))
+        return _test_args(words, text, st)
+    stack = [n]
+    while stack:
+        e = stack.pop()
+        ops = [c.text.decode() for c in e.children if c.type == 'test_operator']
+        if e.type == 'binary_expression' and set(ops) & _ARITH_TESTS:
+            for c in e.named_children:
+                if c.type != 'test_operator': _arith_operand(*_word(c, st), c.text.decode('utf-8', 'replace'), text, st)
+        elif e.type == 'unary_expression' and ops == ['-v'] and e.named_children:
+            _name_operand(*_word(e.named_children[-1], st), text, st, assigns=False)
+        if e.type in ('test_command', 'binary_expression', 'unary_expression', 'parenthesized_expression'): stack.extend(e.children)
+
+# %% ../nbs/21_shell_gate.ipynb #cee9ccf7
+_DECLARE_FLAGS = {  # attribute letters of declare/typeset/local/export/readonly the gate cares about
+    'i': "gives the integer attribute: every later assignment is evaluated as arithmetic, and a name in it can run code",
+    'n': "makes a name reference: its value is used as a variable name, and a subscript in it is evaluated on every use",
+    'p': "prints variables with their values, which may include secrets",
+}
+
+def _declaration(n, st:_State):
+    "`declare`, `typeset`, `local`, `export`, `readonly`: attributes and values that make bash evaluate, and dumps of every variable."
+    keyword = n.children[0].type if n.children else 'declare'
+    text = n.text.decode('utf-8', 'replace')
+    flags, operands = '', 0
+    for c in n.named_children:
+        if c.type == 'variable_assignment':
+            operands += 1; value = c.child_by_field_name('value')
+            if value is not None and value.type != 'array' and not _word(value, st)[1] and (keyword in ('declare', 'typeset', 'local') or set(flags) & set('aA')):
+                st.ask(text, f"`{keyword}` re-parses a run-time value `(…)` as an array assignment when the name is an array, and runs what it contains")
+            continue
+        v, s = _word(c, st)
+        if not s: operands += 1; st.ask(text, f"`{keyword}` with a word only known at run time: bash may read it as options, an assignment or an array"); continue
+        if v[:1] in '-+' and len(v) > 1 and '=' not in v: flags += v[1:]; continue
+        operands += 1
+        name, eq, value = v.partition('=')
+        _name_operand(name.removesuffix('+'), True, text, st)
+        if eq and value.startswith('('): st.ask(text, f"`{keyword}` parses `{_short(v, 40)}` as a compound assignment and expands its words")
+    for letter in sorted(set(flags) & set(_DECLARE_FLAGS)): st.ask(text, _DECLARE_FLAGS[letter])
+    if not operands and (not flags or set(flags) - set('fF')): st.ask(text, "prints variables and their values, which may include secrets")
+
+# %% ../nbs/21_shell_gate.ipynb #6774168c
+_ENV_READERS = {  # command: (what in one of its words makes it print environment variables, options whose value is skipped)
+    'ps':   (re.compile(r'^[A-Za-z]*e[A-Za-z]*$'), frozenset('-o -O -p -q -u -U -g -G -C -t -s -k --format --pid --user --group --sort'.split())),
+    'jq':   (re.compile(r'\benv\b|\$ENV\b'), frozenset()),
+    **{awk: (re.compile(r'\bENVIRON\b'), frozenset()) for awk in ('awk', 'gawk', 'mawk', 'nawk', 'busybox-awk')},
+}
+
+@_evaluates(commands=_ENV_READERS)
+def _env_reader(cmd:Command, st:_State, base:str):
+    "`ps e`, `jq env`, `awk ENVIRON`: read-only tools that print the environment ask (`env`, `printenv`, `set` ask anyway)."
+    pattern, valued = _ENV_READERS[base]
+    for k, a in enumerate(cmd.argv[1:], 1):
+        if cmd.argv[k - 1] not in valued and pattern.search(a):
+            return st.ask(cmd, f"`{base}` prints environment variables, which may hold secrets when the sandbox is unavailable")
