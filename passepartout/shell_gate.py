@@ -118,21 +118,33 @@ def _echo_value(n, st) -> str:
         if ws and ws[0] in ('echo', 'printf') and len(ws) > 1: return ' '.join(w for w in ws[1:] if not w.startswith('-'))
     return ''
 
-# %% ../nbs/21_shell_gate.ipynb #4c541e13
+# %% ../nbs/21_shell_gate.ipynb #e8f4238b
 _STRONG = re.compile(r'''(?:^|[=@:'"<\s])(?:/etc/(?:shadow|gshadow|passwd|group|master\.passwd|sudoers)\b|/etc/(?:security|pam\.d|ssh|ssl)(?:/|$)|/root(?:/|$)|/proc/1(?:/|$)|/var/lib/pam|~root)|/proc/(?:[^/]*/)+environ|(?:^|/)\.ssh(?:/|$)|id_(?:rsa|dsa|ecdsa|ed25519)|(?:^|/)\.(?:gnupg|aws|azure|kube|password-store)(?:/|$)|(?:^|/)\.(?:netrc|pgpass|git-credentials|pypirc|vault-token|docker/config\.json|bash_history|zsh_history)$|\.config/gcloud|/etc/krb5\.keytab''', re.I)
-_SOFT = re.compile(r'''(?:^|/)\.env(?:\.|$)|\.(?:pem|key|p12|pfx|jks|keystore|kdbx|crt)$|token|secret|passw|credential|private|keychain|keyring|history|(?:^|[=:\s])/(?:var/(?:log|mail|spool)|boot)(?:/|$)|cron|(?:^|[=:\s])/proc/\d|(?:^|[=:\s])/dev/(?!null\b|zero\b|u?random\b|std(?:in|out|err)\b|fd/|tty\b|shm/|disk/)|\.mozilla|google-chrome|chromium|wp-config|(?:^|/)environ$''', re.I)
+_SOFT = re.compile(r'''(?:^|/)\.env(?:\.|$)|\.(?:pem|key|p12|pfx|jks|keystore|kdbx|crt)$|token|secret|passw|credential|private|keychain|keyring|history|(?:^|[=:\s])/(?:var/(?:log|mail|spool)|boot)(?:/|$)|cron|(?:^|[=:\s])/proc/(?:\d|self|thread-self)|(?:^|[=:\s])/dev/(?!null\b|zero\b|u?random\b|std(?:in|out|err)\b|fd/|tty\b|shm/|disk/)|\.mozilla|google-chrome|chromium|wp-config|(?:^|/)environ$''', re.I)
 _SYSTEM = ('/etc', '/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/boot', '/root', '/sys', '/proc',
            '/dev', '/var', '/opt', '/srv', '/snap', '/System', '/Library', '/private', '/Applications', '/nix')
 _SYSTEM_DIRS = tuple(s + '/' for s in _SYSTEM)
 _HARMLESS_SINKS = {'/dev/null', '/dev/stdout', '/dev/stderr', '/dev/tty', '/dev/zero'}
 
 def _sensitive(arg:str) -> str|None:
-    "'deny' for keys, account databases and root's files; 'ask' for likely secrets and logs; else None."
+    "'deny' for keys, account databases and root's files; 'ask' for likely secrets and logs (or a glob that may match one); else None."
     if not arg: return None
     a = posixpath.normpath(arg) if arg.startswith('/') and '..' in arg else arg
     if _STRONG.search(a): return 'deny'
     if _SOFT.search(a): return 'ask'
+    if ('*' in a or '?' in a or '[' in a) and ('/' in a or a.startswith('~')): return _glob_sensitive(a)
     return None
+
+_SENSITIVE_EXAMPLES = ('/etc/shadow', '/etc/gshadow', '/etc/passwd', '/etc/sudoers', '/etc/ssh/ssh_host_ed25519_key', '/root/.bashrc',
+    '/proc/self/environ', '/proc/1/environ', '/proc/self/task/1/environ', '/proc/thread-self/environ', '~/.ssh/id_rsa', '~/.aws/credentials',
+    '~/.netrc', '~/.git-credentials', '~/.gnupg/private-keys-v1.d', '~/.kube/config', '~/.docker/config.json', '~/.bash_history', '~/.pgpass')
+
+def _glob_sensitive(pattern:str) -> str|None:
+    "A glob (`/pr?c/self/env*`, `~/.ss*/id_*`) that would match a known secret: 'ask'."
+    path = pattern[min((i for i in (pattern.find('/'), pattern.find('~')) if i >= 0), default=0):]   # `--file=/etc/sha*` too
+    path = re.sub(r'\[[^\]/]*\]', '?', path)                         # a bracket class matches one character
+    rx = ''.join(('' if k and path[k - 1] != '/' else r'(?!\.)') + ('[^/]*' if c == '*' else '[^/]') if c in '*?' else re.escape(c) for k, c in enumerate(path))
+    return 'ask' if any(re.fullmatch(rx, e) for e in _SENSITIVE_EXAMPLES) else None
 
 # %% ../nbs/21_shell_gate.ipynb #9c744f82
 def _place(p:str, ws:str|None) -> str:
@@ -173,7 +185,7 @@ class _State:
     def ask(self, cmd, why): self.flag('ask', cmd, why)
     def deny(self, cmd, why): self.flag('deny', cmd, why)
 
-# %% ../nbs/21_shell_gate.ipynb #df6e5abb
+# %% ../nbs/21_shell_gate.ipynb #e9053614
 def _analyse_into(text:str, st:_State, upstream:tuple=(), stdin_text:str|None=None):
     "Parse `text` as bash and walk it into `st` (used for the top level and for re-parsed scripts)."
     if st.nesting >= MAX_NESTING: return st.deny(text, f"scripts nested more than {MAX_NESTING} deep")
@@ -184,8 +196,9 @@ def _analyse_into(text:str, st:_State, upstream:tuple=(), stdin_text:str|None=No
     st.nesting += 1
     try: _walk(root, st, 0, upstream, stdin_text)
     finally: st.nesting -= 1
+    _arith_net(text, st)
 
-# %% ../nbs/21_shell_gate.ipynb #af1e4f0e
+# %% ../nbs/21_shell_gate.ipynb #a0865b2e
 _LEAVES = frozenset({'word', 'raw_string', 'number', 'ansi_c_string', 'string_content', 'comment', 'variable_name',
                      'heredoc_start', 'heredoc_end', 'heredoc_content', 'file_descriptor', 'special_variable_name', 'test_operator', 'regex'})
 _EVAL_NODES, _EVAL_COMMANDS = {}, {}   # node type or command name: its check as a place where bash evaluates data (see "Where bash runs data as code")
@@ -202,14 +215,16 @@ def _walk(n, st:_State, depth:int, upstream:tuple=(), stdin_text=None):
     if depth > MAX_TREE_DEPTH: return st.deny('…', f"the script nests deeper than {MAX_TREE_DEPTH} levels")
     t = n.type
     if t in _LEAVES: return
-    if (check := _EVAL_NODES.get(t)) is not None: check(n, st)
+    if (check := _EVAL_NODES.get(t)) is not None and check(n, st) == 'literal': return   # `$((2*3))` read as `$( (2*3) )`: nothing runs
     if t == 'command': return _visit_command(n, st, depth, upstream, stdin_text)
     if t == 'unset_command': return _visit_unset(n, st, depth)
     if t == 'pipeline': return _visit_pipeline([c for c in n.named_children], st, depth, upstream)
     if t == 'redirected_statement': return _visit_redirected(n, st, depth, upstream)
     if t == 'function_definition': return _visit_function(n, st, depth)
-    if t == 'variable_assignment': _assignment(n, st, persistent=True)
-    elif t == 'declaration_command': _declaration(n, st)
+    if t == 'variable_assignment':                  # the value first: `k=$k` still reads k from the environment
+        for c in n.named_children: _walk(c, st, depth + 1, upstream, stdin_text)
+        return _assignment(n, st, persistent=True)
+    if t == 'declaration_command': _declaration(n, st)
     elif t == 'file_redirect': _file_redirect(n, st)
     elif t in ('command_substitution', 'process_substitution'):
         upstream, stdin_text = (), None
@@ -225,14 +240,14 @@ def _visit_pipeline(stages:list, st:_State, depth:int, upstream:tuple=()):
         _walk(stage, st, depth + 1, upstream)
         upstream = upstream + tuple(st.commands[before:])
 
-# %% ../nbs/21_shell_gate.ipynb #50b85ea9
+# %% ../nbs/21_shell_gate.ipynb #d522a5d3
 def _visit_redirected(n, st:_State, depth:int, upstream:tuple):
     "A statement with redirects; tree-sitter hangs what follows a heredoc (`| sh`, `&& x`) inside the heredoc node."
     body, stdin_text, later = None, None, []
     for c in n.named_children:
         if c.type == 'heredoc_redirect':
             for h in c.named_children:
-                if h.type == 'heredoc_body': stdin_text = h.text.decode('utf-8', 'replace'); _walk(h, st, depth + 1)
+                if h.type == 'heredoc_body': stdin_text = h.text.decode('utf-8', 'replace'); _walk(h, st, depth + 1); _heredoc_expansions(c, h, st)
                 elif h.type not in _LEAVES: later.append(h)
         elif c.type == 'herestring_redirect':
             stdin_text = ' '.join(_word(w, st)[0] for w in c.named_children); _walk(c, st, depth + 1)
@@ -1152,7 +1167,7 @@ def shell_gate(action:Action, ctx:Context|None=None) -> Verdict|None:
     workspace = getattr(agent, 'workspace', None) if agent is not None else None
     return shell_verdict(command, workspace if workspace is not None else config.workspace())
 
-# %% ../nbs/21_shell_gate.ipynb #c054532e
+# %% ../nbs/21_shell_gate.ipynb #7ef16091
 _ARITH_INERT = re.compile(r'''
     (?: \s+                                   # blanks and newlines
       | 0[xX][0-9A-Fa-f]+                     # a hexadecimal number
@@ -1160,7 +1175,7 @@ _ARITH_INERT = re.compile(r'''
       | [0-9]+                                # a decimal or octal number
       | [-+*/%<>=!&|^~?:,()]                  # operators and parentheses
       | \$[#?$!] | \$\{[#?$!]\}               # $#, $?, $$, $!: always a number
-      | \$\{\#[A-Za-z_][A-Za-z0-9_]*\}        # ${#name}: a length, always a number
+      | \$\{\#[A-Za-z_][A-Za-z0-9_]*(?:\[[@*]\])?\}   # ${#name}, ${#arr[@]}: a length or a count, always a number
     )*''', re.X)
 
 def _inert_arith(text:str) -> bool:
@@ -1190,7 +1205,7 @@ def _arith_operand(value:str, static:bool, raw:str, text:str, st:_State):
     if (static and _inert_arith(value)) or _inert_arith(raw.strip('"')): return
     st.ask(text, f"bash evaluates `{raw}` as arithmetic, and a value such as `a[$(…)]` in it runs a command")
 
-# %% ../nbs/21_shell_gate.ipynb #dc6eca21
+# %% ../nbs/21_shell_gate.ipynb #87f2b272
 def _arith_text(n) -> str|None:
     "The text between `$((`, `$[` or `((` and the closing `))` or `]` of an arithmetic node; None if the tokens are missing."
     kids = n.children
@@ -1212,7 +1227,8 @@ def _arith_node(n, st:_State):
         text = f"for (({inner}))"
         if inner is not None: inner = inner.replace(';', ' ')
     if inner is None or not _inert_arith(inner):
-        st.ask(text, "arithmetic with a name or an expansion in it: bash evaluates a variable's value, and `a[$(…)]` in it runs a command")
+        return st.ask(text, "arithmetic with a name or an expansion in it: bash evaluates a variable's value, and `a[$(…)]` in it runs a command")
+    if t in ('command_substitution', 'arithmetic_expansion'): return 'literal'
 
 @_evaluates('subscript')
 def _subscript_node(n, st:_State):
@@ -1236,7 +1252,37 @@ def _array_node(n, st:_State):
         if m is None or not _inert_arith(m['index']):
             st.ask(n.text.decode('utf-8', 'replace'), f"the subscript in `{_short(t, 40)}` is evaluated as arithmetic, and a name or expansion in it can run code")
 
-# %% ../nbs/21_shell_gate.ipynb #5379dfc7
+# %% ../nbs/21_shell_gate.ipynb #d508d502
+_ARITH_OPENING = re.compile(r'''\$ (?P<open> \(\( | \[ )''', re.X)
+
+def _closing(text:str, i:int, opener:str, closer:str, depth:int) -> int|None:
+    "The index just past the bracket that closes `depth` open ones, scanning from i; None if it never closes."
+    for j in range(i, len(text)):
+        if text[j] == opener: depth += 1
+        elif text[j] == closer:
+            depth -= 1
+            if depth == 0: return j + 1
+    return None
+
+def _arith_net(text:str, st:_State):
+    "A net under the grammar: every `$((…))` and `$[…]` in the raw text, wherever the grammar put it, must be literal arithmetic."
+    for m in _ARITH_OPENING.finditer(text):
+        paren = m['open'] == '(('
+        end = _closing(text, m.end(), '(' if paren else '[', ')' if paren else ']', 2 if paren else 1)
+        inner = None if end is None or (paren and text[end - 2:end] != '))') else text[m.end():end - (2 if paren else 1)]
+        if inner is None or not _inert_arith(inner):
+            return st.ask(text[m.start():m.start() + 60], "arithmetic with a name or an expansion in it (found in the raw text): bash evaluates a variable's value, and `a[$(…)]` in it runs a command")
+
+def _heredoc_expansions(redirect, body, st:_State):
+    "An unquoted heredoc body is expanded like a double-quoted string; the grammar leaves some (`<<-`) unparsed, so parse it as one."
+    start = next((c for c in redirect.children if c.type == 'heredoc_start'), None)
+    text = body.text.decode('utf-8', 'replace')
+    if start is None or re.search(rb'''['"\\]''', start.text) or not re.search(r'[$`]', text): return   # quoted delimiter: literal
+    inner = _State(st.ws); inner.bound, inner.nesting, inner.source = set(st.bound), st.nesting, st.source
+    _analyse_into(': "' + text.replace('"', "'") + '"', inner)
+    st.findings.extend(inner.findings); st.parsed = st.parsed and inner.parsed
+
+# %% ../nbs/21_shell_gate.ipynb #29035d18
 def _secret_name(name:str, st:_State) -> bool:
     "Would expanding `name` read what is likely a secret from the environment? Upper-case names always; others unless the script set them first."
     return bool(name) and SECRET_NAME.search(name) is not None and (name.upper() == name or name not in st.bound)
@@ -1268,10 +1314,10 @@ def _expansion_node(n, st:_State):
     if rest.startswith(':') and rest[1:2] not in ('-', '=', '+', '?') and not _inert_arith(rest[1:]):
         st.ask(where, "a substring offset or length is arithmetic, and a name or expansion in it can run code")
     if rest.startswith('@') and 'P' in rest[1:]: st.ask(where, "`@P` expands the value as a prompt string, which runs `$(…)` in it")
-    if rest.startswith((':=', '=')) and prefix == '': _bind(name, where, st)
+    if rest.startswith((':=', '=')) and prefix == '': _check_var(name, where, st)   # assigns only when unset: not counted as set
     if _secret_name(name, st): st.ask(where, f"expands {name}, whose name looks like a secret: the sandbox clears it, an unconfined run would not")
 
-# %% ../nbs/21_shell_gate.ipynb #f5e8a77d
+# %% ../nbs/21_shell_gate.ipynb #7dcd6cf3
 _EVAL_BUILTINS = {  # builtin: (options that take a value, {option: what its value is}, what the operands are, in order, the last repeating)
     'let':       ('',            {},                 ('arith',)),
     'read':      ('adinNptu',    {'a': 'name'},      ('name',)),
@@ -1280,7 +1326,7 @@ _EVAL_BUILTINS = {  # builtin: (options that take a value, {option: what its val
     'printf':    ('v',           {'v': 'name'},      ('value',)),
     'wait':      ('p',           {'p': 'name'},      ('value',)),
     'getopts':   ('',            {},                 ('value', 'name', 'value')),
-    'unset':     ('',            {},                 ('name',)),
+    'unset':     ('',            {},                 ('lookup',)),
     'trap':      ('',            {},                 ('code', 'value')),
     'complete':  ('ACFGoPSWX',   {'C': 'code'},      ('value',)),
     'compgen':   ('ACFGoPSWX',   {'C': 'code'},      ('value',)),
@@ -1290,10 +1336,10 @@ _EVAL_BUILTINS = {  # builtin: (options that take a value, {option: what its val
 _QUOTED = re.compile(r'''"(?:[^"\\]|\\.)*"''', re.S)                  # one double-quoted string: never split
 _SAFE_START = re.compile(r'''["']?(?: [A-Za-z0-9_./%,:=@+] | \$[#?$!] )''', re.X)
 
-# %% ../nbs/21_shell_gate.ipynb #36cd214a
+# %% ../nbs/21_shell_gate.ipynb #f4577d8a
 def _eval_word(kind:str, value:str, static:bool, raw:str, cmd:Command, st:_State, base:str):
     "Judge one word of an evaluating builtin by what bash does with it."
-    if kind == 'name': _name_operand(value, static, cmd.text, st)
+    if kind in ('name', 'lookup'): _name_operand(value, static, cmd.text, st, assigns=kind == 'name')
     elif kind == 'arith': _arith_operand(value, static, raw, cmd.text, st)
     elif kind in ('code', 'binding'):
         st.ask(cmd, f"`{base}` runs shell code given as a string")
