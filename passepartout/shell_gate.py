@@ -198,9 +198,9 @@ def _analyse_into(text:str, st:_State, upstream:tuple=(), stdin_text:str|None=No
     finally: st.nesting -= 1
     _arith_net(text, st)
 
-# %% ../nbs/21_shell_gate.ipynb #a0865b2e
+# %% ../nbs/21_shell_gate.ipynb #7e61b1e7
 _LEAVES = frozenset({'word', 'raw_string', 'number', 'ansi_c_string', 'string_content', 'comment', 'variable_name',
-                     'heredoc_start', 'heredoc_end', 'heredoc_content', 'file_descriptor', 'special_variable_name', 'test_operator', 'regex'})
+                     'heredoc_start', 'heredoc_end', 'heredoc_content', 'file_descriptor', 'special_variable_name', 'test_operator'})
 _EVAL_NODES, _EVAL_COMMANDS = {}, {}   # node type or command name: its check as a place where bash evaluates data (see "Where bash runs data as code")
 
 def _evaluates(*node_types, commands=()):
@@ -1252,7 +1252,7 @@ def _array_node(n, st:_State):
         if m is None or not _inert_arith(m['index']):
             st.ask(n.text.decode('utf-8', 'replace'), f"the subscript in `{_short(t, 40)}` is evaluated as arithmetic, and a name or expansion in it can run code")
 
-# %% ../nbs/21_shell_gate.ipynb #d508d502
+# %% ../nbs/21_shell_gate.ipynb #21191434
 _ARITH_OPENING = re.compile(r'''\$ (?P<open> \(\( | \[ )''', re.X)
 
 def _closing(text:str, i:int, opener:str, closer:str, depth:int) -> int|None:
@@ -1273,14 +1273,22 @@ def _arith_net(text:str, st:_State):
         if inner is None or not _inert_arith(inner):
             return st.ask(text[m.start():m.start() + 60], "arithmetic with a name or an expansion in it (found in the raw text): bash evaluates a variable's value, and `a[$(…)]` in it runs a command")
 
-def _heredoc_expansions(redirect, body, st:_State):
-    "An unquoted heredoc body is expanded like a double-quoted string; the grammar leaves some (`<<-`) unparsed, so parse it as one."
-    start = next((c for c in redirect.children if c.type == 'heredoc_start'), None)
-    text = body.text.decode('utf-8', 'replace')
-    if start is None or re.search(rb'''['"\\]''', start.text) or not re.search(r'[$`]', text): return   # quoted delimiter: literal
+def _as_double_quoted(text:str, st:_State):
+    "Judge the expansions in `text` as bash expands a double-quoted string; keep only the findings."
+    if not re.search(r'[$`]', text): return
     inner = _State(st.ws); inner.bound, inner.nesting, inner.source = set(st.bound), st.nesting, st.source
     _analyse_into(': "' + text.replace('"', "'") + '"', inner)
     st.findings.extend(inner.findings); st.parsed = st.parsed and inner.parsed
+
+def _heredoc_expansions(redirect, body, st:_State):
+    "An unquoted heredoc body is expanded like a double-quoted string; the grammar leaves some (`<<-`) unparsed, so parse it as one."
+    start = next((c for c in redirect.children if c.type == 'heredoc_start'), None)
+    if start is not None and not re.search(rb'''['"\\]''', start.text): _as_double_quoted(body.text.decode('utf-8', 'replace'), st)
+
+@_evaluates('regex')
+def _regex_node(n, st:_State):
+    "The pattern of `${x//pat/rep}` and `[[ x =~ pat ]]` is one leaf to the grammar, but bash expands what is in it."
+    _as_double_quoted(n.text.decode('utf-8', 'replace'), st)
 
 # %% ../nbs/21_shell_gate.ipynb #29035d18
 def _secret_name(name:str, st:_State) -> bool:
@@ -1461,17 +1469,18 @@ def _declaration(n, st:_State):
     for letter in sorted(set(flags) & set(_DECLARE_FLAGS)): st.ask(text, _DECLARE_FLAGS[letter])
     if not operands and (not flags or set(flags) - set('fF')): st.ask(text, "prints variables and their values, which may include secrets")
 
-# %% ../nbs/21_shell_gate.ipynb #6774168c
+# %% ../nbs/21_shell_gate.ipynb #eeed52c4
 _ENV_READERS = {  # command: (what in one of its words makes it print environment variables, options whose value is skipped)
     'ps':   (re.compile(r'^[A-Za-z]*e[A-Za-z]*$'), frozenset('-o -O -p -q -u -U -g -G -C -t -s -k --format --pid --user --group --sort'.split())),
     'jq':   (re.compile(r'\benv\b|\$ENV\b'), frozenset()),
     **{awk: (re.compile(r'\bENVIRON\b'), frozenset()) for awk in ('awk', 'gawk', 'mawk', 'nawk', 'busybox-awk')},
+    **{grep: (re.compile(r'^(?:/|/proc|/home|/root|~|\$HOME)/?$'), frozenset('-e -f --regexp --file'.split())) for grep in ('grep', 'egrep', 'fgrep', 'rg')},
 }
 
 @_evaluates(commands=_ENV_READERS)
 def _env_reader(cmd:Command, st:_State, base:str):
-    "`ps e`, `jq env`, `awk ENVIRON`: read-only tools that print the environment ask (`env`, `printenv`, `set` ask anyway)."
+    "`ps e`, `jq env`, `awk ENVIRON`, `grep -r KEY /proc`: read-only tools that print environments ask (`env`, `printenv`, `set` ask anyway)."
     pattern, valued = _ENV_READERS[base]
     for k, a in enumerate(cmd.argv[1:], 1):
         if cmd.argv[k - 1] not in valued and pattern.search(a):
-            return st.ask(cmd, f"`{base}` prints environment variables, which may hold secrets when the sandbox is unavailable")
+            return st.ask(cmd, f"`{base}` can print environment variables (its own or other processes'), which hold secrets when the sandbox is unavailable")

@@ -114,6 +114,13 @@ VARIANTS = [
     ('typeset -a lst="$(cat c.txt)"', True),
     ('read -r v < n.txt; g() { local -i c=$v; }; g', True),
     ('read -r val < c.txt; lst=(); declare lst=$val', True),
+    # places the grammar does not parse as expansions (caught by the nets under it)
+    ('read -r i < n.txt; cat <<-EOF\n\t${arr[i]}\n\tEOF', True),          # <<- bodies are left unparsed
+    ('read -r n < n.txt; echo "${u:-$[n]}"', True),                         # $[…] inside ${…:-…}
+    ('read -r n < n.txt; cat <<EOF\nsum: $[n]\nEOF', True),
+    ('read -r i < n.txt; s=abc; echo "${s//${arr[i]}/}"', True),            # the pattern is one leaf
+    ('read -r i < n.txt; [[ x =~ ${arr[i]} ]]', True),
+    ('read -r r < n.txt; [[ x =~ ${!r} ]]', True),
     # hooks assigned through binders (denied: PS4 runs code on every traced command)
     ('read -r PS4 < p.txt; set -x; :', True),
     ('for PS4 in "$(cat p.txt)"; do set -x; true; done', True),
@@ -145,11 +152,11 @@ SECRET_EXPANSIONS = [
     'declare -p', 'declare -p ANTHROPIC_API_KEY', 'export -p', 'declare -x', 'typeset -x', 'readonly -p', 'local -p',
     'cat /proc/$$/environ', "tr '\\0' '\\n' < /proc/self/task/1/environ",
     'ps eww', 'ps auxe | grep KEY', 'jq -n env', "jq -n '$ENV.HOME'", "awk 'BEGIN{for (k in ENVIRON) print k, ENVIRON[k]}'",
-    'xargs -0 -a /proc/self/environ echo',
+    'xargs -0 -a /proc/self/environ echo', 'cat /pr?c/self/env*', 'grep -ra KEY /proc/self/', 'grep -r API_KEY /proc', 'rg -a ANTHROPIC /',
 ]
 # Dumps the gate already held at fb43aef (kept as a regression check, not counted as new attacks).
 SECRET_DUMPS_ALREADY_HELD = ['env', 'printenv', 'printenv ANTHROPIC_API_KEY', 'set', 'set | grep KEY', 'compgen -v', 'compgen -e', 'export', 'cat /proc/self/environ',
-                             'cat /dev/fd/../environ']
+                             'cat /dev/fd/../environ', 'head /proc/[s]elf/environ', 'cat /proc/thread-self/environ', 'rg -a TOKEN /']
 
 # Must stay allowed: literal-only arithmetic, plain names, quoted words next to literal operators.
 BENIGN = [
