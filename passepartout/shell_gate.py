@@ -1182,7 +1182,7 @@ def _inert_arith(text:str) -> bool:
     "Is `text` arithmetic that cannot run code: numbers and operators, no names, quotes or expansions?"
     return _ARITH_INERT.fullmatch(text) is not None
 
-# %% ../nbs/21_shell_gate.ipynb #d3776d63
+# %% ../nbs/21_shell_gate.ipynb #3dfcab36
 _NAME_OPERAND = re.compile(r'''
     (?P<name>[A-Za-z_][A-Za-z0-9_]*)          # a variable name
     (?: \[ (?P<index>[^\]]*) \] )?            # perhaps with a subscript, which bash evaluates as arithmetic
@@ -1192,10 +1192,29 @@ def _bind(name:str, text:str, st:_State):
     "The script assigns `name`: a hook such as PATH or PS4 is judged like an assignment, and the name counts as set by the script."
     _check_var(name, text, st); st.bound.add(name)
 
+def _as_double_quoted(text:str, st:_State):
+    "Judge the expansions in `text` as bash expands a double-quoted string; keep only the findings."
+    if not re.search(r'[$`]', text): return
+    inner = _State(st.ws); inner.bound, inner.nesting, inner.source = set(st.bound), st.nesting, st.source
+    _analyse_into(': "' + text.replace('"', "'") + '"', inner)
+    st.findings.extend(inner.findings); st.parsed = st.parsed and inner.parsed
+
+_PAYLOAD = re.compile(r'\$[({]|`')
+
+def _payload(value:str, st:_State):
+    "A value bash is about to evaluate that visibly holds `$(…)`: judge that code too, so a hostile payload is denied, not merely held."
+    if _PAYLOAD.search(value): _as_double_quoted(value, st)
+
+def _payloads(text:str, st:_State):
+    "The same for every name in `text` whose value the script assigned literally (`x='a[$(rm -rf ~)]'; echo $((x))`)."
+    for name in dict.fromkeys(re.findall(r'[A-Za-z_][A-Za-z0-9_]*', text)): _payload(st.vars.get(name) or '', st)
+
 def _name_operand(value:str, static:bool, text:str, st:_State, assigns:bool=True):
     "A word bash takes as a variable name (`read NAME`, `printf -v NAME`, `unset NAME`, `-v NAME`): a plain name or a literal subscript is inert."
+    _payload(value, st)
     m = _NAME_OPERAND.fullmatch(value) if static else None
-    if m is None: return st.ask(text, f"bash takes `{value or '…'}` as a variable name and evaluates a subscript in it, which can run code")
+    if m is None:
+        return st.ask(text, f"bash takes `{value or '…'}` as a variable name and evaluates a subscript in it, which can run code")
     if m['index'] is not None and m['index'] not in ('@', '*') and not _inert_arith(m['index']):
         st.ask(text, f"bash evaluates the subscript of {value} as arithmetic, and a name in it can run code")
     if assigns: _bind(m['name'], text, st)
@@ -1204,8 +1223,9 @@ def _arith_operand(value:str, static:bool, raw:str, text:str, st:_State):
     "A word bash evaluates as arithmetic (`let`, `[[ a -lt b ]]`): literal numbers pass, names and expansions ask."
     if (static and _inert_arith(value)) or _inert_arith(raw.strip('"')): return
     st.ask(text, f"bash evaluates `{raw}` as arithmetic, and a value such as `a[$(…)]` in it runs a command")
+    _payload(value, st); _payloads(raw, st)
 
-# %% ../nbs/21_shell_gate.ipynb #87f2b272
+# %% ../nbs/21_shell_gate.ipynb #1d9e4ba6
 def _arith_text(n) -> str|None:
     "The text between `$((`, `$[` or `((` and the closing `))` or `]` of an arithmetic node; None if the tokens are missing."
     kids = n.children
@@ -1227,6 +1247,7 @@ def _arith_node(n, st:_State):
         text = f"for (({inner}))"
         if inner is not None: inner = inner.replace(';', ' ')
     if inner is None or not _inert_arith(inner):
+        _payloads(inner or '', st)
         return st.ask(text, "arithmetic with a name or an expansion in it: bash evaluates a variable's value, and `a[$(…)]` in it runs a command")
     if t in ('command_substitution', 'arithmetic_expansion'): return 'literal'
 
@@ -1239,6 +1260,7 @@ def _subscript_node(n, st:_State):
     inner = n.text[start.end_byte - n.start_byte:end.start_byte - n.start_byte].decode('utf-8', 'replace') if start and end else None
     if inner is None or (inner.strip() not in ('@', '*') and not _inert_arith(inner)):
         st.ask(n.text.decode('utf-8', 'replace'), "the array subscript is evaluated as arithmetic, and a name or expansion in it can run code")
+        _payloads(inner or '', st)
 
 _ARRAY_KEY = re.compile(r'''\[ (?P<index>[^\]]*) \] \+?= ''', re.X)
 
@@ -1252,7 +1274,7 @@ def _array_node(n, st:_State):
         if m is None or not _inert_arith(m['index']):
             st.ask(n.text.decode('utf-8', 'replace'), f"the subscript in `{_short(t, 40)}` is evaluated as arithmetic, and a name or expansion in it can run code")
 
-# %% ../nbs/21_shell_gate.ipynb #21191434
+# %% ../nbs/21_shell_gate.ipynb #0195d21a
 _ARITH_OPENING = re.compile(r'''\$ (?P<open> \(\( | \[ )''', re.X)
 
 def _closing(text:str, i:int, opener:str, closer:str, depth:int) -> int|None:
@@ -1273,13 +1295,6 @@ def _arith_net(text:str, st:_State):
         if inner is None or not _inert_arith(inner):
             return st.ask(text[m.start():m.start() + 60], "arithmetic with a name or an expansion in it (found in the raw text): bash evaluates a variable's value, and `a[$(…)]` in it runs a command")
 
-def _as_double_quoted(text:str, st:_State):
-    "Judge the expansions in `text` as bash expands a double-quoted string; keep only the findings."
-    if not re.search(r'[$`]', text): return
-    inner = _State(st.ws); inner.bound, inner.nesting, inner.source = set(st.bound), st.nesting, st.source
-    _analyse_into(': "' + text.replace('"', "'") + '"', inner)
-    st.findings.extend(inner.findings); st.parsed = st.parsed and inner.parsed
-
 def _heredoc_expansions(redirect, body, st:_State):
     "An unquoted heredoc body is expanded like a double-quoted string; the grammar leaves some (`<<-`) unparsed, so parse it as one."
     start = next((c for c in redirect.children if c.type == 'heredoc_start'), None)
@@ -1290,7 +1305,7 @@ def _regex_node(n, st:_State):
     "The pattern of `${x//pat/rep}` and `[[ x =~ pat ]]` is one leaf to the grammar, but bash expands what is in it."
     _as_double_quoted(n.text.decode('utf-8', 'replace'), st)
 
-# %% ../nbs/21_shell_gate.ipynb #29035d18
+# %% ../nbs/21_shell_gate.ipynb #b8d24155
 def _secret_name(name:str, st:_State) -> bool:
     "Would expanding `name` read what is likely a secret from the environment? Upper-case names always; others unless the script set them first."
     return bool(name) and SECRET_NAME.search(name) is not None and (name.upper() == name or name not in st.bound)
@@ -1317,11 +1332,11 @@ def _expansion_node(n, st:_State):
     keys = name_node.type == 'subscript' and name_text[len(name):].strip() in ('[@]', '[*]')
     if prefix == '!':
         if rest in ('@', '*'): st.ask(where, "lists the names of variables, which may name secrets")
-        elif not (keys and rest == ''): st.ask(where, "indirection: bash takes the value as a variable name and evaluates a subscript in it")
+        elif not (keys and rest == ''): st.ask(where, "indirection: bash takes the value as a variable name and evaluates a subscript in it"); _payloads(name, st)
     elif prefix not in ('', '#'): st.ask(where, "an expansion the gate does not understand")
     if rest.startswith(':') and rest[1:2] not in ('-', '=', '+', '?') and not _inert_arith(rest[1:]):
-        st.ask(where, "a substring offset or length is arithmetic, and a name or expansion in it can run code")
-    if rest.startswith('@') and 'P' in rest[1:]: st.ask(where, "`@P` expands the value as a prompt string, which runs `$(…)` in it")
+        st.ask(where, "a substring offset or length is arithmetic, and a name or expansion in it can run code"); _payloads(rest, st)
+    if rest.startswith('@') and 'P' in rest[1:]: st.ask(where, "`@P` expands the value as a prompt string, which runs `$(…)` in it"); _payloads(name, st)
     if rest.startswith((':=', '=')) and prefix == '': _check_var(name, where, st)   # assigns only when unset: not counted as set
     if _secret_name(name, st): st.ask(where, f"expands {name}, whose name looks like a secret: the sandbox clears it, an unconfined run would not")
 
@@ -1441,7 +1456,7 @@ def _test_node(n, st:_State):
             _name_operand(*_word(e.named_children[-1], st), text, st, assigns=False)
         if e.type in ('test_command', 'binary_expression', 'unary_expression', 'parenthesized_expression'): stack.extend(e.children)
 
-# %% ../nbs/21_shell_gate.ipynb #cee9ccf7
+# %% ../nbs/21_shell_gate.ipynb #38f38460
 _DECLARE_FLAGS = {  # attribute letters of declare/typeset/local/export/readonly the gate cares about
     'i': "gives the integer attribute: every later assignment is evaluated as arithmetic, and a name in it can run code",
     'n': "makes a name reference: its value is used as a variable name, and a subscript in it is evaluated on every use",
@@ -1465,8 +1480,11 @@ def _declaration(n, st:_State):
         operands += 1
         name, eq, value = v.partition('=')
         _name_operand(name.removesuffix('+'), True, text, st)
-        if eq and value.startswith('('): st.ask(text, f"`{keyword}` parses `{_short(v, 40)}` as a compound assignment and expands its words")
+        if eq and value.startswith('('): st.ask(text, f"`{keyword}` parses `{_short(v, 40)}` as a compound assignment and expands its words"); _payload(value, st)
     for letter in sorted(set(flags) & set(_DECLARE_FLAGS)): st.ask(text, _DECLARE_FLAGS[letter])
+    if set(flags) & set('inaA'):                         # the values of integers, namerefs and arrays are evaluated
+        for c in n.named_children:
+            if c.type == 'variable_assignment' and (value := c.child_by_field_name('value')) is not None: _payload(_word(value, st)[0], st)
     if not operands and (not flags or set(flags) - set('fF')): st.ask(text, "prints variables and their values, which may include secrets")
 
 # %% ../nbs/21_shell_gate.ipynb #eeed52c4
