@@ -169,7 +169,7 @@ def _place(p:str, ws:str|None) -> str:
     if q in _SYSTEM or q.startswith(_SYSTEM_DIRS): return 'system'
     return 'outside'
 
-# %% ../nbs/21_shell_gate.ipynb #015fbde3
+# %% ../nbs/21_shell_gate.ipynb #f7753ff8
 def _short(text:str, limit:int=80) -> str:
     t = ' '.join(text.split())
     return t if len(t) <= limit else t[:limit - 1] + '…'
@@ -177,7 +177,7 @@ def _short(text:str, limit:int=80) -> str:
 class _State:
     "The mutable state of one analysis: what was found so far, and what the script assigned."
     def __init__(self, workspace:str|None):
-        self.commands, self.findings, self.vars, self.functions, self.bound = [], [], {}, set(), set()
+        self.commands, self.findings, self.vars, self.functions, self.bound, self.payloads = [], [], {}, set(), set(), set()
         self.ws, self.nesting, self.parsed, self.current_function, self.source = workspace, 0, True, None, ''
     def flag(self, level:str, cmd, why:str):
         "Record a finding about `cmd` (a Command or source text)."
@@ -1060,7 +1060,7 @@ def _chmod(cmd:Command, st:_State, base:str):
             st.deny(cmd, f"{base} changes {a} ({_PLACE_WHY.get(place, 'everything below it')})")
     st.ask(cmd, f"`{base}` changes permissions or ownership")
 
-# %% ../nbs/21_shell_gate.ipynb #94e0a18e
+# %% ../nbs/21_shell_gate.ipynb #661b0540
 _DAEMONS = re.compile(r'\b(?:sshd|systemd\S*|init|dockerd|containerd|kubelet|cron|crond|rsyslogd|syslogd|journald|dbus\S*|NetworkManager|auditd|polkitd|udevd|getty|agetty|login|Xorg|gdm|lightdm|sddm|nginx|apache2|httpd|mysqld|mariadbd|postgres|mongod|redis-server|memcached|php-fpm|named|dnsmasq|chronyd|ntpd|cupsd|avahi-daemon|bluetoothd|wpa_supplicant|etcd|kube-\w+|launchd|kernel_task|kthreadd|snapd|firewalld|ufw|iptables)\b')
 _DISK_TOOLS = frozenset('mkfs mke2fs mkswap wipefs fdisk sfdisk gdisk cfdisk parted blkdiscard hdparm badblocks cryptsetup lvremove vgremove pvremove zpool'.split())
 
@@ -1108,7 +1108,9 @@ def _admin(cmd:Command, st:_State, base:str):
 
 @_handles('history', 'printenv', 'set', 'declare', 'typeset', 'export', 'compgen', 'fc')
 def _shell_state(cmd:Command, st:_State, base:str):
-    "Printing the environment or history may expose secrets; `set -e`-style option changes are harmless."
+    "Printing the environment or history may expose secrets; `set -e`-style option changes are harmless (`set -k` is not)."
+    if base == 'set' and any(a[:1] in '-+' and a[1:2] != '-' and 'k' in a[1:] or a == 'keyword' for a in cmd.argv[1:]):
+        return st.ask(cmd, "`set -k` makes every NAME=value word an assignment, so `ls LD_PRELOAD=…` would set a hook")
     if base == 'set' and len(cmd.argv) > 1 and all(a[:1] in '-+' or a in ('pipefail', 'errexit', 'nounset', 'xtrace') for a in cmd.argv[1:]): return
     st.ask(cmd, f"`{base}` prints or changes shell state, which may expose secrets")
 
@@ -1182,7 +1184,7 @@ def _inert_arith(text:str) -> bool:
     "Is `text` arithmetic that cannot run code: numbers and operators, no names, quotes or expansions?"
     return _ARITH_INERT.fullmatch(text) is not None
 
-# %% ../nbs/21_shell_gate.ipynb #3dfcab36
+# %% ../nbs/21_shell_gate.ipynb #c1d826da
 _NAME_OPERAND = re.compile(r'''
     (?P<name>[A-Za-z_][A-Za-z0-9_]*)          # a variable name
     (?: \[ (?P<index>[^\]]*) \] )?            # perhaps with a subscript, which bash evaluates as arithmetic
@@ -1203,7 +1205,7 @@ _PAYLOAD = re.compile(r'\$[({]|`')
 
 def _payload(value:str, st:_State):
     "A value bash is about to evaluate that visibly holds `$(…)`: judge that code too, so a hostile payload is denied, not merely held."
-    if _PAYLOAD.search(value): _as_double_quoted(value, st)
+    if _PAYLOAD.search(value) and value not in st.payloads: st.payloads.add(value); _as_double_quoted(value, st)
 
 def _payloads(text:str, st:_State):
     "The same for every name in `text` whose value the script assigned literally (`x='a[$(rm -rf ~)]'; echo $((x))`)."
