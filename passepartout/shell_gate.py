@@ -118,9 +118,9 @@ def _echo_value(n, st) -> str:
         if ws and ws[0] in ('echo', 'printf') and len(ws) > 1: return ' '.join(w for w in ws[1:] if not w.startswith('-'))
     return ''
 
-# %% ../nbs/21_shell_gate.ipynb #e8f4238b
+# %% ../nbs/21_shell_gate.ipynb #ca6cfa0a
 _STRONG = re.compile(r'''(?:^|[=@:'"<\s])(?:/etc/(?:shadow|gshadow|passwd|group|master\.passwd|sudoers)\b|/etc/(?:security|pam\.d|ssh|ssl)(?:/|$)|/root(?:/|$)|/proc/1(?:/|$)|/var/lib/pam|~root)|/proc/(?:[^/]*/)+environ|(?:^|/)\.ssh(?:/|$)|id_(?:rsa|dsa|ecdsa|ed25519)|(?:^|/)\.(?:gnupg|aws|azure|kube|password-store)(?:/|$)|(?:^|/)\.(?:netrc|pgpass|git-credentials|pypirc|vault-token|docker/config\.json|bash_history|zsh_history)$|\.config/gcloud|/etc/krb5\.keytab''', re.I)
-_SOFT = re.compile(r'''(?:^|/)\.env(?:\.|$)|\.(?:pem|key|p12|pfx|jks|keystore|kdbx|crt)$|token|secret|passw|credential|private|keychain|keyring|history|(?:^|[=:\s])/(?:var/(?:log|mail|spool)|boot)(?:/|$)|cron|(?:^|[=:\s])/proc/(?:\d|self|thread-self)|(?:^|[=:\s])/dev/(?!null\b|zero\b|u?random\b|std(?:in|out|err)\b|fd/|tty\b|shm/|disk/)|\.mozilla|google-chrome|chromium|wp-config|(?:^|/)environ$''', re.I)
+_SOFT = re.compile(r'''(?:^|/)\.env(?:\.|$)|\.(?:pem|key|p12|pfx|jks|keystore|kdbx|crt)$|token|secret|passw|credential|private|keychain|keyring|history|(?:^|[=:\s])/(?:var/(?:log|mail|spool)|boot)(?:/|$)|cron|(?:^|[=:\s])/proc/(?:\d|self|thread-self|/)|(?:^|[=:\s])/dev/(?!null\b|zero\b|u?random\b|std(?:in|out|err)\b|fd/|tty\b|shm/|disk/)|\.mozilla|google-chrome|chromium|wp-config|(?:^|/)environ$''', re.I)
 _SYSTEM = ('/etc', '/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/boot', '/root', '/sys', '/proc',
            '/dev', '/var', '/opt', '/srv', '/snap', '/System', '/Library', '/private', '/Applications', '/nix')
 _SYSTEM_DIRS = tuple(s + '/' for s in _SYSTEM)
@@ -620,7 +620,7 @@ def _scan_code(code:str, cmd:Command, st:_State, lang:str):
         elif destroys and lit.startswith(('/', '~')) and _place(lit, st.ws) in ('system', 'root', 'dotfile', 'ancestor'):
             st.deny(cmd, f"the code modifies or deletes {lit}")
 
-# %% ../nbs/21_shell_gate.ipynb #8c8e10b7
+# %% ../nbs/21_shell_gate.ipynb #ef2dce22
 _XARGS_VALUE = frozenset('-I -i -n -L -l -P -d -E -e -s -a --max-args --max-lines --max-procs --delimiter --eof --max-chars --arg-file --replace --process-slot-var'.split())
 
 @_handles('xargs')
@@ -635,9 +635,16 @@ def _xargs(cmd:Command, st:_State, base:str):
         elif a[:2] in ('-I', '-n', '-L', '-P', '-d', '-E', '-s', '-a') or a.startswith(('-i', '-l', '-e')) or '=' in a: i += 1
         else: i += 1
     _check_args(Command(argv[:i], cmd.static[:i], cmd.text, cmd.upstream, cmd.stdin_text, cmd.raw[:i]), st)   # `-a FILE` reads FILE
+    if any(_whole_tree(c) for c in cmd.upstream) and i < len(argv):
+        st.ask(cmd, "runs a command on every file found under / or /proc, which include other processes' environments")
     if i < len(argv): _judge(_child(cmd, i), st)
 
-# %% ../nbs/21_shell_gate.ipynb #f687be87
+def _whole_tree(c:Command) -> bool:
+    "Is `c` a `find` that starts at / or under /proc?"
+    starts = [a for a in c.argv[1:next((k for k, a in enumerate(c.argv[1:], 1) if a.startswith(('-', '(', '!'))), len(c.argv))]]
+    return c.name.rsplit('/', 1)[-1] == 'find' and any(a.rstrip('/') in ('', '/proc') or a.startswith('/proc/') for a in starts)
+
+# %% ../nbs/21_shell_gate.ipynb #72f85c78
 _FIND_VALUE = frozenset('''-name -iname -path -ipath -wholename -iwholename -regex -iregex -type -xtype -size -mtime -mmin
 -atime -amin -ctime -cmin -newer -anewer -cnewer -user -group -uid -gid -perm -links -inum -samefile -maxdepth -mindepth
 -fstype -printf -context -used -lname -ilname -regextype -D -O -files0-from'''.split())
@@ -662,6 +669,8 @@ def _find(cmd:Command, st:_State, base:str):
             else:
                 child = Command(argv[i + 1:j], cmd.static[i + 1:j], cmd.text, (), None, cmd.raw[i + 1:j])
                 _judge(child, st)
+                if _whole_tree(cmd):
+                    st.ask(cmd, f"{a} runs a command on files under / or /proc, which include other processes' environments")
                 if not filtered and child.name.rsplit('/', 1)[-1] in ('rm', 'shred', 'unlink') and any(_place(s, st.ws) in ('root', 'system', 'ancestor', 'home', 'dotfile') for s in starts or ['.']):
                     st.deny(cmd, "deletes everything under a system, home or workspace-containing directory")
             i = j + 1; continue

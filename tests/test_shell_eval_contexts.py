@@ -162,6 +162,7 @@ SECRET_EXPANSIONS = [
     'cat /proc/$$/environ', "tr '\\0' '\\n' < /proc/self/task/1/environ",
     'ps eww', 'ps auxe | grep KEY', 'jq -n env', "jq -n '$ENV.HOME'", "awk 'BEGIN{for (k in ENVIRON) print k, ENVIRON[k]}'",
     'xargs -0 -a /proc/self/environ echo', 'cat /pr?c/self/env*', 'grep -ra KEY /proc/self/', 'grep -r API_KEY /proc', 'rg -a ANTHROPIC /',
+    "find /proc -maxdepth 2 -name 'envi*' -exec cat {} +", 'find /proc -maxdepth 2 | xargs cat', 'strings /proc/$PPID/mem', 'set -k; ls LD_PRELOAD=/tmp/x.so',
 ]
 # Dumps the gate already held at fb43aef (kept as a regression check, not counted as new attacks).
 SECRET_DUMPS_ALREADY_HELD = ['env', 'printenv', 'printenv ANTHROPIC_API_KEY', 'set', 'set | grep KEY', 'compgen -v', 'compgen -e', 'export', 'cat /proc/self/environ',
