@@ -1408,7 +1408,7 @@ def _eval_builtin(cmd:Command, st:_State, base:str):
             st.ask(cmd, f"`{cmd.raw[j]}` may split into several words and shift which word bash takes as a name"); continue
         _eval_word(kinds[0], argv[j], cmd.static[j], cmd.raw[j], cmd, st, base)
 
-# %% ../nbs/21_shell_gate.ipynb #c320576b
+# %% ../nbs/21_shell_gate.ipynb #6bd13176
 def _visit_unset(n, st:_State, depth:int):
     "`unset NAME…` (a node of its own in the grammar) is judged like any command."
     words = n.named_children
@@ -1425,7 +1425,6 @@ def _for_node(n, st:_State):
     "`for NAME in …` and `select NAME in …` assign NAME."
     v = n.child_by_field_name('variable')
     if v is not None: _bind(v.text.decode('utf-8', 'replace'), n.text.decode('utf-8', 'replace').split(';')[0], st)
-
 
 # %% ../nbs/21_shell_gate.ipynb #bdf183f5
 _ARITH_TESTS = frozenset('-eq -ne -lt -le -gt -ge'.split())
