@@ -1236,7 +1236,7 @@ def _arith_operand(value:str, static:bool, raw:str, text:str, st:_State):
     st.ask(text, f"bash evaluates `{raw}` as arithmetic, and a value such as `a[$(…)]` in it runs a command")
     _payload(value, st); _payloads(raw, st)
 
-# %% ../nbs/21_shell_gate.ipynb #1d9e4ba6
+# %% ../nbs/21_shell_gate.ipynb #9ce3c379
 def _arith_text(n) -> str|None:
     "The text between `$((`, `$[` or `((` and the closing `))` or `]` of an arithmetic node; None if the tokens are missing."
     kids = n.children
@@ -1278,12 +1278,13 @@ _ARRAY_KEY = re.compile(r'''\[ (?P<index>[^\]]*) \] \+?= ''', re.X)
 @_evaluates('array')
 def _array_node(n, st:_State):
     "`(… [i]=v …)`: the subscripts of a compound assignment are arithmetic too."
+    where = _short(n.text.decode('utf-8', 'replace'))
     for c in n.named_children:
         t = c.text.decode('utf-8', 'replace')
         if not t.startswith('[') or ']' not in t: continue
         m = _ARRAY_KEY.match(t)
         if m is None or not _inert_arith(m['index']):
-            st.ask(n.text.decode('utf-8', 'replace'), f"the subscript in `{_short(t, 40)}` is evaluated as arithmetic, and a name or expansion in it can run code")
+            st.ask(where, f"the subscript in `{_short(t, 40)}` is evaluated as arithmetic, and a name or expansion in it can run code")
 
 # %% ../nbs/21_shell_gate.ipynb #0195d21a
 _ARITH_OPENING = re.compile(r'''\$ (?P<open> \(\( | \[ )''', re.X)
@@ -1370,27 +1371,28 @@ _EVAL_BUILTINS = {  # builtin: (options that take a value, {option: what its val
 _QUOTED = re.compile(r'''"(?:[^"\\]|\\.)*"''', re.S)                  # one double-quoted string: never split
 _SAFE_START = re.compile(r'''["']?(?: [A-Za-z0-9_./%,:=@+] | \$[#?$!] )''', re.X)
 
-# %% ../nbs/21_shell_gate.ipynb #f4577d8a
-def _eval_word(kind:str, value:str, static:bool, raw:str, cmd:Command, st:_State, base:str):
-    "Judge one word of an evaluating builtin by what bash does with it."
-    if kind in ('name', 'lookup'): _name_operand(value, static, cmd.text, st, assigns=kind == 'name')
-    elif kind == 'arith': _arith_operand(value, static, raw, cmd.text, st)
+# %% ../nbs/21_shell_gate.ipynb #2be483e4
+def _eval_word(kind:str, value:str, static:bool, raw:str, where:str, st:_State, base:str):
+    "Judge one word of an evaluating builtin (`where`: the command, shortened) by what bash does with it."
+    if kind in ('name', 'lookup'): _name_operand(value, static, where, st, assigns=kind == 'name')
+    elif kind == 'arith': _arith_operand(value, static, raw, where, st)
     elif kind in ('code', 'binding'):
-        st.ask(cmd, f"`{base}` runs shell code given as a string")
+        st.ask(where, f"`{base}` runs shell code given as a string")
         if static: _analyse_into(value.partition(':')[2] if kind == 'binding' else value, st)
-    elif kind == 'library': st.deny(cmd, f"`{base} -f` loads a shared library into the shell")
+    elif kind == 'library': st.deny(where, f"`{base} -f` loads a shared library into the shell")
 
 @_evaluates(commands=[*_EVAL_BUILTINS, 'test', '['])
 def _eval_builtin(cmd:Command, st:_State, base:str):
     "The words of a builtin that takes variable names, arithmetic or code (`_EVAL_BUILTINS`); `test` and `[` have their own rule."
+    where = _short(cmd.text)
     if base in ('test', '['):
-        return _test_args(list(zip(cmd.argv, cmd.static, cmd.raw))[1:len(cmd.argv) - (base == '[' and cmd.argv[-1:] == [']'])], cmd.text, st)
+        return _test_args(list(zip(cmd.argv, cmd.static, cmd.raw))[1:len(cmd.argv) - (base == '[' and cmd.argv[-1:] == [']'])], where, st)
     valued, option_kinds, operand_kinds = _EVAL_BUILTINS[base]
     argv, i = cmd.argv, 1
     while i < len(argv):
         a = argv[i]
         if not cmd.static[i]:
-            if not _SAFE_START.match(cmd.raw[i]): return st.ask(cmd, f"`{cmd.raw[i]}` is only known at run time and may become an option such as `-v NAME`")
+            if not _SAFE_START.match(cmd.raw[i]): return st.ask(where, f"`{cmd.raw[i]}` is only known at run time and may become an option such as `-v NAME`")
             break
         if a == '--': i += 1; break
         if not a.startswith('-') or a == '-': break
@@ -1399,14 +1401,14 @@ def _eval_builtin(cmd:Command, st:_State, base:str):
             if letter not in valued: continue
             j = None if a[k + 1:] else i
             value, static, raw = (a[k + 1:], True, a[k + 1:]) if j is None else (argv[j], cmd.static[j], cmd.raw[j]) if j < len(argv) else ('', True, '')
-            _eval_word(option_kinds.get(letter, 'value'), value, static, raw, cmd, st, base)
+            _eval_word(option_kinds.get(letter, 'value'), value, static, raw, where, st, base)
             if j is not None: i += 1
             break
     for j in range(i, len(argv)):
         kinds = operand_kinds[min(j - i, len(operand_kinds) - 1):]
         if not cmd.static[j] and not _QUOTED.fullmatch(cmd.raw[j]) and not _inert_arith(cmd.raw[j]) and set(kinds) != {'value'}:
-            st.ask(cmd, f"`{cmd.raw[j]}` may split into several words and shift which word bash takes as a name"); continue
-        _eval_word(kinds[0], argv[j], cmd.static[j], cmd.raw[j], cmd, st, base)
+            st.ask(where, f"`{cmd.raw[j]}` may split into several words and shift which word bash takes as a name"); continue
+        _eval_word(kinds[0], argv[j], cmd.static[j], cmd.raw[j], where, st, base)
 
 # %% ../nbs/21_shell_gate.ipynb #6bd13176
 def _visit_unset(n, st:_State, depth:int):
@@ -1426,7 +1428,7 @@ def _for_node(n, st:_State):
     v = n.child_by_field_name('variable')
     if v is not None: _bind(v.text.decode('utf-8', 'replace'), n.text.decode('utf-8', 'replace').split(';')[0], st)
 
-# %% ../nbs/21_shell_gate.ipynb #bdf183f5
+# %% ../nbs/21_shell_gate.ipynb #8ac2ba6a
 _ARITH_TESTS = frozenset('-eq -ne -lt -le -gt -ge'.split())
 _TEST_UNARY = frozenset('-a -b -c -d -e -f -g -h -k -p -r -s -t -u -w -x -G -L -N -O -S -z -n -o -v -R !'.split())
 _TEST_BINARY = frozenset('= == != < > =~ -eq -ne -lt -le -gt -ge -nt -ot -ef -a -o'.split())
@@ -1446,7 +1448,7 @@ def _test_args(words:list, text:str, st:_State):
 @_evaluates('test_command')
 def _test_node(n, st:_State):
     "`[[ … ]]`: arithmetic comparisons evaluate both operands and `-v` evaluates a subscript; `[ … ]` goes through `_test_args`."
-    text = n.text.decode('utf-8', 'replace')
+    text = _short(n.text.decode('utf-8', 'replace'))
     if not (n.children and n.children[0].type == '[['):
         words, stack = [], list(reversed(n.children[1:-1]))
         while stack:
@@ -1466,7 +1468,7 @@ def _test_node(n, st:_State):
             _name_operand(*_word(e.named_children[-1], st), text, st, assigns=False)
         if e.type in ('test_command', 'binary_expression', 'unary_expression', 'parenthesized_expression'): stack.extend(e.children)
 
-# %% ../nbs/21_shell_gate.ipynb #38f38460
+# %% ../nbs/21_shell_gate.ipynb #619d3c46
 _DECLARE_FLAGS = {  # attribute letters of declare/typeset/local/export/readonly the gate cares about
     'i': "gives the integer attribute: every later assignment is evaluated as arithmetic, and a name in it can run code",
     'n': "makes a name reference: its value is used as a variable name, and a subscript in it is evaluated on every use",
@@ -1476,7 +1478,7 @@ _DECLARE_FLAGS = {  # attribute letters of declare/typeset/local/export/readonly
 def _declaration(n, st:_State):
     "`declare`, `typeset`, `local`, `export`, `readonly`: attributes and values that make bash evaluate, and dumps of every variable."
     keyword = n.children[0].type if n.children else 'declare'
-    text = n.text.decode('utf-8', 'replace')
+    text = _short(n.text.decode('utf-8', 'replace'))
     flags, operands = '', 0
     for c in n.named_children:
         if c.type == 'variable_assignment':
