@@ -1468,7 +1468,7 @@ def _test_node(n, st:_State):
             _name_operand(*_word(e.named_children[-1], st), text, st, assigns=False)
         if e.type in ('test_command', 'binary_expression', 'unary_expression', 'parenthesized_expression'): stack.extend(e.children)
 
-# %% ../nbs/21_shell_gate.ipynb #619d3c46
+# %% ../nbs/21_shell_gate.ipynb #5a335b3f
 _DECLARE_FLAGS = {  # attribute letters of declare/typeset/local/export/readonly the gate cares about
     'i': "gives the integer attribute: every later assignment is evaluated as arithmetic, and a name in it can run code",
     'n': "makes a name reference: its value is used as a variable name, and a subscript in it is evaluated on every use",
@@ -1483,8 +1483,9 @@ def _declaration(n, st:_State):
     for c in n.named_children:
         if c.type == 'variable_assignment':
             operands += 1; value = c.child_by_field_name('value')
-            if value is not None and value.type != 'array' and not _word(value, st)[1] and (keyword in ('declare', 'typeset', 'local') or set(flags) & set('aA')):
-                st.ask(text, f"`{keyword}` re-parses a run-time value `(…)` as an array assignment when the name is an array, and runs what it contains")
+            v, s = _word(value, st) if value is not None and value.type != 'array' else ('', True)
+            if (not s or v.startswith('(')) and (keyword in ('declare', 'typeset', 'local') or set(flags) & set('aA')):
+                st.ask(text, f"`{keyword}` re-parses a value `(…)` as an array assignment when the name is an array, and expands and evaluates what it contains"); _payload(v, st)
             continue
         v, s = _word(c, st)
         if not s: operands += 1; st.ask(text, f"`{keyword}` with a word only known at run time: bash may read it as options, an assignment or an array"); continue

@@ -114,6 +114,8 @@ VARIANTS = [
     ('typeset -a lst="$(cat c.txt)"', True),
     ('read -r v < n.txt; g() { local -i c=$v; }; g', True),
     ('read -r val < c.txt; lst=(); declare lst=$val', True),
+    ("read -r i < n.txt; declare -a lst='([$i]=1)'", True),               # a quoted literal is re-parsed too
+    ("read -r i < n.txt; lst=(); declare lst='([i]=x)'", True),
     # places the grammar does not parse as expansions (caught by the nets under it)
     ('read -r i < n.txt; cat <<-EOF\n\t${arr[i]}\n\tEOF', True),          # <<- bodies are left unparsed
     ('read -r n < n.txt; echo "${u:-$[n]}"', True),                         # $[…] inside ${…:-…}
