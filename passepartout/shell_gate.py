@@ -1352,7 +1352,7 @@ def _expansion_node(n, st:_State):
     if rest.startswith((':=', '=')) and prefix == '': _check_var(name, where, st)   # assigns only when unset: not counted as set
     if _secret_name(name, st): st.ask(where, f"expands {name}, whose name looks like a secret: the sandbox clears it, an unconfined run would not")
 
-# %% ../nbs/21_shell_gate.ipynb #7dcd6cf3
+# %% ../nbs/21_shell_gate.ipynb #088a38fa
 _EVAL_BUILTINS = {  # builtin: (options that take a value, {option: what its value is}, what the operands are, in order, the last repeating)
     'let':       ('',            {},                 ('arith',)),
     'read':      ('adinNptu',    {'a': 'name'},      ('name',)),
@@ -1364,7 +1364,7 @@ _EVAL_BUILTINS = {  # builtin: (options that take a value, {option: what its val
     'unset':     ('',            {},                 ('lookup',)),
     'trap':      ('',            {},                 ('code', 'value')),
     'complete':  ('ACFGoPSWX',   {'C': 'code'},      ('value',)),
-    'compgen':   ('ACFGoPSWX',   {'C': 'code'},      ('value',)),
+    'compgen':   ('ACFGoPSWXV',  {'C': 'code', 'V': 'name'}, ('value',)),
     'bind':      ('mqurfx',      {'x': 'binding'},   ('value',)),
     'enable':    ('f',           {'f': 'library'},   ('value',)),
 }
