@@ -1317,7 +1317,7 @@ def _regex_node(n, st:_State):
     "The pattern of `${x//pat/rep}` and `[[ x =~ pat ]]` is one leaf to the grammar, but bash expands what is in it."
     _as_double_quoted(n.text.decode('utf-8', 'replace'), st)
 
-# %% ../nbs/21_shell_gate.ipynb #b8d24155
+# %% ../nbs/21_shell_gate.ipynb #b972d68d
 def _secret_name(name:str, st:_State) -> bool:
     "Would expanding `name` read what is likely a secret from the environment? Upper-case names always; others unless the script set them first."
     return bool(name) and SECRET_NAME.search(name) is not None and (name.upper() == name or name not in st.bound)
@@ -1350,6 +1350,7 @@ def _expansion_node(n, st:_State):
         st.ask(where, "a substring offset or length is arithmetic, and a name or expansion in it can run code"); _payloads(rest, st)
     if rest.startswith('@') and 'P' in rest[1:]: st.ask(where, "`@P` expands the value as a prompt string, which runs `$(…)` in it"); _payloads(name, st)
     if rest.startswith((':=', '=')) and prefix == '': _check_var(name, where, st)   # assigns only when unset: not counted as set
+    if "'" in rest: _as_double_quoted(rest, st)          # inside "…", `'` in `${x:-'…'}` does not quote: bash expands what it holds
     if _secret_name(name, st): st.ask(where, f"expands {name}, whose name looks like a secret: the sandbox clears it, an unconfined run would not")
 
 # %% ../nbs/21_shell_gate.ipynb #088a38fa
