@@ -198,7 +198,7 @@ def _analyse_into(text:str, st:_State, upstream:tuple=(), stdin_text:str|None=No
     finally: st.nesting -= 1
     _arith_net(text, st)
 
-# %% ../nbs/21_shell_gate.ipynb #7e61b1e7
+# %% ../nbs/21_shell_gate.ipynb #6e3dfb31
 _LEAVES = frozenset({'word', 'raw_string', 'number', 'ansi_c_string', 'string_content', 'comment', 'variable_name',
                      'heredoc_start', 'heredoc_end', 'heredoc_content', 'file_descriptor', 'special_variable_name', 'test_operator'})
 _EVAL_NODES, _EVAL_COMMANDS = {}, {}   # node type or command name: its check as a place where bash evaluates data (see "Where bash runs data as code")
@@ -229,6 +229,8 @@ def _walk(n, st:_State, depth:int, upstream:tuple=(), stdin_text=None):
     elif t in ('command_substitution', 'process_substitution'):
         upstream, stdin_text = (), None
         if n.text[:1] == b'`' and re.search(rb'(?<!\\)`', n.text[1:-1]): st.parsed = False  # nested or adjacent backticks: the grammar may misread them
+        if n.text[:1] == b'`' and re.search(rb'\\[$`\\]', n.text):                       # inside backticks `\$` is `$`: judge what bash runs
+            _analyse_into(re.sub(r'\\([$`\\])', r'\1', n.text[1:-1].decode('utf-8', 'replace')), st)
     elif t == 'ERROR' or n.is_missing: st.parsed = False
     for c in n.named_children: _walk(c, st, depth + 1, upstream, stdin_text)
 
