@@ -185,7 +185,7 @@ class _State:
     def ask(self, cmd, why): self.flag('ask', cmd, why)
     def deny(self, cmd, why): self.flag('deny', cmd, why)
 
-# %% ../nbs/21_shell_gate.ipynb #e9053614
+# %% ../nbs/21_shell_gate.ipynb #c097be46
 def _analyse_into(text:str, st:_State, upstream:tuple=(), stdin_text:str|None=None):
     "Parse `text` as bash and walk it into `st` (used for the top level and for re-parsed scripts)."
     if st.nesting >= MAX_NESTING: return st.deny(text, f"scripts nested more than {MAX_NESTING} deep")
@@ -197,6 +197,7 @@ def _analyse_into(text:str, st:_State, upstream:tuple=(), stdin_text:str|None=No
     try: _walk(root, st, 0, upstream, stdin_text)
     finally: st.nesting -= 1
     _arith_net(text, st)
+    if '\\\n' in text: _findings_of(re.sub(r'(?<!\\)((?:\\\\)*)\\\n', r'\1', text), st)   # bash joins `\`+newline first: `$\<newline>{a[i]}`
 
 # %% ../nbs/21_shell_gate.ipynb #6e3dfb31
 _LEAVES = frozenset({'word', 'raw_string', 'number', 'ansi_c_string', 'string_content', 'comment', 'variable_name',
@@ -1195,7 +1196,7 @@ def _inert_arith(text:str) -> bool:
     "Is `text` arithmetic that cannot run code: numbers and operators, no names, quotes or expansions?"
     return _ARITH_INERT.fullmatch(text) is not None
 
-# %% ../nbs/21_shell_gate.ipynb #c1d826da
+# %% ../nbs/21_shell_gate.ipynb #b4c7c567
 _NAME_OPERAND = re.compile(r'''
     (?P<name>[A-Za-z_][A-Za-z0-9_]*)          # a variable name
     (?: \[ (?P<index>[^\]]*) \] )?            # perhaps with a subscript, which bash evaluates as arithmetic
@@ -1205,12 +1206,15 @@ def _bind(name:str, text:str, st:_State):
     "The script assigns `name`: a hook such as PATH or PS4 is judged like an assignment, and the name counts as set by the script."
     _check_var(name, text, st); st.bound.add(name)
 
-def _as_double_quoted(text:str, st:_State):
-    "Judge the expansions in `text` as bash expands a double-quoted string; keep only the findings."
-    if not re.search(r'[$`]', text): return
-    inner = _State(st.ws); inner.bound, inner.nesting, inner.source = set(st.bound), st.nesting, st.source
-    _analyse_into(': "' + text.replace('"', "'") + '"', inner)
+def _findings_of(script:str, st:_State):
+    "Analyse `script` as a second reading of text already walked: keep its findings, not its commands."
+    inner = _State(st.ws); inner.bound, inner.nesting, inner.source, inner.payloads = set(st.bound), st.nesting, st.source, st.payloads
+    _analyse_into(script, inner)
     st.findings.extend(inner.findings); st.parsed = st.parsed and inner.parsed
+
+def _as_double_quoted(text:str, st:_State):
+    "Judge the expansions in `text` as bash expands a double-quoted string."
+    if re.search(r'[$`]', text): _findings_of(': "' + text.replace('"', "'") + '"', st)
 
 _PAYLOAD = re.compile(r'\$[({]|`')
 

@@ -126,6 +126,8 @@ VARIANTS = [
     ('read -r i < n.txt; echo "${x:-\'${arr[i]}\'}"', True),              # single quotes do not quote inside "${…}"
     ('read -r i < n.txt; echo `echo \\${arr[i]}`', True),                   # inside backticks \$ is $
     ('read -r r < n.txt; echo "`echo \\${!r}`"', True),
+    ('read -r i < n.txt; echo $\\\n{arr[i]}', True),                         # a line continuation inside ${
+    ('read -r i < n.txt; echo "$\\\n{arr[i]}"', True),
     ('set -k; bash -c true BASH_ENV=n.txt', True),                         # keyword mode: a NAME=value argument is an assignment
     # hooks assigned through binders (denied: PS4 runs code on every traced command)
     ('read -r PS4 < p.txt; set -x; :', True),
