@@ -11,7 +11,7 @@ the payload files, that the variant executes the payload (it creates `pwned`).
 Class 8: expanding an environment variable whose name looks like a secret, or dumping the
 environment, must ask (the sandbox clears such variables; an unconfined run does not).
 """
-import os, shutil, subprocess
+import shutil, subprocess
 from pathlib import Path
 import pytest
 from passepartout.shell_gate import analyse, shell_verdict
@@ -129,6 +129,7 @@ VARIANTS = [
     ('read -r i < n.txt; echo $\\\n{arr[i]}', True),                         # a line continuation inside ${
     ('read -r i < n.txt; echo "$\\\n{arr[i]}"', True),
     ('set -k; bash -c true BASH_ENV=n.txt', True),                         # keyword mode: a NAME=value argument is an assignment
+    ('set -k; ls LD_PRELOAD=/tmp/x.so', False),
     # hooks assigned through binders (denied: PS4 runs code on every traced command)
     ('read -r PS4 < p.txt; set -x; :', True),
     ('for PS4 in "$(cat p.txt)"; do set -x; true; done', True),
@@ -169,7 +170,7 @@ SECRET_EXPANSIONS = [
     'cat /proc/$$/environ', "tr '\\0' '\\n' < /proc/self/task/1/environ",
     'ps eww', 'ps auxe | grep KEY', 'jq -n env', "jq -n '$ENV.HOME'", "awk 'BEGIN{for (k in ENVIRON) print k, ENVIRON[k]}'",
     'xargs -0 -a /proc/self/environ echo', 'cat /pr?c/self/env*', 'grep -ra KEY /proc/self/', 'grep -r API_KEY /proc', 'rg -a ANTHROPIC /',
-    "find /proc -maxdepth 2 -name 'envi*' -exec cat {} +", 'find /proc -maxdepth 2 | xargs cat', 'strings /proc/$PPID/mem', 'set -k; ls LD_PRELOAD=/tmp/x.so',
+    "find /proc -maxdepth 2 -name 'envi*' -exec cat {} +", 'find /proc -maxdepth 2 | xargs cat', 'strings /proc/$PPID/mem',
 ]
 # Dumps the gate already held at fb43aef (kept as a regression check, not counted as new attacks).
 SECRET_DUMPS_ALREADY_HELD = ['env', 'printenv', 'printenv ANTHROPIC_API_KEY', 'set', 'set | grep KEY', 'compgen -v', 'compgen -e', 'export', 'cat /proc/self/environ',
@@ -231,6 +232,7 @@ def test_login_and_interactive_shells_ask(command, startup, tmp_path):
     assert _runs_code(command, tmp_path, home=home)
 
 
+@pytest.mark.skipif(_bash() is None, reason="bash not installed")
 def test_environment_function_really_runs(tmp_path):
     "A BASH_FUNC_ variable defines a function in the nested bash: the proof behind denying it in `env`."
     assert _runs_code("env 'BASH_FUNC_ls%%=() { touch pwned; }' bash -c ls", tmp_path)
