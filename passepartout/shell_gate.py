@@ -118,7 +118,7 @@ def _echo_value(n, st) -> str:
         if ws and ws[0] in ('echo', 'printf') and len(ws) > 1: return ' '.join(w for w in ws[1:] if not w.startswith('-'))
     return ''
 
-# %% ../nbs/21_shell_gate.ipynb #ca6cfa0a
+# %% ../nbs/21_shell_gate.ipynb #acc15bfe
 _STRONG = re.compile(r'''(?:^|[=@:'"<\s])(?:/etc/(?:shadow|gshadow|passwd|group|master\.passwd|sudoers)\b|/etc/(?:security|pam\.d|ssh|ssl)(?:/|$)|/root(?:/|$)|/proc/1(?:/|$)|/var/lib/pam|~root)|/proc/(?:[^/]*/)+environ|(?:^|/)\.ssh(?:/|$)|id_(?:rsa|dsa|ecdsa|ed25519)|(?:^|/)\.(?:gnupg|aws|azure|kube|password-store)(?:/|$)|(?:^|/)\.(?:netrc|pgpass|git-credentials|pypirc|vault-token|docker/config\.json|bash_history|zsh_history)$|\.config/gcloud|/etc/krb5\.keytab''', re.I)
 _SOFT = re.compile(r'''(?:^|/)\.env(?:\.|$)|\.(?:pem|key|p12|pfx|jks|keystore|kdbx|crt)$|token|secret|passw|credential|private|keychain|keyring|history|(?:^|[=:\s])/(?:var/(?:log|mail|spool)|boot)(?:/|$)|cron|(?:^|[=:\s])/proc/(?:\d|self|thread-self|/)|(?:^|[=:\s])/dev/(?!null\b|zero\b|u?random\b|std(?:in|out|err)\b|fd/|tty\b|shm/|disk/)|\.mozilla|google-chrome|chromium|wp-config|(?:^|/)environ$''', re.I)
 _SYSTEM = ('/etc', '/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/boot', '/root', '/sys', '/proc',
@@ -142,7 +142,8 @@ _SENSITIVE_EXAMPLES = ('/etc/shadow', '/etc/gshadow', '/etc/passwd', '/etc/sudoe
 def _glob_sensitive(pattern:str) -> str|None:
     "A glob (`/pr?c/self/env*`, `~/.ss*/id_*`) that would match a known secret: 'ask'."
     path = pattern[min((i for i in (pattern.find('/'), pattern.find('~')) if i >= 0), default=0):]   # `--file=/etc/sha*` too
-    path = re.sub(r'\[[^\]/]*\]', '?', path)                         # a bracket class matches one character
+    path = re.sub(r'\*+', '*', re.sub(r'\[[^\]/]*\]', '?', path))      # a bracket class matches one character; `**` is `*`
+    if path.count('*') > 8: return 'ask'                               # too many wildcards to match quickly: fail closed
     rx = ''.join(('' if k and path[k - 1] != '/' else r'(?!\.)') + ('[^/]*' if c == '*' else '[^/]') if c in '*?' else re.escape(c) for k, c in enumerate(path))
     return 'ask' if any(re.fullmatch(rx, e) for e in _SENSITIVE_EXAMPLES) else None
 
