@@ -118,8 +118,8 @@ def _echo_value(n, st) -> str:
         if ws and ws[0] in ('echo', 'printf') and len(ws) > 1: return ' '.join(w for w in ws[1:] if not w.startswith('-'))
     return ''
 
-# %% ../nbs/21_shell_gate.ipynb #acc15bfe
-_STRONG = re.compile(r'''(?:^|[=@:'"<\s])(?:/etc/(?:shadow|gshadow|passwd|group|master\.passwd|sudoers)\b|/etc/(?:security|pam\.d|ssh|ssl)(?:/|$)|/root(?:/|$)|/proc/1(?:/|$)|/var/lib/pam|~root)|/proc/(?:[^/]*/)+environ|(?:^|/)\.ssh(?:/|$)|id_(?:rsa|dsa|ecdsa|ed25519)|(?:^|/)\.(?:gnupg|aws|azure|kube|password-store)(?:/|$)|(?:^|/)\.(?:netrc|pgpass|git-credentials|pypirc|vault-token|docker/config\.json|bash_history|zsh_history)$|\.config/gcloud|/etc/krb5\.keytab''', re.I)
+# %% ../nbs/21_shell_gate.ipynb #77d7516a
+_STRONG = re.compile(r'''(?:^|[=@:'"<\s])(?:/etc/(?:shadow|gshadow|passwd|group|master\.passwd|sudoers)\b|/etc/(?:security|pam\.d|ssh|ssl)(?:/|$)|/root(?:/|$)|/proc/1(?:/|$)|/var/lib/pam|~root)|/proc/[^/]*/environ|(?:^|/)\.ssh(?:/|$)|id_(?:rsa|dsa|ecdsa|ed25519)|(?:^|/)\.(?:gnupg|aws|azure|kube|password-store)(?:/|$)|(?:^|/)\.(?:netrc|pgpass|git-credentials|pypirc|vault-token|docker/config\.json|bash_history|zsh_history)$|\.config/gcloud|/etc/krb5\.keytab''', re.I)
 _SOFT = re.compile(r'''(?:^|/)\.env(?:\.|$)|\.(?:pem|key|p12|pfx|jks|keystore|kdbx|crt)$|token|secret|passw|credential|private|keychain|keyring|history|(?:^|[=:\s])/(?:var/(?:log|mail|spool)|boot)(?:/|$)|cron|(?:^|[=:\s])/proc/(?:\d|self|thread-self|/)|(?:^|[=:\s])/dev/(?!null\b|zero\b|u?random\b|std(?:in|out|err)\b|fd/|tty\b|shm/|disk/)|\.mozilla|google-chrome|chromium|wp-config|(?:^|/)environ$''', re.I)
 _SYSTEM = ('/etc', '/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/boot', '/root', '/sys', '/proc',
            '/dev', '/var', '/opt', '/srv', '/snap', '/System', '/Library', '/private', '/Applications', '/nix')
@@ -130,7 +130,7 @@ def _sensitive(arg:str) -> str|None:
     "'deny' for keys, account databases and root's files; 'ask' for likely secrets and logs (or a glob that may match one); else None."
     if not arg: return None
     a = posixpath.normpath(arg) if arg.startswith('/') and '..' in arg else arg
-    if _STRONG.search(a): return 'deny'
+    if _STRONG.search(a) or ('/proc/' in a and re.search(r'(?:^|/)environ\b', a)): return 'deny'   # /proc/self/task/1/environ too
     if _SOFT.search(a): return 'ask'
     if ('*' in a or '?' in a or '[' in a) and ('/' in a or a.startswith('~')): return _glob_sensitive(a)
     return None
@@ -186,7 +186,7 @@ class _State:
     def ask(self, cmd, why): self.flag('ask', cmd, why)
     def deny(self, cmd, why): self.flag('deny', cmd, why)
 
-# %% ../nbs/21_shell_gate.ipynb #c097be46
+# %% ../nbs/21_shell_gate.ipynb #2df8ea51
 def _analyse_into(text:str, st:_State, upstream:tuple=(), stdin_text:str|None=None):
     "Parse `text` as bash and walk it into `st` (used for the top level and for re-parsed scripts)."
     if st.nesting >= MAX_NESTING: return st.deny(text, f"scripts nested more than {MAX_NESTING} deep")
@@ -198,7 +198,8 @@ def _analyse_into(text:str, st:_State, upstream:tuple=(), stdin_text:str|None=No
     try: _walk(root, st, 0, upstream, stdin_text)
     finally: st.nesting -= 1
     _arith_net(text, st)
-    if '\\\n' in text: _findings_of(re.sub(r'(?<!\\)((?:\\\\)*)\\\n', r'\1', text), st)   # bash joins `\`+newline first: `$\<newline>{a[i]}`
+    joined = re.sub(r'(?<!\\)((?:\\\\)*)\\\n', r'\1', text) if '\\\n' in text else text
+    if joined != text: _findings_of(joined, st)          # bash joins `\`+newline first: `$\<newline>{a[i]}`
 
 # %% ../nbs/21_shell_gate.ipynb #6e3dfb31
 _LEAVES = frozenset({'word', 'raw_string', 'number', 'ansi_c_string', 'string_content', 'comment', 'variable_name',
@@ -1182,16 +1183,15 @@ def shell_gate(action:Action, ctx:Context|None=None) -> Verdict|None:
     workspace = getattr(agent, 'workspace', None) if agent is not None else None
     return shell_verdict(command, workspace if workspace is not None else config.workspace())
 
-# %% ../nbs/21_shell_gate.ipynb #7ef16091
+# %% ../nbs/21_shell_gate.ipynb #91f4c00f
 _ARITH_INERT = re.compile(r'''
-    (?: \s+                                   # blanks and newlines
-      | 0[xX][0-9A-Fa-f]+                     # a hexadecimal number
-      | [0-9]+ \# [0-9A-Za-z@_]+              # base#digits (bases above 10 use letters, @ and _)
-      | [0-9]+                                # a decimal or octal number
+    (?: \s++                                  # blanks and newlines
+      | 0[xX][0-9A-Fa-f]++                    # a hexadecimal number
+      | [0-9]++ (?: \# [0-9A-Za-z@_]++ )?      # a decimal or octal number, or base#digits (bases above 10 use letters, @ and _)
       | [-+*/%<>=!&|^~?:,()]                  # operators and parentheses
       | \$[#?$!] | \$\{[#?$!]\}               # $#, $?, $$, $!: always a number
-      | \$\{\#[A-Za-z_][A-Za-z0-9_]*(?:\[[@*]\])?\}   # ${#name}, ${#arr[@]}: a length or a count, always a number
-    )*''', re.X)
+      | \$\{\#[A-Za-z_][A-Za-z0-9_]*+(?:\[[@*]\])?\}   # ${#name}, ${#arr[@]}: a length or a count, always a number
+    )*+''', re.X)                             # possessive: a long run of digits or blanks cannot backtrack
 
 def _inert_arith(text:str) -> bool:
     "Is `text` arithmetic that cannot run code: numbers and operators, no names, quotes or expansions?"

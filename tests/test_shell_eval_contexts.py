@@ -186,6 +186,7 @@ BENIGN = [
     'echo $HOME $PWD', 's=hello; echo ${s^^} ${s@Q}', 'sleep 0 & wait $!', 'unset tmp', 'echo $(( $# + 1 ))', 'seq 0 2', 'echo {0..2}',
     'set -x; ls', 'export LANG=C.UTF-8', 'local_var=1; echo "$local_var"', 'read -ra parts <<< "a b"; echo "${parts[1]}"',
     'ps aux | grep python', "jq '.name' package.json", "awk '{print $1}' notes.txt",
+    'echo a\\\\\necho b', 'ls \\\n  -la',          # an escaped backslash before a newline, a line continuation
 ]
 
 
