@@ -1243,7 +1243,7 @@ def _arith_operand(value:str, static:bool, raw:str, text:str, st:_State):
     st.ask(text, f"bash evaluates `{raw}` as arithmetic, and a value such as `a[$(…)]` in it runs a command")
     _payload(value, st); _payloads(raw, st)
 
-# %% ../nbs/21_shell_gate.ipynb #9ce3c379
+# %% ../nbs/21_shell_gate.ipynb #5b57c4e0
 def _arith_text(n) -> str|None:
     "The text between `$((`, `$[` or `((` and the closing `))` or `]` of an arithmetic node; None if the tokens are missing."
     kids = n.children
@@ -1267,7 +1267,7 @@ def _arith_node(n, st:_State):
     if inner is None or not _inert_arith(inner):
         _payloads(inner or '', st)
         return st.ask(text, "arithmetic with a name or an expansion in it: bash evaluates a variable's value, and `a[$(…)]` in it runs a command")
-    if t in ('command_substitution', 'arithmetic_expansion'): return 'literal'
+    if t == 'arithmetic_expansion' or (t == 'command_substitution' and text.endswith('))')): return 'literal'
 
 @_evaluates('subscript')
 def _subscript_node(n, st:_State):
