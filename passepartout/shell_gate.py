@@ -8,12 +8,13 @@ Docs: https://passepartout-agent.github.io/passepartout/shell_gate.html.md"""
 __all__ = ['SHELL_GATE_PRIORITY', 'MAX_COMMAND_BYTES', 'MAX_NESTING', 'MAX_TREE_DEPTH', 'bash_parser', 'Finding', 'Command',
            'ShellAnalysis', 'analyse', 'shell_verdict', 'shell_gate']
 
-# %% ../nbs/21_shell_gate.ipynb #a4514d9a
+# %% ../nbs/21_shell_gate.ipynb #993b02fe
 import re, posixpath, codecs, shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from . import config
 from .gates import Verdict, allow, ask, deny
+from .sandbox import SECRET_NAME
 from .signals import Action, Context
 
 # %% ../nbs/21_shell_gate.ipynb #f28702c9
@@ -79,11 +80,12 @@ def _ansi_c(t:str) -> str:
     try: return codecs.decode(t[2:-1].encode('latin-1', 'backslashreplace'), 'unicode_escape')
     except Exception: return t[2:-1]
 
-# %% ../nbs/21_shell_gate.ipynb #31fb94d3
+# %% ../nbs/21_shell_gate.ipynb #4a3f2254
 def _word(n, st) -> tuple:
     "(value, static) of an argument node: quotes removed; expansions guessed from known assignments."
     t = n.type
     if t == 'word' or t == 'number': return _unquote_word(n.text.decode('utf-8', 'replace')), True
+    if t == 'variable_name': return n.text.decode('utf-8', 'replace'), True
     if t == 'raw_string': return n.text.decode('utf-8', 'replace')[1:-1], True
     if t == 'ansi_c_string': return _ansi_c(n.text.decode('utf-8', 'replace')), True
     if t == 'concatenation':
@@ -116,21 +118,34 @@ def _echo_value(n, st) -> str:
         if ws and ws[0] in ('echo', 'printf') and len(ws) > 1: return ' '.join(w for w in ws[1:] if not w.startswith('-'))
     return ''
 
-# %% ../nbs/21_shell_gate.ipynb #149b5bde
-_STRONG = re.compile(r'''(?:^|[=@:'"<\s])(?:/etc/(?:shadow|gshadow|passwd|group|master\.passwd|sudoers)\b|/etc/(?:security|pam\.d|ssh|ssl)(?:/|$)|/root(?:/|$)|/proc/1(?:/|$)|/var/lib/pam|~root)|/proc/[^/]+/environ|(?:^|/)\.ssh(?:/|$)|id_(?:rsa|dsa|ecdsa|ed25519)|(?:^|/)\.(?:gnupg|aws|azure|kube|password-store)(?:/|$)|(?:^|/)\.(?:netrc|pgpass|git-credentials|pypirc|vault-token|docker/config\.json|bash_history|zsh_history)$|\.config/gcloud|/etc/krb5\.keytab''', re.I)
-_SOFT = re.compile(r'''(?:^|/)\.env(?:\.|$)|\.(?:pem|key|p12|pfx|jks|keystore|kdbx|crt)$|token|secret|passw|credential|private|keychain|keyring|history|(?:^|[=:\s])/(?:var/(?:log|mail|spool)|boot)(?:/|$)|cron|(?:^|[=:\s])/proc/\d|(?:^|[=:\s])/dev/(?!null\b|zero\b|u?random\b|std(?:in|out|err)\b|fd/|tty\b|shm/|disk/)|\.mozilla|google-chrome|chromium|wp-config''', re.I)
+# %% ../nbs/21_shell_gate.ipynb #77d7516a
+_STRONG = re.compile(r'''(?:^|[=@:'"<\s])(?:/etc/(?:shadow|gshadow|passwd|group|master\.passwd|sudoers)\b|/etc/(?:security|pam\.d|ssh|ssl)(?:/|$)|/root(?:/|$)|/proc/1(?:/|$)|/var/lib/pam|~root)|/proc/[^/]*/environ|(?:^|/)\.ssh(?:/|$)|id_(?:rsa|dsa|ecdsa|ed25519)|(?:^|/)\.(?:gnupg|aws|azure|kube|password-store)(?:/|$)|(?:^|/)\.(?:netrc|pgpass|git-credentials|pypirc|vault-token|docker/config\.json|bash_history|zsh_history)$|\.config/gcloud|/etc/krb5\.keytab''', re.I)
+_SOFT = re.compile(r'''(?:^|/)\.env(?:\.|$)|\.(?:pem|key|p12|pfx|jks|keystore|kdbx|crt)$|token|secret|passw|credential|private|keychain|keyring|history|(?:^|[=:\s])/(?:var/(?:log|mail|spool)|boot)(?:/|$)|cron|(?:^|[=:\s])/proc/(?:\d|self|thread-self|/)|(?:^|[=:\s])/dev/(?!null\b|zero\b|u?random\b|std(?:in|out|err)\b|fd/|tty\b|shm/|disk/)|\.mozilla|google-chrome|chromium|wp-config|(?:^|/)environ$''', re.I)
 _SYSTEM = ('/etc', '/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/boot', '/root', '/sys', '/proc',
            '/dev', '/var', '/opt', '/srv', '/snap', '/System', '/Library', '/private', '/Applications', '/nix')
 _SYSTEM_DIRS = tuple(s + '/' for s in _SYSTEM)
 _HARMLESS_SINKS = {'/dev/null', '/dev/stdout', '/dev/stderr', '/dev/tty', '/dev/zero'}
 
 def _sensitive(arg:str) -> str|None:
-    "'deny' for keys, account databases and root's files; 'ask' for likely secrets and logs; else None."
+    "'deny' for keys, account databases and root's files; 'ask' for likely secrets and logs (or a glob that may match one); else None."
     if not arg: return None
     a = posixpath.normpath(arg) if arg.startswith('/') and '..' in arg else arg
-    if _STRONG.search(a): return 'deny'
+    if _STRONG.search(a) or ('/proc/' in a and re.search(r'(?:^|/)environ\b', a)): return 'deny'   # /proc/self/task/1/environ too
     if _SOFT.search(a): return 'ask'
+    if ('*' in a or '?' in a or '[' in a) and ('/' in a or a.startswith('~')): return _glob_sensitive(a)
     return None
+
+_SENSITIVE_EXAMPLES = ('/etc/shadow', '/etc/gshadow', '/etc/passwd', '/etc/sudoers', '/etc/ssh/ssh_host_ed25519_key', '/root/.bashrc',
+    '/proc/self/environ', '/proc/1/environ', '/proc/self/task/1/environ', '/proc/thread-self/environ', '~/.ssh/id_rsa', '~/.aws/credentials',
+    '~/.netrc', '~/.git-credentials', '~/.gnupg/private-keys-v1.d', '~/.kube/config', '~/.docker/config.json', '~/.bash_history', '~/.pgpass')
+
+def _glob_sensitive(pattern:str) -> str|None:
+    "A glob (`/pr?c/self/env*`, `~/.ss*/id_*`) that would match a known secret: 'ask'."
+    path = pattern[min((i for i in (pattern.find('/'), pattern.find('~')) if i >= 0), default=0):]   # `--file=/etc/sha*` too
+    path = re.sub(r'\*+', '*', re.sub(r'\[[^\]/]*\]', '?', path))      # a bracket class matches one character; `**` is `*`
+    if path.count('*') > 8: return 'ask'                               # too many wildcards to match quickly: fail closed
+    rx = ''.join(('' if k and path[k - 1] != '/' else r'(?!\.)') + ('[^/]*' if c == '*' else '[^/]') if c in '*?' else re.escape(c) for k, c in enumerate(path))
+    return 'ask' if any(re.fullmatch(rx, e) for e in _SENSITIVE_EXAMPLES) else None
 
 # %% ../nbs/21_shell_gate.ipynb #9c744f82
 def _place(p:str, ws:str|None) -> str:
@@ -155,7 +170,7 @@ def _place(p:str, ws:str|None) -> str:
     if q in _SYSTEM or q.startswith(_SYSTEM_DIRS): return 'system'
     return 'outside'
 
-# %% ../nbs/21_shell_gate.ipynb #e6d506c9
+# %% ../nbs/21_shell_gate.ipynb #f7753ff8
 def _short(text:str, limit:int=80) -> str:
     t = ' '.join(text.split())
     return t if len(t) <= limit else t[:limit - 1] + '…'
@@ -163,7 +178,7 @@ def _short(text:str, limit:int=80) -> str:
 class _State:
     "The mutable state of one analysis: what was found so far, and what the script assigned."
     def __init__(self, workspace:str|None):
-        self.commands, self.findings, self.vars, self.functions = [], [], {}, set()
+        self.commands, self.findings, self.vars, self.functions, self.bound, self.payloads = [], [], {}, set(), set(), set()
         self.ws, self.nesting, self.parsed, self.current_function, self.source = workspace, 0, True, None, ''
     def flag(self, level:str, cmd, why:str):
         "Record a finding about `cmd` (a Command or source text)."
@@ -171,7 +186,7 @@ class _State:
     def ask(self, cmd, why): self.flag('ask', cmd, why)
     def deny(self, cmd, why): self.flag('deny', cmd, why)
 
-# %% ../nbs/21_shell_gate.ipynb #df6e5abb
+# %% ../nbs/21_shell_gate.ipynb #2df8ea51
 def _analyse_into(text:str, st:_State, upstream:tuple=(), stdin_text:str|None=None):
     "Parse `text` as bash and walk it into `st` (used for the top level and for re-parsed scripts)."
     if st.nesting >= MAX_NESTING: return st.deny(text, f"scripts nested more than {MAX_NESTING} deep")
@@ -182,26 +197,43 @@ def _analyse_into(text:str, st:_State, upstream:tuple=(), stdin_text:str|None=No
     st.nesting += 1
     try: _walk(root, st, 0, upstream, stdin_text)
     finally: st.nesting -= 1
+    _arith_net(text, st)
+    joined = re.sub(r'(?<!\\)((?:\\\\)*)\\\n', r'\1', text) if '\\\n' in text else text
+    if joined != text: _findings_of(joined, st)          # bash joins `\`+newline first: `$\<newline>{a[i]}`
 
-# %% ../nbs/21_shell_gate.ipynb #6a8ce07e
+# %% ../nbs/21_shell_gate.ipynb #6e3dfb31
 _LEAVES = frozenset({'word', 'raw_string', 'number', 'ansi_c_string', 'string_content', 'comment', 'variable_name',
-                     'heredoc_start', 'heredoc_end', 'heredoc_content', 'file_descriptor', 'special_variable_name', 'test_operator', 'regex'})
+                     'heredoc_start', 'heredoc_end', 'heredoc_content', 'file_descriptor', 'special_variable_name', 'test_operator'})
+_EVAL_NODES, _EVAL_COMMANDS = {}, {}   # node type or command name: its check as a place where bash evaluates data (see "Where bash runs data as code")
+
+def _evaluates(*node_types, commands=()):
+    "Register the check for grammar nodes and commands where bash evaluates data as arithmetic, names, prompts or code."
+    def deco(f):
+        _EVAL_NODES.update(dict.fromkeys(node_types, f)); _EVAL_COMMANDS.update(dict.fromkeys(commands, f))
+        return f
+    return deco
 
 def _walk(n, st:_State, depth:int, upstream:tuple=(), stdin_text=None):
     "Visit every node that can run something: commands, pipelines, redirects, assignments, functions."
     if depth > MAX_TREE_DEPTH: return st.deny('…', f"the script nests deeper than {MAX_TREE_DEPTH} levels")
     t = n.type
     if t in _LEAVES: return
+    if (check := _EVAL_NODES.get(t)) is not None and check(n, st) == 'literal': return   # `$((2*3))` read as `$( (2*3) )`: nothing runs
     if t == 'command': return _visit_command(n, st, depth, upstream, stdin_text)
+    if t == 'unset_command': return _visit_unset(n, st, depth)
     if t == 'pipeline': return _visit_pipeline([c for c in n.named_children], st, depth, upstream)
     if t == 'redirected_statement': return _visit_redirected(n, st, depth, upstream)
     if t == 'function_definition': return _visit_function(n, st, depth)
-    if t == 'variable_assignment': _assignment(n, st, persistent=True)
-    elif t == 'declaration_command': _declaration(n, st)
+    if t == 'variable_assignment':                  # the value first: `k=$k` still reads k from the environment
+        for c in n.named_children: _walk(c, st, depth + 1, upstream, stdin_text)
+        return _assignment(n, st, persistent=True)
+    if t == 'declaration_command': _declaration(n, st)
     elif t == 'file_redirect': _file_redirect(n, st)
     elif t in ('command_substitution', 'process_substitution'):
         upstream, stdin_text = (), None
         if n.text[:1] == b'`' and re.search(rb'(?<!\\)`', n.text[1:-1]): st.parsed = False  # nested or adjacent backticks: the grammar may misread them
+        if n.text[:1] == b'`' and re.search(rb'\\[$`\\]', n.text):                       # inside backticks `\$` is `$`: judge what bash runs
+            _analyse_into(re.sub(r'\\([$`\\])', r'\1', n.text[1:-1].decode('utf-8', 'replace')), st)
     elif t == 'ERROR' or n.is_missing: st.parsed = False
     for c in n.named_children: _walk(c, st, depth + 1, upstream, stdin_text)
 
@@ -213,14 +245,14 @@ def _visit_pipeline(stages:list, st:_State, depth:int, upstream:tuple=()):
         _walk(stage, st, depth + 1, upstream)
         upstream = upstream + tuple(st.commands[before:])
 
-# %% ../nbs/21_shell_gate.ipynb #50b85ea9
+# %% ../nbs/21_shell_gate.ipynb #d522a5d3
 def _visit_redirected(n, st:_State, depth:int, upstream:tuple):
     "A statement with redirects; tree-sitter hangs what follows a heredoc (`| sh`, `&& x`) inside the heredoc node."
     body, stdin_text, later = None, None, []
     for c in n.named_children:
         if c.type == 'heredoc_redirect':
             for h in c.named_children:
-                if h.type == 'heredoc_body': stdin_text = h.text.decode('utf-8', 'replace'); _walk(h, st, depth + 1)
+                if h.type == 'heredoc_body': stdin_text = h.text.decode('utf-8', 'replace'); _walk(h, st, depth + 1); _heredoc_expansions(c, h, st)
                 elif h.type not in _LEAVES: later.append(h)
         elif c.type == 'herestring_redirect':
             stdin_text = ' '.join(_word(w, st)[0] for w in c.named_children); _walk(c, st, depth + 1)
@@ -235,8 +267,8 @@ def _visit_redirected(n, st:_State, depth:int, upstream:tuple):
         if h.type == 'pipeline': _visit_pipeline(h.named_children, st, depth + 1, fed)
         else: _walk(h, st, depth + 1)
 
-# %% ../nbs/21_shell_gate.ipynb #dfdce18f
-_DENY_VARS = re.compile(r'^(?:LD_\w+|DYLD_\w+|PATH|PROMPT_COMMAND|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|BASH_FUNC_\w*|BASH_LOADABLES_PATH|GCONV_PATH)$')
+# %% ../nbs/21_shell_gate.ipynb #12f81d1c
+_DENY_VARS = re.compile(r'^(?:LD_\w+|DYLD_\w+|PATH|PROMPT_COMMAND|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|BASH_FUNC_.*|BASH_LOADABLES_PATH|GCONV_PATH)$')
 _ASK_VARS = re.compile(r'^(?:IFS|PS[0-3]|HOME|SHELL|CDPATH|GLOBIGNORE|HISTFILE|HISTCONTROL|PAGER|MANPAGER|EDITOR|VISUAL|GIT_\w+|PYTHON\w+|NODE_OPTIONS|NODE_PATH|PERL5\w+|PERLLIB|RUBYOPT|RUBYLIB|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|LESSOPEN|LESSCLOSE|TMPDIR|SSH_\w+|http_proxy|https_proxy|HTTPS?_PROXY|ALL_PROXY|no_proxy|NO_PROXY)$')
 
 def _check_var(name:str, text:str, st:_State):
@@ -251,15 +283,7 @@ def _assignment(n, st:_State, persistent:bool):
     _check_var(name.split('[')[0], n.text.decode('utf-8', 'replace'), st)
     if persistent and name:
         st.vars[name] = _word(value_node, st)[0] if value_node is not None else ''
-
-def _declaration(n, st:_State):
-    "`export`, `declare`, `local`, `readonly`, `typeset`: the assignments are checked when walked."
-    words = [c for c in n.named_children if c.type != 'variable_assignment']
-    if len(words) == len(list(n.named_children)) and not any(_word(w, st)[0].lstrip('-+').isidentifier() for w in words):
-        st.ask(n.text.decode('utf-8', 'replace'), "prints the environment or shell state, which may expose secrets")
-    for w in words:
-        v = _word(w, st)[0]
-        if v.isidentifier(): _check_var(v, n.text.decode('utf-8', 'replace'), st)
+        st.bound.add(name.split('[')[0])
 
 # %% ../nbs/21_shell_gate.ipynb #609bb4ee
 def _redirect_op(n) -> str:
@@ -308,7 +332,7 @@ def _visit_function(n, st:_State, depth:int):
         for c in n.named_children: _walk(c, st, depth + 1)
     finally: st.current_function = outer
 
-# %% ../nbs/21_shell_gate.ipynb #c7e3e22e
+# %% ../nbs/21_shell_gate.ipynb #aae9dbfa
 def _visit_command(n, st:_State, depth:int, upstream:tuple=(), stdin_text=None):
     "A simple command: collect its words, judge it, then walk the substitutions inside its words."
     words, prefix = [], []
@@ -329,11 +353,11 @@ def _visit_command(n, st:_State, depth:int, upstream:tuple=(), stdin_text=None):
     if words: st.commands.append(cmd); _judge(cmd, st)
     for w in words:
         if w.type not in _LEAVES: _walk(w, st, depth + 1)
-    for a in prefix:
-        v = a.child_by_field_name('value')
-        if v is not None and v.type not in _LEAVES: _walk(v, st, depth + 1)
+    for a in prefix:                       # the value, and a subscript in the name (`a[i]=1 cmd`)
+        for part in a.named_children:
+            if part.type not in _LEAVES: _walk(part, st, depth + 1)
 
-# %% ../nbs/21_shell_gate.ipynb #c1969e79
+# %% ../nbs/21_shell_gate.ipynb #0a12238c
 _ODD_CHARS = re.compile(r'[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]')
 
 def _judge(cmd:Command, st:_State):
@@ -347,6 +371,7 @@ def _judge(cmd:Command, st:_State):
     base = name.rsplit('/', 1)[-1] if '/' in name else name
     if not base.isascii() or _ODD_CHARS.search(base):
         return st.ask(cmd, f"the command name {base!r} has unusual characters")
+    if (check := _EVAL_COMMANDS.get(base)) is not None: check(cmd, st, base)
     if base == st.current_function:
         return st.flag('deny' if cmd.upstream or '&' in cmd.text else 'ask', cmd, f"the function `{base}` calls itself (fork-bomb shape)")
     if base in st.functions: return _check_args(cmd, st)   # its body was checked at the definition
@@ -404,14 +429,14 @@ def _skip_options(argv:list, i:int, with_value:frozenset) -> int:
                 break
     return i
 
-# %% ../nbs/21_shell_gate.ipynb #911ac7b2
+# %% ../nbs/21_shell_gate.ipynb #0f07f6ee
 _READONLY = frozenset('''ls cat head tail wc grep egrep fgrep zgrep rg echo printf pwd cd cut tr rev tac nl paste join comm
 diff cmp fold fmt column expand unexpand od hexdump strings md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum
 cksum sum basename dirname readlink realpath whoami id groups uname uptime w who ps pgrep pstree top free nproc cal seq
 expr bc true false test [ [[ du df stat file which whereis type tree zcat bzcat xzcat jq numfmt locate yes : sleep arch
-tty logname printf read wait exit return break continue shift getconf lsb_release lscpu'''.split())
+tty logname printf read wait exit return break continue shift getconf lsb_release lscpu let unset getopts'''.split())
 
-# %% ../nbs/21_shell_gate.ipynb #a3aa8106
+# %% ../nbs/21_shell_gate.ipynb #8643409b
 _WRAPPERS = {  # name: (options that take a value, operands to skip before the command, privileged)
     'sudo': (frozenset('-u -g -h -p -C -r -t -U -D -R -T --user --group --host --prompt --close-from --role --type --other-user --chdir --chroot --command-timeout'.split()), 0, True),
     'doas': (frozenset('-u -C'.split()), 0, True), 'pkexec': (frozenset(['--user']), 0, True), 'run0': (frozenset(['--user', '-u']), 0, True),
@@ -449,6 +474,7 @@ def _env(cmd:Command, st:_State, base:str):
             rest = argv[i + 2:] if a in ('-S', '--split-string') else argv[i + 1:]
             return _analyse_into(script + ' ' + ' '.join(shlex.quote(r) for r in rest), st)
         elif a.startswith('-') and a != '-': i += 1
+        elif a.startswith('BASH_FUNC_'): return st.deny(cmd, "defines a function through the environment (BASH_FUNC_…), which a nested bash imports and runs")
         elif '=' in a and a.split('=', 1)[0].isidentifier(): _check_var(a.split('=', 1)[0], cmd.text, st); i += 1
         else: break
     if i < len(argv): return _judge(_child(cmd, i), st)
@@ -473,7 +499,7 @@ def _busybox(cmd:Command, st:_State, base:str):
     if len(cmd.argv) > 1: _judge(_child(cmd, 1), st)
     else: st.ask(cmd, f"`{base}` without an applet")
 
-# %% ../nbs/21_shell_gate.ipynb #0ddde3ed
+# %% ../nbs/21_shell_gate.ipynb #b5d147f6
 _SHELLS = frozenset('sh bash zsh dash ksh mksh ash fish rbash yash csh tcsh'.split())
 _DOWNLOADERS = frozenset('curl wget fetch nc ncat netcat socat aria2c http https lynx links ftp tftp'.split())
 
@@ -488,6 +514,8 @@ def _shell(cmd:Command, st:_State, base:str):
             i += 2; continue
         if a == '--': i += 1; break
         if a in ('-', '-s'): break
+        if a in ('--login', '--interactive') or (a[:1] == '-' and a[1:2] != '-' and set(a[1:]) & set('il')):
+            st.ask(cmd, f"`{base} {a}` starts a login or interactive shell, which runs startup files (~/.profile, ~/.bashrc, $ENV)")
         if len(a) > 1 and a[0] in '-+':
             run_string = run_string or (a[0] == '-' and not a.startswith('--') and 'c' in a); i += 1; continue
         break
@@ -597,7 +625,7 @@ def _scan_code(code:str, cmd:Command, st:_State, lang:str):
         elif destroys and lit.startswith(('/', '~')) and _place(lit, st.ws) in ('system', 'root', 'dotfile', 'ancestor'):
             st.deny(cmd, f"the code modifies or deletes {lit}")
 
-# %% ../nbs/21_shell_gate.ipynb #070bc961
+# %% ../nbs/21_shell_gate.ipynb #ef2dce22
 _XARGS_VALUE = frozenset('-I -i -n -L -l -P -d -E -e -s -a --max-args --max-lines --max-procs --delimiter --eof --max-chars --arg-file --replace --process-slot-var'.split())
 
 @_handles('xargs')
@@ -611,9 +639,17 @@ def _xargs(cmd:Command, st:_State, base:str):
         if a in _XARGS_VALUE: i += 2
         elif a[:2] in ('-I', '-n', '-L', '-P', '-d', '-E', '-s', '-a') or a.startswith(('-i', '-l', '-e')) or '=' in a: i += 1
         else: i += 1
+    _check_args(Command(argv[:i], cmd.static[:i], cmd.text, cmd.upstream, cmd.stdin_text, cmd.raw[:i]), st)   # `-a FILE` reads FILE
+    if any(_whole_tree(c) for c in cmd.upstream) and i < len(argv):
+        st.ask(cmd, "runs a command on every file found under / or /proc, which include other processes' environments")
     if i < len(argv): _judge(_child(cmd, i), st)
 
-# %% ../nbs/21_shell_gate.ipynb #f687be87
+def _whole_tree(c:Command) -> bool:
+    "Is `c` a `find` that starts at / or under /proc?"
+    starts = [a for a in c.argv[1:next((k for k, a in enumerate(c.argv[1:], 1) if a.startswith(('-', '(', '!'))), len(c.argv))]]
+    return c.name.rsplit('/', 1)[-1] == 'find' and any(a.rstrip('/') in ('', '/proc') or a.startswith('/proc/') for a in starts)
+
+# %% ../nbs/21_shell_gate.ipynb #72f85c78
 _FIND_VALUE = frozenset('''-name -iname -path -ipath -wholename -iwholename -regex -iregex -type -xtype -size -mtime -mmin
 -atime -amin -ctime -cmin -newer -anewer -cnewer -user -group -uid -gid -perm -links -inum -samefile -maxdepth -mindepth
 -fstype -printf -context -used -lname -ilname -regextype -D -O -files0-from'''.split())
@@ -638,6 +674,8 @@ def _find(cmd:Command, st:_State, base:str):
             else:
                 child = Command(argv[i + 1:j], cmd.static[i + 1:j], cmd.text, (), None, cmd.raw[i + 1:j])
                 _judge(child, st)
+                if _whole_tree(cmd):
+                    st.ask(cmd, f"{a} runs a command on files under / or /proc, which include other processes' environments")
                 if not filtered and child.name.rsplit('/', 1)[-1] in ('rm', 'shred', 'unlink') and any(_place(s, st.ws) in ('root', 'system', 'ancestor', 'home', 'dotfile') for s in starts or ['.']):
                     st.deny(cmd, "deletes everything under a system, home or workspace-containing directory")
             i = j + 1; continue
@@ -1036,7 +1074,7 @@ def _chmod(cmd:Command, st:_State, base:str):
             st.deny(cmd, f"{base} changes {a} ({_PLACE_WHY.get(place, 'everything below it')})")
     st.ask(cmd, f"`{base}` changes permissions or ownership")
 
-# %% ../nbs/21_shell_gate.ipynb #94e0a18e
+# %% ../nbs/21_shell_gate.ipynb #661b0540
 _DAEMONS = re.compile(r'\b(?:sshd|systemd\S*|init|dockerd|containerd|kubelet|cron|crond|rsyslogd|syslogd|journald|dbus\S*|NetworkManager|auditd|polkitd|udevd|getty|agetty|login|Xorg|gdm|lightdm|sddm|nginx|apache2|httpd|mysqld|mariadbd|postgres|mongod|redis-server|memcached|php-fpm|named|dnsmasq|chronyd|ntpd|cupsd|avahi-daemon|bluetoothd|wpa_supplicant|etcd|kube-\w+|launchd|kernel_task|kthreadd|snapd|firewalld|ufw|iptables)\b')
 _DISK_TOOLS = frozenset('mkfs mke2fs mkswap wipefs fdisk sfdisk gdisk cfdisk parted blkdiscard hdparm badblocks cryptsetup lvremove vgremove pvremove zpool'.split())
 
@@ -1084,14 +1122,17 @@ def _admin(cmd:Command, st:_State, base:str):
 
 @_handles('history', 'printenv', 'set', 'declare', 'typeset', 'export', 'compgen', 'fc')
 def _shell_state(cmd:Command, st:_State, base:str):
-    "Printing the environment or history may expose secrets; `set -e`-style option changes are harmless."
+    "Printing the environment or history may expose secrets; `set -e`-style option changes are harmless (`set -k` is not)."
+    if base == 'set' and any(a[:1] in '-+' and a[1:2] != '-' and 'k' in a[1:] or a == 'keyword' for a in cmd.argv[1:]):
+        return st.ask(cmd, "`set -k` makes every NAME=value word an assignment, so `ls LD_PRELOAD=…` would set a hook")
     if base == 'set' and len(cmd.argv) > 1 and all(a[:1] in '-+' or a in ('pipefail', 'errexit', 'nounset', 'xtrace') for a in cmd.argv[1:]): return
     st.ask(cmd, f"`{base}` prints or changes shell state, which may expose secrets")
 
-# %% ../nbs/21_shell_gate.ipynb #78338d06
+# %% ../nbs/21_shell_gate.ipynb #f17745dd
 _KNOWN_NAMES = _READONLY | _SHELLS | _DOWNLOADERS | _NETWORK | _DISK_TOOLS | _POWER | frozenset('''cd ls rm cp mv sudo su git cat echo
 printf test eval exec source alias unalias export set unset command builtin type which kill trap read wait exit return
-python python3 perl ruby node npm pip pip3 make chmod chown mkdir touch find xargs sed awk grep tar ssh curl wget'''.split())
+python python3 perl ruby node npm pip pip3 make chmod chown mkdir touch find xargs sed awk grep tar ssh curl wget
+let mapfile readarray getopts unset trap complete compgen bind enable'''.split())
 
 # %% ../nbs/21_shell_gate.ipynb #1e5738ba
 _RESOLVED = {}
@@ -1141,3 +1182,344 @@ def shell_gate(action:Action, ctx:Context|None=None) -> Verdict|None:
     agent = getattr(ctx, 'agent', None) if ctx is not None else None
     workspace = getattr(agent, 'workspace', None) if agent is not None else None
     return shell_verdict(command, workspace if workspace is not None else config.workspace())
+
+# %% ../nbs/21_shell_gate.ipynb #91f4c00f
+_ARITH_INERT = re.compile(r'''
+    (?: \s++                                  # blanks and newlines
+      | 0[xX][0-9A-Fa-f]++                    # a hexadecimal number
+      | [0-9]++ (?: \# [0-9A-Za-z@_]++ )?      # a decimal or octal number, or base#digits (bases above 10 use letters, @ and _)
+      | [-+*/%<>=!&|^~?:,()]                  # operators and parentheses
+      | \$[#?$!] | \$\{[#?$!]\}               # $#, $?, $$, $!: always a number
+      | \$\{\#[A-Za-z_][A-Za-z0-9_]*+(?:\[[@*]\])?\}   # ${#name}, ${#arr[@]}: a length or a count, always a number
+    )*+''', re.X)                             # possessive: a long run of digits or blanks cannot backtrack
+
+def _inert_arith(text:str) -> bool:
+    "Is `text` arithmetic that cannot run code: numbers and operators, no names, quotes or expansions?"
+    return _ARITH_INERT.fullmatch(text) is not None
+
+# %% ../nbs/21_shell_gate.ipynb #b4c7c567
+_NAME_OPERAND = re.compile(r'''
+    (?P<name>[A-Za-z_][A-Za-z0-9_]*)          # a variable name
+    (?: \[ (?P<index>[^\]]*) \] )?            # perhaps with a subscript, which bash evaluates as arithmetic
+    ''', re.X)
+
+def _bind(name:str, text:str, st:_State):
+    "The script assigns `name`: a hook such as PATH or PS4 is judged like an assignment, and the name counts as set by the script."
+    _check_var(name, text, st); st.bound.add(name)
+
+def _findings_of(script:str, st:_State):
+    "Analyse `script` as a second reading of text already walked: keep its findings, not its commands."
+    inner = _State(st.ws); inner.bound, inner.nesting, inner.source, inner.payloads = set(st.bound), st.nesting, st.source, st.payloads
+    _analyse_into(script, inner)
+    st.findings.extend(inner.findings); st.parsed = st.parsed and inner.parsed
+
+def _as_double_quoted(text:str, st:_State):
+    "Judge the expansions in `text` as bash expands a double-quoted string."
+    if re.search(r'[$`]', text): _findings_of(': "' + text.replace('"', "'") + '"', st)
+
+_PAYLOAD = re.compile(r'\$[({]|`')
+
+def _payload(value:str, st:_State):
+    "A value bash is about to evaluate that visibly holds `$(…)`: judge that code too, so a hostile payload is denied, not merely held."
+    if _PAYLOAD.search(value) and value not in st.payloads: st.payloads.add(value); _as_double_quoted(value, st)
+
+def _payloads(text:str, st:_State):
+    "The same for every name in `text` whose value the script assigned literally (`x='a[$(rm -rf ~)]'; echo $((x))`)."
+    for name in dict.fromkeys(re.findall(r'[A-Za-z_][A-Za-z0-9_]*', text)): _payload(st.vars.get(name) or '', st)
+
+def _name_operand(value:str, static:bool, text:str, st:_State, assigns:bool=True):
+    "A word bash takes as a variable name (`read NAME`, `printf -v NAME`, `unset NAME`, `-v NAME`): a plain name or a literal subscript is inert."
+    _payload(value, st)
+    m = _NAME_OPERAND.fullmatch(value) if static else None
+    if m is None:
+        return st.ask(text, f"bash takes `{value or '…'}` as a variable name and evaluates a subscript in it, which can run code")
+    if m['index'] is not None and m['index'] not in ('@', '*') and not _inert_arith(m['index']):
+        st.ask(text, f"bash evaluates the subscript of {value} as arithmetic, and a name in it can run code")
+    if assigns: _bind(m['name'], text, st)
+
+def _arith_operand(value:str, static:bool, raw:str, text:str, st:_State):
+    "A word bash evaluates as arithmetic (`let`, `[[ a -lt b ]]`): literal numbers pass, names and expansions ask."
+    if (static and _inert_arith(value)) or _inert_arith(raw.strip('"')): return
+    st.ask(text, f"bash evaluates `{raw}` as arithmetic, and a value such as `a[$(…)]` in it runs a command")
+    _payload(value, st); _payloads(raw, st)
+
+# %% ../nbs/21_shell_gate.ipynb #5b57c4e0
+def _arith_text(n) -> str|None:
+    "The text between `$((`, `$[` or `((` and the closing `))` or `]` of an arithmetic node; None if the tokens are missing."
+    kids = n.children
+    start = next((c for c in kids if c.type in ('$((', '$[', '((')), None)
+    end = next((c for c in reversed(kids) if c.type in ('))', ']')), None)
+    if start is None or end is None or end.start_byte < start.end_byte: return None
+    return n.text[start.end_byte - n.start_byte:end.start_byte - n.start_byte].decode('utf-8', 'replace')
+
+@_evaluates('arithmetic_expansion', 'compound_statement', 'c_style_for_statement', 'command_substitution')
+def _arith_node(n, st:_State):
+    "`$((…))`, `$[…]`, `((…))`, `for ((…;…;…))`: literal arithmetic passes, anything else asks."
+    t, text = n.type, n.text.decode('utf-8', 'replace')
+    if t == 'compound_statement' and (not n.children or n.children[0].type != '(('): return   # `{ …; }`
+    if t == 'command_substitution':                       # the grammar reads a heredoc's `$((x))` as `$( (x) )`; bash does arithmetic
+        if not text.startswith('$(('): return
+        inner = text[3:-2] if text.endswith('))') else text[3:]
+    else: inner = _arith_text(n)
+    if t == 'c_style_for_statement':
+        text = f"for (({inner}))"
+        if inner is not None: inner = inner.replace(';', ' ')
+    if inner is None or not _inert_arith(inner):
+        _payloads(inner or '', st)
+        return st.ask(text, "arithmetic with a name or an expansion in it: bash evaluates a variable's value, and `a[$(…)]` in it runs a command")
+    if t == 'arithmetic_expansion' or (t == 'command_substitution' and text.endswith('))')): return 'literal'
+
+@_evaluates('subscript')
+def _subscript_node(n, st:_State):
+    "`a[i]` in an expansion or an assignment: an indexed array's subscript is arithmetic."
+    kids = n.children
+    start = next((c for c in kids if c.type == '['), None)
+    end = next((c for c in reversed(kids) if c.type == ']'), None)
+    inner = n.text[start.end_byte - n.start_byte:end.start_byte - n.start_byte].decode('utf-8', 'replace') if start and end else None
+    if inner is None or (inner.strip() not in ('@', '*') and not _inert_arith(inner)):
+        st.ask(n.text.decode('utf-8', 'replace'), "the array subscript is evaluated as arithmetic, and a name or expansion in it can run code")
+        _payloads(inner or '', st)
+
+_ARRAY_KEY = re.compile(r'''\[ (?P<index>[^\]]*) \] \+?= ''', re.X)
+
+@_evaluates('array')
+def _array_node(n, st:_State):
+    "`(… [i]=v …)`: the subscripts of a compound assignment are arithmetic too."
+    where = _short(n.text.decode('utf-8', 'replace'))
+    for c in n.named_children:
+        t = c.text.decode('utf-8', 'replace')
+        if not t.startswith('[') or ']' not in t: continue
+        m = _ARRAY_KEY.match(t)
+        if m is None or not _inert_arith(m['index']):
+            st.ask(where, f"the subscript in `{_short(t, 40)}` is evaluated as arithmetic, and a name or expansion in it can run code")
+
+# %% ../nbs/21_shell_gate.ipynb #0195d21a
+_ARITH_OPENING = re.compile(r'''\$ (?P<open> \(\( | \[ )''', re.X)
+
+def _closing(text:str, i:int, opener:str, closer:str, depth:int) -> int|None:
+    "The index just past the bracket that closes `depth` open ones, scanning from i; None if it never closes."
+    for j in range(i, len(text)):
+        if text[j] == opener: depth += 1
+        elif text[j] == closer:
+            depth -= 1
+            if depth == 0: return j + 1
+    return None
+
+def _arith_net(text:str, st:_State):
+    "A net under the grammar: every `$((…))` and `$[…]` in the raw text, wherever the grammar put it, must be literal arithmetic."
+    for m in _ARITH_OPENING.finditer(text):
+        paren = m['open'] == '(('
+        end = _closing(text, m.end(), '(' if paren else '[', ')' if paren else ']', 2 if paren else 1)
+        inner = None if end is None or (paren and text[end - 2:end] != '))') else text[m.end():end - (2 if paren else 1)]
+        if inner is None or not _inert_arith(inner):
+            return st.ask(text[m.start():m.start() + 60], "arithmetic with a name or an expansion in it (found in the raw text): bash evaluates a variable's value, and `a[$(…)]` in it runs a command")
+
+def _heredoc_expansions(redirect, body, st:_State):
+    "An unquoted heredoc body is expanded like a double-quoted string; the grammar leaves some (`<<-`) unparsed, so parse it as one."
+    start = next((c for c in redirect.children if c.type == 'heredoc_start'), None)
+    if start is not None and not re.search(rb'''['"\\]''', start.text): _as_double_quoted(body.text.decode('utf-8', 'replace'), st)
+
+@_evaluates('regex')
+def _regex_node(n, st:_State):
+    "The pattern of `${x//pat/rep}` and `[[ x =~ pat ]]` is one leaf to the grammar, but bash expands what is in it."
+    _as_double_quoted(n.text.decode('utf-8', 'replace'), st)
+
+# %% ../nbs/21_shell_gate.ipynb #b972d68d
+def _secret_name(name:str, st:_State) -> bool:
+    "Would expanding `name` read what is likely a secret from the environment? Upper-case names always; others unless the script set them first."
+    return bool(name) and SECRET_NAME.search(name) is not None and (name.upper() == name or name not in st.bound)
+
+@_evaluates('simple_expansion')
+def _simple_expansion_node(n, st:_State):
+    "`$NAME`: nothing is evaluated, but a secret-looking environment variable must not reach the output unattended."
+    name = next((c.text.decode('utf-8', 'replace') for c in n.named_children if c.type == 'variable_name'), '')
+    if _secret_name(name, st): st.ask(n.text.decode('utf-8', 'replace'), f"expands ${name}, whose name looks like a secret: the sandbox clears it, an unconfined run would not")
+
+@_evaluates('expansion')
+def _expansion_node(n, st:_State):
+    "`${…}`: indirection, `@P`, substring offsets and name listings evaluate or reveal; `${X:=…}` assigns X. Forms not understood ask."
+    text, base = n.text, n.start_byte
+    where = text.decode('utf-8', 'replace')
+    name_node = next((c for c in n.named_children if c.type in ('variable_name', 'subscript', 'special_variable_name')), None)
+    if name_node is None:                                # ${#}, ${!}, ${!#}: special parameters
+        if re.fullmatch(rb'\$\{(?:[#!?$-]|!\#)\}', text) is None: st.ask(where, "an expansion the gate does not understand")
+        return
+    prefix = text[2:name_node.start_byte - base].decode('utf-8', 'replace').strip()
+    rest = text[name_node.end_byte - base:-1].decode('utf-8', 'replace')
+    name_text = name_node.text.decode('utf-8', 'replace')
+    name = name_text.split('[', 1)[0]
+    keys = name_node.type == 'subscript' and name_text[len(name):].strip() in ('[@]', '[*]')
+    if prefix == '!':
+        if rest in ('@', '*'): st.ask(where, "lists the names of variables, which may name secrets")
+        elif not (keys and rest == ''): st.ask(where, "indirection: bash takes the value as a variable name and evaluates a subscript in it"); _payloads(name, st)
+    elif prefix not in ('', '#'): st.ask(where, "an expansion the gate does not understand")
+    if rest.startswith(':') and rest[1:2] not in ('-', '=', '+', '?') and not _inert_arith(rest[1:]):
+        st.ask(where, "a substring offset or length is arithmetic, and a name or expansion in it can run code"); _payloads(rest, st)
+    if rest.startswith('@') and 'P' in rest[1:]: st.ask(where, "`@P` expands the value as a prompt string, which runs `$(…)` in it"); _payloads(name, st)
+    if rest.startswith((':=', '=')) and prefix == '': _check_var(name, where, st)   # assigns only when unset: not counted as set
+    if "'" in rest: _as_double_quoted(rest, st)          # inside "…", `'` in `${x:-'…'}` does not quote: bash expands what it holds
+    if _secret_name(name, st): st.ask(where, f"expands {name}, whose name looks like a secret: the sandbox clears it, an unconfined run would not")
+
+# %% ../nbs/21_shell_gate.ipynb #088a38fa
+_EVAL_BUILTINS = {  # builtin: (options that take a value, {option: what its value is}, what the operands are, in order, the last repeating)
+    'let':       ('',            {},                 ('arith',)),
+    'read':      ('adinNptu',    {'a': 'name'},      ('name',)),
+    'mapfile':   ('CcdnOsu',     {'C': 'code'},      ('name',)),
+    'readarray': ('CcdnOsu',     {'C': 'code'},      ('name',)),
+    'printf':    ('v',           {'v': 'name'},      ('value',)),
+    'wait':      ('p',           {'p': 'name'},      ('value',)),
+    'getopts':   ('',            {},                 ('value', 'name', 'value')),
+    'unset':     ('',            {},                 ('lookup',)),
+    'trap':      ('',            {},                 ('code', 'value')),
+    'complete':  ('ACFGoPSWX',   {'C': 'code'},      ('value',)),
+    'compgen':   ('ACFGoPSWXV',  {'C': 'code', 'V': 'name'}, ('value',)),
+    'bind':      ('mqurfx',      {'x': 'binding'},   ('value',)),
+    'enable':    ('f',           {'f': 'library'},   ('value',)),
+}
+_QUOTED = re.compile(r'''"(?:[^"\\]|\\.)*"''', re.S)                  # one double-quoted string: never split
+_SAFE_START = re.compile(r'''["']?(?: [A-Za-z0-9_./%,:=@+] | \$[#?$!] )''', re.X)
+
+# %% ../nbs/21_shell_gate.ipynb #2be483e4
+def _eval_word(kind:str, value:str, static:bool, raw:str, where:str, st:_State, base:str):
+    "Judge one word of an evaluating builtin (`where`: the command, shortened) by what bash does with it."
+    if kind in ('name', 'lookup'): _name_operand(value, static, where, st, assigns=kind == 'name')
+    elif kind == 'arith': _arith_operand(value, static, raw, where, st)
+    elif kind in ('code', 'binding'):
+        st.ask(where, f"`{base}` runs shell code given as a string")
+        if static: _analyse_into(value.partition(':')[2] if kind == 'binding' else value, st)
+    elif kind == 'library': st.deny(where, f"`{base} -f` loads a shared library into the shell")
+
+@_evaluates(commands=[*_EVAL_BUILTINS, 'test', '['])
+def _eval_builtin(cmd:Command, st:_State, base:str):
+    "The words of a builtin that takes variable names, arithmetic or code (`_EVAL_BUILTINS`); `test` and `[` have their own rule."
+    where = _short(cmd.text)
+    if base in ('test', '['):
+        return _test_args(list(zip(cmd.argv, cmd.static, cmd.raw))[1:len(cmd.argv) - (base == '[' and cmd.argv[-1:] == [']'])], where, st)
+    valued, option_kinds, operand_kinds = _EVAL_BUILTINS[base]
+    argv, i = cmd.argv, 1
+    while i < len(argv):
+        a = argv[i]
+        if not cmd.static[i]:
+            if not _SAFE_START.match(cmd.raw[i]): return st.ask(where, f"`{cmd.raw[i]}` is only known at run time and may become an option such as `-v NAME`")
+            break
+        if a == '--': i += 1; break
+        if not a.startswith('-') or a == '-': break
+        i += 1
+        for k, letter in enumerate(a[1:], 1):
+            if letter not in valued: continue
+            j = None if a[k + 1:] else i
+            value, static, raw = (a[k + 1:], True, a[k + 1:]) if j is None else (argv[j], cmd.static[j], cmd.raw[j]) if j < len(argv) else ('', True, '')
+            _eval_word(option_kinds.get(letter, 'value'), value, static, raw, where, st, base)
+            if j is not None: i += 1
+            break
+    for j in range(i, len(argv)):
+        kinds = operand_kinds[min(j - i, len(operand_kinds) - 1):]
+        if not cmd.static[j] and not _QUOTED.fullmatch(cmd.raw[j]) and not _inert_arith(cmd.raw[j]) and set(kinds) != {'value'}:
+            st.ask(where, f"`{cmd.raw[j]}` may split into several words and shift which word bash takes as a name"); continue
+        _eval_word(kinds[0], argv[j], cmd.static[j], cmd.raw[j], where, st, base)
+
+# %% ../nbs/21_shell_gate.ipynb #6bd13176
+def _visit_unset(n, st:_State, depth:int):
+    "`unset NAME…` (a node of its own in the grammar) is judged like any command."
+    words = n.named_children
+    argv, static, raw = ['unset'], [True], ['unset']
+    for w in words:
+        v, s = _word(w, st); argv.append(v); static.append(s); raw.append(v if s else w.text.decode('utf-8', 'replace'))
+    cmd = Command(argv, static, n.text.decode('utf-8', 'replace'), (), None, raw)
+    st.commands.append(cmd); _judge(cmd, st)
+    for w in words:
+        if w.type not in _LEAVES: _walk(w, st, depth + 1)
+
+@_evaluates('for_statement')
+def _for_node(n, st:_State):
+    "`for NAME in …` and `select NAME in …` assign NAME."
+    v = n.child_by_field_name('variable')
+    if v is not None: _bind(v.text.decode('utf-8', 'replace'), n.text.decode('utf-8', 'replace').split(';')[0], st)
+
+# %% ../nbs/21_shell_gate.ipynb #8ac2ba6a
+_ARITH_TESTS = frozenset('-eq -ne -lt -le -gt -ge'.split())
+_TEST_UNARY = frozenset('-a -b -c -d -e -f -g -h -k -p -r -s -t -u -w -x -G -L -N -O -S -z -n -o -v -R !'.split())
+_TEST_BINARY = frozenset('= == != < > =~ -eq -ne -lt -le -gt -ge -nt -ot -ef -a -o'.split())
+
+def _test_args(words:list, text:str, st:_State):
+    "`test`/`[` with (value, static, raw) words: `-v NAME` evaluates a subscript; a run-time word may split or be read as `-v`."
+    n = len(words)
+    for k, (v, s, raw) in enumerate(words):
+        if s:
+            if v == '-v' and k + 1 < n: _name_operand(words[k + 1][0], words[k + 1][1], text, st, assigns=False)
+            continue
+        if not _QUOTED.fullmatch(raw) and not _inert_arith(raw): st.ask(text, f"`{raw}` may split into several words, and `-v a[$(…)]` among them runs code")
+        elif n > 1 and not (k > 0 and words[k - 1][1] and words[k - 1][0] in _TEST_UNARY | _TEST_BINARY) \
+                and not (k + 1 < n and words[k + 1][1] and words[k + 1][0] in _TEST_BINARY):
+            st.ask(text, f"`{raw}` is only known at run time and may be read as an operator such as `-v`")
+
+@_evaluates('test_command')
+def _test_node(n, st:_State):
+    "`[[ … ]]`: arithmetic comparisons evaluate both operands and `-v` evaluates a subscript; `[ … ]` goes through `_test_args`."
+    text = _short(n.text.decode('utf-8', 'replace'))
+    if not (n.children and n.children[0].type == '[['):
+        words, stack = [], list(reversed(n.children[1:-1]))
+        while stack:
+            e = stack.pop()
+            if e.type in ('binary_expression', 'unary_expression', 'parenthesized_expression'): stack.extend(reversed(e.children)); continue
+            t = e.text.decode('utf-8', 'replace')
+            words.append((t, True, t) if e.type == 'test_operator' or not e.is_named else (*_word(e, st), t))
+        return _test_args(words, text, st)
+    stack = [n]
+    while stack:
+        e = stack.pop()
+        ops = [c.text.decode() for c in e.children if c.type == 'test_operator']
+        if e.type == 'binary_expression' and set(ops) & _ARITH_TESTS:
+            for c in e.named_children:
+                if c.type != 'test_operator': _arith_operand(*_word(c, st), c.text.decode('utf-8', 'replace'), text, st)
+        elif e.type == 'unary_expression' and ops == ['-v'] and e.named_children:
+            _name_operand(*_word(e.named_children[-1], st), text, st, assigns=False)
+        if e.type in ('test_command', 'binary_expression', 'unary_expression', 'parenthesized_expression'): stack.extend(e.children)
+
+# %% ../nbs/21_shell_gate.ipynb #5a335b3f
+_DECLARE_FLAGS = {  # attribute letters of declare/typeset/local/export/readonly the gate cares about
+    'i': "gives the integer attribute: every later assignment is evaluated as arithmetic, and a name in it can run code",
+    'n': "makes a name reference: its value is used as a variable name, and a subscript in it is evaluated on every use",
+    'p': "prints variables with their values, which may include secrets",
+}
+
+def _declaration(n, st:_State):
+    "`declare`, `typeset`, `local`, `export`, `readonly`: attributes and values that make bash evaluate, and dumps of every variable."
+    keyword = n.children[0].type if n.children else 'declare'
+    text = _short(n.text.decode('utf-8', 'replace'))
+    flags, operands = '', 0
+    for c in n.named_children:
+        if c.type == 'variable_assignment':
+            operands += 1; value = c.child_by_field_name('value')
+            v, s = _word(value, st) if value is not None and value.type != 'array' else ('', True)
+            if (not s or v.startswith('(')) and (keyword in ('declare', 'typeset', 'local') or set(flags) & set('aA')):
+                st.ask(text, f"`{keyword}` re-parses a value `(…)` as an array assignment when the name is an array, and expands and evaluates what it contains"); _payload(v, st)
+            continue
+        v, s = _word(c, st)
+        if not s: operands += 1; st.ask(text, f"`{keyword}` with a word only known at run time: bash may read it as options, an assignment or an array"); continue
+        if v[:1] in '-+' and len(v) > 1 and '=' not in v: flags += v[1:]; continue
+        operands += 1
+        name, eq, value = v.partition('=')
+        _name_operand(name.removesuffix('+'), True, text, st)
+        if eq and value.startswith('('): st.ask(text, f"`{keyword}` parses `{_short(v, 40)}` as a compound assignment and expands its words"); _payload(value, st)
+    for letter in sorted(set(flags) & set(_DECLARE_FLAGS)): st.ask(text, _DECLARE_FLAGS[letter])
+    if set(flags) & set('inaA'):                         # the values of integers, namerefs and arrays are evaluated
+        for c in n.named_children:
+            if c.type == 'variable_assignment' and (value := c.child_by_field_name('value')) is not None: _payload(_word(value, st)[0], st)
+    if not operands and (not flags or set(flags) - set('fF')): st.ask(text, "prints variables and their values, which may include secrets")
+
+# %% ../nbs/21_shell_gate.ipynb #eeed52c4
+_ENV_READERS = {  # command: (what in one of its words makes it print environment variables, options whose value is skipped)
+    'ps':   (re.compile(r'^[A-Za-z]*e[A-Za-z]*$'), frozenset('-o -O -p -q -u -U -g -G -C -t -s -k --format --pid --user --group --sort'.split())),
+    'jq':   (re.compile(r'\benv\b|\$ENV\b'), frozenset()),
+    **{awk: (re.compile(r'\bENVIRON\b'), frozenset()) for awk in ('awk', 'gawk', 'mawk', 'nawk', 'busybox-awk')},
+    **{grep: (re.compile(r'^(?:/|/proc|/home|/root|~|\$HOME)/?$'), frozenset('-e -f --regexp --file'.split())) for grep in ('grep', 'egrep', 'fgrep', 'rg')},
+}
+
+@_evaluates(commands=_ENV_READERS)
+def _env_reader(cmd:Command, st:_State, base:str):
+    "`ps e`, `jq env`, `awk ENVIRON`, `grep -r KEY /proc`: read-only tools that print environments ask (`env`, `printenv`, `set` ask anyway)."
+    pattern, valued = _ENV_READERS[base]
+    for k, a in enumerate(cmd.argv[1:], 1):
+        if cmd.argv[k - 1] not in valued and pattern.search(a):
+            return st.ask(cmd, f"`{base}` can print environment variables (its own or other processes'), which hold secrets when the sandbox is unavailable")
