@@ -7,11 +7,11 @@ Docs: https://passepartout-agent.github.io/passepartout/sandbox.html.md"""
 # %% auto #0
 __all__ = ['ENV_ALLOW', 'SECRET_NAME', 'SANDBOX_PATH', 'SANDBOX_HOME', 'ETC_ALLOW', 'MASKED', 'SECCOMP_ALLOW', 'SECCOMP_ERRNO',
            'EPERM', 'ENOSYS', 'EOPNOTSUPP', 'SETID_BITS', 'SECCOMP_ARCHES', 'SECCOMP_UNSUPPORTED', 'MAX_PROCESSES',
-           'MAX_FILE_BYTES', 'CGROUP_FS', 'CGROUP_V1', 'CGROUP_LIMITS', 'CGROUP_EVENTS', 'CGROUP_CPU', 'TREE_POLL_S',
-           'POLL_S', 'LIMIT_NOTES', 'PROBE_RETRY_S', 'scrubbed_env', 'protected_paths', 'SandboxUnavailable',
-           'bwrap_args', 'seccomp_filter', 'strip_setid', 'ShellResult', 'limit_note', 'Budget', 'command_budget',
-           'CommandLimits', 'limit_enforcement', 'limits_problem', 'run_sandboxed', 'run_unconfined', 'sandbox_problem',
-           'sandbox_available']
+           'MAX_FILE_BYTES', 'NICENESS', 'CGROUP_FS', 'CGROUP_V1', 'CGROUP_LIMITS', 'CGROUP_EVENTS', 'CGROUP_CPU',
+           'TREE_POLL_S', 'POLL_S', 'LIMIT_NOTES', 'PROBE_RETRY_S', 'scrubbed_env', 'protected_paths',
+           'SandboxUnavailable', 'bwrap_args', 'seccomp_filter', 'strip_setid', 'ShellResult', 'limit_note', 'Budget',
+           'command_budget', 'CommandLimits', 'limit_enforcement', 'limits_problem', 'run_sandboxed', 'run_unconfined',
+           'sandbox_problem', 'sandbox_available']
 
 # %% ../nbs/31_sandbox.ipynb #083c7797
 import os, re, json, stat, time, shlex, shutil, signal, struct, platform, itertools, selectors, subprocess, tempfile, functools
@@ -253,9 +253,10 @@ def _init_pid(info:bytes) -> int|None:
     try: return int(json.loads(info)['child-pid'])
     except (ValueError, KeyError, TypeError): return None
 
-# %% ../nbs/31_sandbox.ipynb #907f53d8
+# %% ../nbs/31_sandbox.ipynb #ccaae55c
 MAX_PROCESSES = 2048         # RLIMIT_NPROC inside the sandbox (not enforced by the kernel for root)
 MAX_FILE_BYTES = 2**30       # RLIMIT_FSIZE: the largest file a command may write
+NICENESS = 10                # commands run below the agent's priority, so the budget's watch is not starved by them
 
 def _limits() -> tuple:
     "Memory (MB) and CPU (s) per process from the settings; 0 means no limit."
@@ -271,7 +272,8 @@ def _limited(command:str) -> list:
     mem, cpu = _limits()
     limits = ['ulimit -c 0', f'ulimit -f {_file_limit() // 1024}'] + ([f'ulimit -d {mem * 1024}'] if mem else []) + \
              ([f'ulimit -t {cpu + 1}', f'ulimit -St {cpu}'] if cpu else []) + [f'ulimit -u {MAX_PROCESSES}']
-    return ['/bin/bash', '-c', '; '.join(f'{l} 2>/dev/null' for l in limits) + '; exec /bin/bash -c "$1"', 'passepartout-shell', command]
+    run = f'[ -x /usr/bin/nice ] && exec /usr/bin/nice -n {NICENESS} /bin/bash -c "$1"; exec /bin/bash -c "$1"'
+    return ['/bin/bash', '-c', '; '.join(f'{l} 2>/dev/null' for l in limits) + '; ' + run, 'passepartout-shell', command]
 
 # %% ../nbs/31_sandbox.ipynb #d5bd9831
 _OUT_OF_MEMORY = re.compile(r'MemoryError|Cannot allocate memory|cannot allocate|out of memory|bad_alloc|allocation failed', re.I)
