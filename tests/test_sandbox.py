@@ -478,7 +478,7 @@ def test_unconfined_timeout_kills_the_group(ws):
 def test_unconfined_limits(ws, monkeypatch):
     monkeypatch.setenv('PASSEPARTOUT_SHELL_CPU_SECONDS', '1'); monkeypatch.setenv('PASSEPARTOUT_SHELL_MEMORY_MB', '200')
     r = sandbox.run_unconfined('while :; do :; done', ws, timeout=20)
-    assert r.exit_code == 152 and 'CPU time limit' in r.for_model(), r
+    assert r.exit_code in (152, None) and 'CPU time limit' in r.for_model(), r   # the process's limit or the command's
     r = sandbox.run_unconfined('python3 -c "x = bytearray(400 * 2**20)"', ws, timeout=20)
     assert 'ran out of memory' in r.for_model(), r
     r = sandbox.run_unconfined('yes', ws, timeout=20, max_output=1000)

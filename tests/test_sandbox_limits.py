@@ -10,7 +10,7 @@ budget because the watch acts within tens of milliseconds, more on a loaded mach
 one unbounded attack (an exponential fork bomb) only runs inside a cgroup this module puts itself in,
 capped at 400 processes and 2 GiB, which holds whatever the code under test does.
 """
-import os, signal, subprocess, time, uuid
+import os, shutil, signal, subprocess, time, uuid
 from pathlib import Path
 import pytest
 from passepartout import sandbox
@@ -73,9 +73,10 @@ def own_fs(tmp_path_factory):
 @pytest.fixture
 def disk_ws(ws, own_fs):
     "The workspace for the disk attacks: on the tests' own file system where one can be mounted, else the shared one."
-    if own_fs is None: return ws
+    if own_fs is None: yield ws; return
     w = own_fs / uuid.uuid4().hex; w.mkdir()
-    return w
+    yield w
+    shutil.rmtree(w, ignore_errors=True)   # room for the next attack
 
 
 @pytest.fixture(params=['cgroup', 'poller'])
