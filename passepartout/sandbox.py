@@ -470,14 +470,24 @@ def _pss_mb(pid:int) -> float:
     m = re.search(r'^Pss:\s+(\d+) kB', text, re.M)
     return int(m[1]) / 1024 if m else 0.0
 
-# %% ../nbs/31_sandbox.ipynb #74dbd1e2
+# %% ../nbs/31_sandbox.ipynb #77e156d7
+def _sandbox_tmpfs_mb(tree:list) -> float:
+    "MB held by files in the sandbox's own /tmp and /dev, seen through a process of `tree` inside it (0 if none is)."
+    for pid in tree[1:]:
+        try:
+            if os.stat(f'/proc/{pid}/root/tmp').st_dev == os.stat('/tmp').st_dev: continue
+            return sum((s.f_blocks - s.f_bfree) * s.f_frsize for s in (os.statvfs(f'/proc/{pid}/root{m}') for m in ('/tmp', '/dev'))) / 2**20
+        except OSError: continue
+    return 0.0
+
+# %% ../nbs/31_sandbox.ipynb #816e13d9
 def _tree_passed(root:int, budget:Budget) -> str|None:
     "Which limit the processes under `root` pass together right now ('processes', 'cpu', 'memory'), or None."
     table = _proc_table()
     tree = _descendants(table, root)
     if budget.processes and sum(table[p][1] for p in tree) > budget.processes: return 'processes'
     if budget.cpu_s and sum(table[p][2] for p in tree) > budget.cpu_s: return 'cpu'
-    if budget.memory_mb and sum(map(_pss_mb, tree)) > budget.memory_mb: return 'memory'
+    if budget.memory_mb and sum(map(_pss_mb, tree)) + _sandbox_tmpfs_mb(tree) > budget.memory_mb: return 'memory'
     return None
 
 def _tree_kill(root:int):

@@ -136,6 +136,13 @@ def test_processes_together_pass_the_memory_budget(ws, enforcement):
     assert _alive(f'time.sleep({n})') == [] and _our_cgroups() == []
 
 
+def test_memory_in_the_sandbox_tmpfs_counts(ws, enforcement):
+    # files of 60 MB (under the per-file limit), 240 MB in /dev/shm and 120 MB in /tmp: no process holds them
+    r = run('for i in 1 2 3 4; do head -c 60M /dev/zero > /dev/shm/a$i; done; for i in 1 2; do head -c 60M /dev/zero > /tmp/b$i; done; '
+            'sleep 5; echo survived', ws)
+    assert 'survived' not in r.stdout and not r.timed_out and 'memory budget' in r.limit, r
+
+
 def test_memory_budget_in_unconfined_commands(ws, enforcement):
     r = run_unconfined("for i in 1 2 3; do python3 -c \"import time; x = b'x' * (120 << 20); time.sleep(30)\" & done; wait; echo survived",
                        ws, timeout=20)
