@@ -341,7 +341,7 @@ def _counters(path:Path) -> dict:
     except OSError: return {}
     return {(p[0] if len(p) > 1 else None): int(p[-1]) for p in pairs if p[-1].isdigit()}
 
-# %% ../nbs/31_sandbox.ipynb #419aeec4
+# %% ../nbs/31_sandbox.ipynb #6974d615
 def _cgroup_limit(dirs:dict, budget:Budget):
     "Write `budget` into the cgroup's limit files (enabling the v2 controllers first); OSError if a required one fails."
     if 'v2' in dirs:
@@ -349,7 +349,9 @@ def _cgroup_limit(dirs:dict, budget:Budget):
         except OSError: pass   # already enabled, or refused: the required limit files below tell which
     for hierarchy, file, value, required in CGROUP_LIMITS:
         if hierarchy not in dirs or (v := value(budget)) is None: continue
-        try: (dirs[hierarchy] / file).write_text(str(v))
+        try:
+            if not (dirs[hierarchy] / file).exists(): raise FileNotFoundError(f"{dirs[hierarchy] / file}: controller not enabled")
+            (dirs[hierarchy] / file).write_text(str(v))
         except OSError:
             if required: raise
 

@@ -257,3 +257,32 @@ def test_enforcement_is_reported(monkeypatch):
         assert sandbox.limit_enforcement().startswith('cgroup v') and sandbox.limits_problem() is None
     monkeypatch.setattr(sandbox, 'CGROUP_FS', Path('/nonexistent-cgroup-fs'))
     assert sandbox.limit_enforcement().startswith('polling /proc') and 'polling /proc' in sandbox.limits_problem()
+
+
+def test_stale_cgroups_of_a_dead_agent_are_removed(ws, enforcement):
+    if enforcement == 'poller': pytest.skip('no cgroup')
+    layouts = sandbox._cgroup_parents(Path('/proc/self/cgroup').read_text(), Path('/sys/fs/cgroup'))
+    stale = [parent / 'passepartout.999999999.0' for parent in layouts[0].values()]   # an owner pid that cannot exist
+    for d in stale: d.mkdir()
+    assert run('true', ws).exit_code == 0
+    assert not any(d.exists() for d in stale)
+
+
+def test_v2_tables_on_a_fake_cgroupfs(tmp_path):
+    # cgroup v2 is not writable on the machines these tests were written on: its limit and counter files, faked
+    parent = tmp_path / 'svc'; group = parent / 'passepartout.1.0'; group.mkdir(parents=True)
+    for f in ('memory.max', 'memory.swap.max', 'memory.oom.group', 'pids.max', 'cpu.stat', 'memory.events', 'pids.events'): (group / f).write_text('')
+    sandbox._cgroup_limit({'v2': group}, sandbox.Budget(256, 64, 64, 2))
+    assert [(group / f).read_text() for f in ('memory.max', 'memory.swap.max', 'memory.oom.group', 'pids.max')] == [str(256 * MB), '0', '1', '64']
+    assert (parent / 'cgroup.subtree_control').read_text() == '+memory +pids'
+    (group / 'memory.events').write_text('low 0\nhigh 0\nmax 3\noom 1\noom_kill 0\n'); (group / 'pids.events').write_text('max 0\n')
+    (group / 'cpu.stat').write_text('usage_usec 1500000\nuser_usec 1000000\n')
+    assert sandbox._cgroup_passed({'v2': group}, sandbox.Budget(256, 64, 64, 2)) is None
+    (group / 'cpu.stat').write_text('usage_usec 2500000\n')
+    assert sandbox._cgroup_passed({'v2': group}, sandbox.Budget(256, 64, 64, 2)) == 'cpu'
+    (group / 'pids.events').write_text('max 1\n')
+    assert sandbox._cgroup_passed({'v2': group}, sandbox.Budget(256, 64, 64, 2)) == 'processes'
+    (group / 'memory.events').write_text('oom 1\noom_kill 1\n')
+    assert sandbox._cgroup_passed({'v2': group}, sandbox.Budget(256, 64, 64, 2)) == 'memory'
+    (group / 'pids.max').unlink()   # the pids controller is not enabled there: the layout is refused
+    with pytest.raises(OSError): sandbox._cgroup_limit({'v2': group}, sandbox.Budget(256, 64, 64, 2))
