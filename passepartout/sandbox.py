@@ -534,16 +534,21 @@ LIMIT_NOTES = {  # which budget stopped a command, in words for the model
     'files':     "stopped: it created more than {b.files} files (one per 4 KiB of PASSEPARTOUT_SHELL_DISK_MB)",
     'cpu':       "stopped by the CPU time limit ({b.cpu_s} s for all its processes together, PASSEPARTOUT_SHELL_CPU_SECONDS)"}
 
-# %% ../nbs/31_sandbox.ipynb #13ec374d
+# %% ../nbs/31_sandbox.ipynb #baff2fba
 class CommandLimits:
     "One command's budget, enforced for all its processes: a cgroup (or a /proc poller) and a disk watch."
     def __init__(self, budget:Budget, workspace:Path):
-        self.budget, self.cgroup, self.root, self.passed, self._tree_at = budget, _cgroup_make(budget), None, None, 0.0
+        self.budget, self.cgroup, self.proc, self.passed, self._tree_at = budget, _cgroup_make(budget), None, None, 0.0
         self.points = _mount_points(workspace) if budget.disk_mb else []
         self.disk0 = _disk_used(self.points)
 
     def argv(self, argv:list) -> list: return _cgroup_wrap(self.cgroup, argv) if self.cgroup else argv
-    def started(self, pid:int): self.root = pid   # the first process of the command (the poller's tree root)
+    def started(self, proc:subprocess.Popen): self.proc = proc   # the command's first process: the poller's tree root
+
+    @property
+    def root(self) -> int|None:
+        "The tree root's pid while it is not reaped (after that the pid may belong to anyone)."
+        return self.proc.pid if self.proc is not None and self.proc.returncode is None else None
 
     def check(self) -> str|None:
         "The budget the command has passed ('memory', 'processes', 'disk', 'files', 'cpu'), or None; remembered."
@@ -556,7 +561,7 @@ class CommandLimits:
         return 'disk' if used - self.disk0[0] > self.budget.disk_mb << 20 else 'files' if files - self.disk0[1] > self.budget.files else None
 
     def _tree(self) -> str|None:
-        if self.root is None or time.monotonic() < self._tree_at: return None
+        if self.cgroup or self.root is None or time.monotonic() < self._tree_at: return None
         self._tree_at = time.monotonic() + TREE_POLL_S
         return _tree_passed(self.root, self.budget)
 
@@ -598,7 +603,7 @@ def _shell_code(code:int) -> int:
     "An exit status as a shell reports it: 128 + N for a process killed by signal N."
     return 128 - code if code < 0 else code
 
-# %% ../nbs/31_sandbox.ipynb #8706b830
+# %% ../nbs/31_sandbox.ipynb #81b86c3c
 def run_sandboxed(command:str,              # shell command, run with `bash -c`
                   workspace:Path,           # the only writable directory, and the working directory
                   timeout:float|None=None,  # seconds (default PASSEPARTOUT_SHELL_TIMEOUT)
@@ -621,7 +626,7 @@ def run_sandboxed(command:str,              # shell command, run with `bash -c`
     finally:
         os.close(info_w)
         if filter_fd is not None: os.close(filter_fd)
-    limits.started(proc.pid)
+    limits.started(proc)
     try:
         out, info, stop = _pump(proc, info_r, t0 + timeout, max_output, watch=limits.check)
         if stop: _kill(proc, _init_pid(info)); limits.kill()
@@ -642,7 +647,7 @@ def _sweep(workspace) -> tuple:
     ws = _workspace(workspace)
     return tuple(os.path.relpath(f, ws) for f in strip_setid(ws, skip=tuple(map(str, protected_paths(ws)))))
 
-# %% ../nbs/31_sandbox.ipynb #1a837e6e
+# %% ../nbs/31_sandbox.ipynb #fa0b307c
 def run_unconfined(command:str,              # shell command, run with `bash -c`
                    workspace:Path,           # the working directory
                    timeout:float|None=None,  # seconds (default PASSEPARTOUT_SHELL_TIMEOUT)
@@ -656,7 +661,7 @@ def run_unconfined(command:str,              # shell command, run with `bash -c`
     try: proc = subprocess.Popen(limits.argv(_limited(command)), cwd=ws, env={**scrubbed_env(), 'HOME': home}, stdin=subprocess.DEVNULL,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     except BaseException: shutil.rmtree(home, ignore_errors=True); limits.close(); raise
-    limits.started(proc.pid)
+    limits.started(proc)
     try:
         out, _, stop = _pump(proc, None, t0 + timeout, max_output, until_exit=True, watch=limits.check)
         if stop: os.killpg(proc.pid, signal.SIGKILL); limits.kill()
