@@ -36,7 +36,7 @@ def ensure_dirs(p:Paths|None=None) -> Paths:
     for d in (p.config, p.data, p.state): d.mkdir(parents=True, exist_ok=True, mode=0o700)
     return p
 
-# %% ../nbs/09_config.ipynb #b1f2e2f1
+# %% ../nbs/09_config.ipynb #1c248113
 SETTINGS = {
     # name: (default, type, documentation)
     'PASSEPARTOUT_HOME': ('', str, "Directory holding config/, data/ and state/ (default: XDG directories)."),
@@ -61,8 +61,10 @@ SETTINGS = {
     'PASSEPARTOUT_MAX_OUTPUT_BYTES': (65536, int, "Most bytes of output kept from a shell command or fetch."),
     'PASSEPARTOUT_NETWORK_ALLOW': ('', str, "Hosts (comma-separated, `*.example.org` allowed) that http_fetch may reach without asking."),
     'PASSEPARTOUT_SHELL_NETWORK': (0, int, "1: give sandboxed shell commands network access."),
-    'PASSEPARTOUT_SHELL_MEMORY_MB': (2048, int, "Memory (MB of heap and private mappings) each shell command process may use (0: no limit)."),
-    'PASSEPARTOUT_SHELL_CPU_SECONDS': (60, int, "CPU seconds each shell command process may use (0: no limit)."),
+    'PASSEPARTOUT_SHELL_MEMORY_MB': (2048, int, "Memory (MB) a shell command may use, all its processes together (0: no limit)."),
+    'PASSEPARTOUT_SHELL_CPU_SECONDS': (60, int, "CPU seconds a shell command may use, all its processes together (0: no limit)."),
+    'PASSEPARTOUT_SHELL_PROCESSES': (1024, int, "Processes and threads a shell command may have at once, all together (0: no limit)."),
+    'PASSEPARTOUT_SHELL_DISK_MB': (1024, int, "MB a shell command may add to the workspace's disk, all its files together (0: no limit)."),
     'PASSEPARTOUT_APPROVAL_TTL': (3600, int, "Seconds an approval token stays valid."),
     'PASSEPARTOUT_VAULT_KEY_FILE': ('', str, "Key file of the vault (default: $config/vault.key); keep it apart from the data directory."),
     'PASSEPARTOUT_HEARTBEAT_INTERVAL': (60.0, float, "Seconds between heartbeat signals."),

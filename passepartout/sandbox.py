@@ -6,12 +6,15 @@ Docs: https://passepartout-agent.github.io/passepartout/sandbox.html.md"""
 
 # %% auto #0
 __all__ = ['ENV_ALLOW', 'SECRET_NAME', 'SANDBOX_PATH', 'SANDBOX_HOME', 'ETC_ALLOW', 'MASKED', 'SECCOMP_ALLOW', 'SECCOMP_ERRNO',
-           'EPERM', 'ENOSYS', 'SETID_BITS', 'SECCOMP_ARCHES', 'MAX_PROCESSES', 'MAX_FILE_BYTES', 'PROBE_RETRY_S',
-           'scrubbed_env', 'protected_paths', 'SandboxUnavailable', 'bwrap_args', 'seccomp_filter', 'strip_setid',
-           'ShellResult', 'limit_note', 'run_sandboxed', 'run_unconfined', 'sandbox_problem', 'sandbox_available']
+           'EPERM', 'ENOSYS', 'EOPNOTSUPP', 'SETID_BITS', 'SECCOMP_ARCHES', 'SECCOMP_UNSUPPORTED', 'MAX_PROCESSES',
+           'MAX_FILE_BYTES', 'NICENESS', 'CGROUP_FS', 'CGROUP_V1', 'CGROUP_LIMITS', 'CGROUP_EVENTS', 'CGROUP_CPU',
+           'TREE_POLL_S', 'POLL_S', 'LIMIT_NOTES', 'PROBE_RETRY_S', 'scrubbed_env', 'protected_paths',
+           'SandboxUnavailable', 'bwrap_args', 'seccomp_filter', 'strip_setid', 'ShellResult', 'limit_note', 'Budget',
+           'command_budget', 'CommandLimits', 'limit_enforcement', 'limits_problem', 'run_sandboxed', 'run_unconfined',
+           'sandbox_problem', 'sandbox_available']
 
-# %% ../nbs/31_sandbox.ipynb #f6c8c34e
-import os, re, json, stat, time, shutil, signal, struct, platform, selectors, subprocess, tempfile, functools
+# %% ../nbs/31_sandbox.ipynb #083c7797
+import os, re, json, stat, time, shlex, shutil, signal, struct, platform, itertools, selectors, subprocess, tempfile, functools
 from dataclasses import dataclass
 from pathlib import Path
 from . import config
@@ -107,9 +110,9 @@ def bwrap_args(workspace:Path,      # the only writable directory; also the work
     for k, v in scrubbed_env(env).items(): args += ['--setenv', k, v]
     return args
 
-# %% ../nbs/31_sandbox.ipynb #759105b9
+# %% ../nbs/31_sandbox.ipynb #7be943b3
 SECCOMP_ALLOW, SECCOMP_ERRNO = 0x7fff0000, 0x00050000
-EPERM, ENOSYS = 1, 38
+EPERM, ENOSYS, EOPNOTSUPP = 1, 38, 95
 SETID_BITS = stat.S_ISUID | stat.S_ISGID   # 0o6000
 _LD_ABS, _JEQ, _JSET, _RET = 0x20, 0x15, 0x45, 0x06   # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JSET|K, BPF_RET|K
 _X32_BIT = 0x40000000
@@ -125,6 +128,9 @@ SECCOMP_ARCHES = {  # machine: (AUDIT_ARCH, {syscall: (number, index of the mode
                 {'io_uring_setup': 425, 'openat2': 437}, False)}
 SECCOMP_ARCHES['arm64'] = SECCOMP_ARCHES['aarch64']
 
+# %% ../nbs/31_sandbox.ipynb #df44f247
+SECCOMP_UNSUPPORTED = {'x86_64': (285,), 'aarch64': (47,), 'arm64': (47,)}   # fallocate: answered EOPNOTSUPP (see the disk budget)
+
 # %% ../nbs/31_sandbox.ipynb #634a9838
 def _assemble(prog:list) -> bytes:
     "Pack `(code, k, jt_label, jf_label)` instructions and `str` labels into BPF bytes, resolving jumps."
@@ -135,7 +141,7 @@ def _assemble(prog:list) -> bytes:
     jump = lambda i, label: 0 if label is None else where[label] - i - 1
     return b''.join(struct.pack('=HBBI', op, jump(i, jt), jump(i, jf), k) for i, (op, k, jt, jf) in enumerate(code))
 
-# %% ../nbs/31_sandbox.ipynb #76f8d594
+# %% ../nbs/31_sandbox.ipynb #f0eda28d
 @functools.cache
 def seccomp_filter(machine:str|None=None) -> bytes|None:
     "The BPF program refusing setuid/setgid modes on `machine` (default: this one), or None if it is unknown."
@@ -145,10 +151,12 @@ def seccomp_filter(machine:str|None=None) -> bytes|None:
     prog = [(_LD_ABS, 4, None, None), (_JEQ, arch, None, 'eperm'), (_LD_ABS, 0, None, None)]
     if x32: prog.append((_JSET, _X32_BIT, 'eperm', None))
     prog += [(_JEQ, nr, 'enosys', None) for nr in nosys.values()]
+    prog += [(_JEQ, nr, 'eopnotsupp', None) for nr in SECCOMP_UNSUPPORTED.get(machine or platform.machine(), ())]
     prog += [(_JEQ, nr, f'mode{arg}', None) for nr, arg in moded.values()] + [(_RET, SECCOMP_ALLOW, None, None)]
     for arg in sorted({arg for _, arg in moded.values()}):   # low 32 bits of args[arg] (little-endian)
         prog += [f'mode{arg}', (_LD_ABS, 16 + 8 * arg, None, None), (_JSET, SETID_BITS, 'eperm', None), (_RET, SECCOMP_ALLOW, None, None)]
-    return _assemble(prog + ['eperm', (_RET, SECCOMP_ERRNO | EPERM, None, None), 'enosys', (_RET, SECCOMP_ERRNO | ENOSYS, None, None)])
+    return _assemble(prog + ['eperm', (_RET, SECCOMP_ERRNO | EPERM, None, None), 'eopnotsupp', (_RET, SECCOMP_ERRNO | EOPNOTSUPP, None, None),
+                             'enosys', (_RET, SECCOMP_ERRNO | ENOSYS, None, None)])
 
 # %% ../nbs/31_sandbox.ipynb #01a9a96c
 def _seccomp_fd() -> int|None:
@@ -214,17 +222,20 @@ def _kill(proc:subprocess.Popen, init_pid:int|None):
     try: os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError: pass
 
-# %% ../nbs/31_sandbox.ipynb #25b53579
-def _pump(proc, info_fd:int|None, deadline:float, max_output:int, until_exit:bool=False):
-    "Read stdout, stderr and the info pipe until all close (or, with `until_exit`, the command exits); stop at the deadline or the size cap."
+# %% ../nbs/31_sandbox.ipynb #2f6f1e39
+def _pump(proc, info_fd:int|None, deadline:float, max_output:int, until_exit:bool=False, watch=None):
+    "Read stdout, stderr and the info pipe until all close (or, with `until_exit`, the command exits); stop at the deadline, the size cap or a budget `watch()` names."
     sel, out, info, total = selectors.DefaultSelector(), {'stdout': bytearray(), 'stderr': bytearray()}, bytearray(), 0
     sel.register(proc.stdout, selectors.EVENT_READ, 'stdout'); sel.register(proc.stderr, selectors.EVENT_READ, 'stderr')
     if info_fd is not None: sel.register(info_fd, selectors.EVENT_READ, 'info')
-    stop = None
+    stop, next_watch = None, 0.0
     while sel.get_map() and stop is None:
-        left = deadline - time.monotonic()
-        if left <= 0: stop = 'timeout'; break
-        ready = sel.select(min(left, 0.05 if until_exit else 0.5))
+        now = time.monotonic()
+        if deadline - now <= 0: stop = 'timeout'; break
+        if watch is not None and now >= next_watch:
+            next_watch = now + POLL_S
+            if stop := watch(): break
+        ready = sel.select(min(deadline - now, POLL_S if watch is not None else 0.05 if until_exit else 0.5))
         for key, _ in ready:
             chunk = os.read(key.fd, 65536)
             if not chunk: sel.unregister(key.fileobj); continue
@@ -242,22 +253,29 @@ def _init_pid(info:bytes) -> int|None:
     try: return int(json.loads(info)['child-pid'])
     except (ValueError, KeyError, TypeError): return None
 
-# %% ../nbs/31_sandbox.ipynb #a588e5d2
+# %% ../nbs/31_sandbox.ipynb #ccaae55c
 MAX_PROCESSES = 2048         # RLIMIT_NPROC inside the sandbox (not enforced by the kernel for root)
 MAX_FILE_BYTES = 2**30       # RLIMIT_FSIZE: the largest file a command may write
+NICENESS = 10                # commands run below the agent's priority, so the budget's watch is not starved by them
 
 def _limits() -> tuple:
     "Memory (MB) and CPU (s) per process from the settings; 0 means no limit."
     return max(0, int(config.setting('PASSEPARTOUT_SHELL_MEMORY_MB'))), max(0, int(config.setting('PASSEPARTOUT_SHELL_CPU_SECONDS')))
 
+def _file_limit() -> int:
+    "The largest file a command may write: MAX_FILE_BYTES, or the disk budget when that is smaller."
+    disk = max(0, int(config.setting('PASSEPARTOUT_SHELL_DISK_MB'))) << 20
+    return min(MAX_FILE_BYTES, disk) if disk else MAX_FILE_BYTES
+
 def _limited(command:str) -> list:
     "The argv that runs `command` with bash under hard resource limits."
     mem, cpu = _limits()
-    limits = ['ulimit -c 0', f'ulimit -f {MAX_FILE_BYTES // 1024}'] + ([f'ulimit -d {mem * 1024}'] if mem else []) + \
+    limits = ['ulimit -c 0', f'ulimit -f {_file_limit() // 1024}'] + ([f'ulimit -d {mem * 1024}'] if mem else []) + \
              ([f'ulimit -t {cpu + 1}', f'ulimit -St {cpu}'] if cpu else []) + [f'ulimit -u {MAX_PROCESSES}']
-    return ['/bin/bash', '-c', '; '.join(f'{l} 2>/dev/null' for l in limits) + '; exec /bin/bash -c "$1"', 'passepartout-shell', command]
+    run = f'[ -x /usr/bin/nice ] && exec /usr/bin/nice -n {NICENESS} /bin/bash -c "$1"; exec /bin/bash -c "$1"'
+    return ['/bin/bash', '-c', '; '.join(f'{l} 2>/dev/null' for l in limits) + '; ' + run, 'passepartout-shell', command]
 
-# %% ../nbs/31_sandbox.ipynb #a320195e
+# %% ../nbs/31_sandbox.ipynb #d5bd9831
 _OUT_OF_MEMORY = re.compile(r'MemoryError|Cannot allocate memory|cannot allocate|out of memory|bad_alloc|allocation failed', re.I)
 
 def limit_note(code:int|None, stderr:str) -> str:
@@ -265,11 +283,313 @@ def limit_note(code:int|None, stderr:str) -> str:
     mem, cpu = _limits()
     if code is None or code == 0: return ''
     if code == 128 + signal.SIGXCPU or 'CPU time limit exceeded' in stderr:
-        return f"stopped by the CPU time limit ({cpu} s per process, PASSEPARTOUT_SHELL_CPU_SECONDS)"
+        return f"stopped by the CPU time limit ({cpu} s, PASSEPARTOUT_SHELL_CPU_SECONDS)"
     if code == 128 + signal.SIGXFSZ or 'File size limit exceeded' in stderr or 'File too large' in stderr:
-        return f"a file reached the size limit ({MAX_FILE_BYTES >> 20} MiB per file)"
-    if mem and _OUT_OF_MEMORY.search(stderr): return f"ran out of memory (limit {mem} MB per process, PASSEPARTOUT_SHELL_MEMORY_MB)"
+        return f"a file reached the size limit ({_file_limit() >> 20} MiB per file)"
+    if mem and _OUT_OF_MEMORY.search(stderr): return f"ran out of memory (limit {mem} MB, PASSEPARTOUT_SHELL_MEMORY_MB)"
     return ''
+
+# %% ../nbs/31_sandbox.ipynb #6ee3a9a8
+@dataclass(frozen=True)
+class Budget:
+    "What one command may use, all its processes together (0: no limit)."
+    memory_mb:int=0   # memory charged to its processes: private memory, page cache of its files, its tmpfs files
+    processes:int=0   # processes and threads alive at the same time (bubblewrap's own two or three included)
+    disk_mb:int=0     # growth of the workspace's file systems while it runs
+    cpu_s:int=0       # CPU seconds
+
+    @property
+    def files(self) -> int: return self.disk_mb * 256   # new inodes allowed: one per 4 KiB of the disk budget
+
+def command_budget() -> Budget:
+    "One shell command's budget, from the settings."
+    s = lambda name: max(0, int(config.setting(name)))
+    return Budget(s('PASSEPARTOUT_SHELL_MEMORY_MB'), s('PASSEPARTOUT_SHELL_PROCESSES'), s('PASSEPARTOUT_SHELL_DISK_MB'), s('PASSEPARTOUT_SHELL_CPU_SECONDS'))
+
+# %% ../nbs/31_sandbox.ipynb #40731181
+CGROUP_FS = Path('/sys/fs/cgroup')          # where the cgroup file systems are mounted
+CGROUP_V1 = ('memory', 'pids', 'cpuacct')   # v1 hierarchies a command joins (the first two are required)
+
+def _cgroup_parents(self_cgroup:str, fs:Path) -> list:
+    "Candidate layouts for a command's cgroup, best first: `{'v2': parent}`, or `{controller: parent}` under v1."
+    own = {ctl: rel.lstrip('/') for _, ctls, rel in (l.split(':', 2) for l in self_cgroup.splitlines() if l.count(':') >= 2)
+           for ctl in ctls.split(',')}
+    if (fs / 'cgroup.controllers').exists() and '' in own:
+        mine = fs / own['']
+        return [{'v2': mine.parent}, {'v2': mine}] if mine != fs else [{'v2': mine}]
+    v1 = {ctl: fs / ctl / own[ctl] for ctl in CGROUP_V1 if ctl in own and (fs / ctl / own[ctl]).is_dir()}
+    return [v1] if 'memory' in v1 and 'pids' in v1 else []
+
+# %% ../nbs/31_sandbox.ipynb #7807e6dc
+CGROUP_LIMITS = [  # (hierarchy, file, value from the budget or None to leave it, required)
+    ('v2', 'memory.max',          lambda b: b.memory_mb << 20 if b.memory_mb else None, True),
+    ('v2', 'memory.swap.max',     lambda b: 0 if b.memory_mb else None,                False),
+    ('v2', 'memory.oom.group',    lambda b: 1,                                          False),
+    ('v2', 'pids.max',            lambda b: b.processes or None,                        True),
+    ('memory', 'memory.limit_in_bytes',       lambda b: b.memory_mb << 20 if b.memory_mb else None, True),
+    ('memory', 'memory.memsw.limit_in_bytes', lambda b: b.memory_mb << 20 if b.memory_mb else None, False),
+    ('pids', 'pids.max',          lambda b: b.processes or None,                        True)]
+CGROUP_EVENTS = [  # (hierarchy, file, counter that rises above 0, the limit it means)
+    ('v2', 'memory.events', 'oom_kill', 'memory'), ('v2', 'pids.events', 'max', 'processes'),
+    ('memory', 'memory.oom_control', 'oom_kill', 'memory'), ('pids', 'pids.events', 'max', 'processes')]
+CGROUP_CPU = {'v2': ('cpu.stat', 'usage_usec', 1e-6), 'cpuacct': ('cpuacct.usage', None, 1e-9)}  # file, key, seconds per unit
+
+# %% ../nbs/31_sandbox.ipynb #a3db9554
+def _counters(path:Path) -> dict:
+    "The `key value` lines of a cgroup file as ints (a bare number under the key None); {} if unreadable."
+    try: pairs = [l.split() for l in path.read_text().splitlines() if l.strip()]
+    except OSError: return {}
+    return {(p[0] if len(p) > 1 else None): int(p[-1]) for p in pairs if p[-1].isdigit()}
+
+# %% ../nbs/31_sandbox.ipynb #6974d615
+def _cgroup_limit(dirs:dict, budget:Budget):
+    "Write `budget` into the cgroup's limit files (enabling the v2 controllers first); OSError if a required one fails."
+    if 'v2' in dirs:
+        try: (dirs['v2'].parent / 'cgroup.subtree_control').write_text('+memory +pids')
+        except OSError: pass   # already enabled, or refused: the required limit files below tell which
+    for hierarchy, file, value, required in CGROUP_LIMITS:
+        if hierarchy not in dirs or (v := value(budget)) is None: continue
+        try:
+            if not (dirs[hierarchy] / file).exists(): raise FileNotFoundError(f"{dirs[hierarchy] / file}: controller not enabled")
+            (dirs[hierarchy] / file).write_text(str(v))
+        except OSError:
+            if required: raise
+
+# %% ../nbs/31_sandbox.ipynb #e481014f
+_serial = itertools.count()
+
+def _cgroup_make(budget:Budget) -> dict|None:
+    "A new cgroup limited to `budget`, in the first layout that works here: `{hierarchy: directory}`, or None."
+    try: layouts = _cgroup_parents(Path('/proc/self/cgroup').read_text(), CGROUP_FS)
+    except OSError: return None
+    for parents in layouts:
+        name, dirs = f'passepartout.{os.getpid()}.{next(_serial)}', {}
+        try:
+            for hierarchy, parent in parents.items():
+                _remove_stale(hierarchy, parent)
+                (parent / name).mkdir(); dirs[hierarchy] = parent / name
+            _cgroup_limit(dirs, budget)
+            return dirs
+        except OSError: _cgroup_remove(dirs)
+    return None
+
+# %% ../nbs/31_sandbox.ipynb #426f24ae
+def _cgroup_wrap(dirs:dict, argv:list) -> list:
+    "`argv` prefixed by the `sh` that moves itself into the cgroup, then execs it."
+    joins = ' && '.join(f'echo $$ > {shlex.quote(str(d / "cgroup.procs"))}' for d in dirs.values())
+    return ['/bin/sh', '-c', f'{{ {joins}; }} || {{ echo "passepartout: cannot join the command\'s cgroup" >&2; exit 125; }}; exec "$@"',
+            'passepartout-cgroup', *argv]
+
+# %% ../nbs/31_sandbox.ipynb #f9ea9dbd
+def _cgroup_passed(dirs:dict, budget:Budget) -> str|None:
+    "Which limit the command has passed ('memory', 'processes', 'cpu'), from the cgroup's counters; or None."
+    for hierarchy, file, counter, limit in CGROUP_EVENTS:
+        if hierarchy in dirs and _counters(dirs[hierarchy] / file).get(counter, 0) > 0: return limit
+    for hierarchy, (file, key, unit) in CGROUP_CPU.items():
+        if budget.cpu_s and hierarchy in dirs and _counters(dirs[hierarchy] / file).get(key, 0) * unit > budget.cpu_s: return 'cpu'
+    return None
+
+# %% ../nbs/31_sandbox.ipynb #d1fd5125
+def _kill_member(pid:int, member:str):
+    "SIGKILL `pid` if it is (still) in the cgroup named by `member`, the tail of its /proc/PID/cgroup line."
+    try: fd = os.pidfd_open(pid)
+    except OSError: return
+    try:
+        if any(l.endswith(member) for l in Path(f'/proc/{pid}/cgroup').read_text().splitlines()): signal.pidfd_send_signal(fd, signal.SIGKILL)
+    except OSError: pass
+    finally: os.close(fd)
+
+def _cgroup_pids(dirs:dict) -> set:
+    "The processes in the cgroup now."
+    found = set()
+    for d in dirs.values():
+        try: found |= {int(p) for p in (d / 'cgroup.procs').read_text().split()}
+        except OSError: pass
+    return found
+
+# %% ../nbs/31_sandbox.ipynb #00d8f3fa
+def _cgroup_kill(dirs:dict):
+    "Kill every process in the cgroup, round after round until none is left (at most ~2 s)."
+    if not dirs: return
+    hierarchy, d = next(iter(dirs.items()))
+    root = CGROUP_FS if hierarchy == 'v2' else CGROUP_FS / hierarchy
+    member = f":{'' if hierarchy == 'v2' else hierarchy}:/{d.relative_to(root)}"
+    try: (d / 'cgroup.kill').write_text('1')
+    except OSError: pass
+    for _ in range(200):
+        if not (pids := _cgroup_pids(dirs)): return
+        for pid in pids: _kill_member(pid, member)
+        time.sleep(0.01)
+
+def _cgroup_remove(dirs:dict):
+    "Kill what is left in the cgroup and remove its directories."
+    _cgroup_kill(dirs)
+    for d in dirs.values():
+        for _ in range(100):
+            try: d.rmdir(); break
+            except FileNotFoundError: break
+            except OSError: time.sleep(0.01)
+
+# %% ../nbs/31_sandbox.ipynb #c776ddef
+def _remove_stale(hierarchy:str, parent:Path):
+    "Remove the cgroups that a Passepartout process that no longer exists left under `parent`."
+    for d in parent.glob('passepartout.*.*'):
+        owner = d.name.split('.')[1]
+        if owner.isdigit() and not Path(f'/proc/{owner}').exists(): _cgroup_remove({hierarchy: d})
+
+# %% ../nbs/31_sandbox.ipynb #e2bc862e
+TREE_POLL_S = 0.1   # seconds between two scans of /proc without a cgroup
+_CLOCK_TICKS = os.sysconf('SC_CLK_TCK')
+
+def _proc_table_of(pids) -> dict:
+    "pid -> (parent pid, threads, CPU seconds of it and of its reaped children), for the `pids` that exist."
+    table = {}
+    for pid in pids:
+        try: f = Path(f'/proc/{pid}/stat').read_bytes().rsplit(b')', 1)[1].split()
+        except (OSError, IndexError): continue
+        table[int(pid)] = (int(f[1]), int(f[17]), sum(map(int, f[11:15])) / _CLOCK_TICKS)
+    return table
+
+def _proc_table() -> dict:
+    "The table of every process."
+    return _proc_table_of(n for n in os.listdir('/proc') if n.isdigit())
+
+# %% ../nbs/31_sandbox.ipynb #4ed16848
+def _descendants(table:dict, root:int) -> list:
+    "`root` and every process below it in `table`."
+    children = {}
+    for pid, (ppid, *_) in table.items(): children.setdefault(ppid, []).append(pid)
+    out, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        if pid in table: out.append(pid); stack += children.get(pid, [])
+    return out
+
+def _pss_mb(pid:int) -> float:
+    "A process's proportional memory in MB (0 when it is gone)."
+    try: text = Path(f'/proc/{pid}/smaps_rollup').read_text()
+    except OSError: return 0.0
+    m = re.search(r'^Pss:\s+(\d+) kB', text, re.M)
+    return int(m[1]) / 1024 if m else 0.0
+
+# %% ../nbs/31_sandbox.ipynb #77e156d7
+def _sandbox_tmpfs_mb(tree:list) -> float:
+    "MB held by files in the sandbox's own /tmp and /dev, seen through a process of `tree` inside it (0 if none is)."
+    for pid in tree[1:]:
+        try:
+            if os.stat(f'/proc/{pid}/root/tmp').st_dev == os.stat('/tmp').st_dev: continue
+            return sum((s.f_blocks - s.f_bfree) * s.f_frsize for s in (os.statvfs(f'/proc/{pid}/root{m}') for m in ('/tmp', '/dev'))) / 2**20
+        except OSError: continue
+    return 0.0
+
+# %% ../nbs/31_sandbox.ipynb #816e13d9
+def _tree_passed(root:int, budget:Budget) -> str|None:
+    "Which limit the processes under `root` pass together right now ('processes', 'cpu', 'memory'), or None."
+    table = _proc_table()
+    tree = _descendants(table, root)
+    if budget.processes and sum(table[p][1] for p in tree) > budget.processes: return 'processes'
+    if budget.cpu_s and sum(table[p][2] for p in tree) > budget.cpu_s: return 'cpu'
+    if budget.memory_mb and sum(map(_pss_mb, tree)) + _sandbox_tmpfs_mb(tree) > budget.memory_mb: return 'memory'
+    return None
+
+def _tree_kill(root:int):
+    "SIGKILL every process below `root` (not `root` itself, which its owner kills and reaps), a few rounds."
+    for _ in range(5):
+        tree = set(_descendants(_proc_table(), root)) - {root}
+        if not tree: return
+        for pid in tree:
+            try: fd = os.pidfd_open(pid)
+            except OSError: continue
+            try:   # still a child of the tree, so not a reused pid
+                if _proc_table_of([pid]).get(pid, (None,))[0] in tree | {root}: signal.pidfd_send_signal(fd, signal.SIGKILL)
+            except OSError: pass
+            finally: os.close(fd)
+        time.sleep(0.01)
+
+# %% ../nbs/31_sandbox.ipynb #15ec5486
+POLL_S = 0.02   # seconds between two checks of the cgroup's counters and the disk
+
+def _mount_points(ws:Path) -> list:
+    "The workspace and every mount point below it, from /proc/self/mountinfo (octal escapes decoded)."
+    try: lines = Path('/proc/self/mountinfo').read_text().splitlines()
+    except OSError: lines = []
+    below = [Path(re.sub(r'\\([0-7]{3})', lambda m: chr(int(m[1], 8)), l.split()[4])) for l in lines if len(l.split()) > 4]
+    return [ws] + [p for p in below if p != ws and p.is_relative_to(ws)]
+
+def _disk_used(points:list) -> tuple:
+    "(bytes, inodes) in use on the distinct file systems holding `points`."
+    seen, used, files = set(), 0, 0
+    for p in points:
+        try: dev, s = os.stat(p).st_dev, os.statvfs(p)
+        except OSError: continue
+        if dev in seen: continue
+        seen.add(dev); used += (s.f_blocks - s.f_bfree) * s.f_frsize; files += s.f_files - s.f_ffree
+    return used, files
+
+# %% ../nbs/31_sandbox.ipynb #29335c4c
+LIMIT_NOTES = {  # which budget stopped a command, in words for the model
+    'memory':    "stopped: its processes together passed the memory budget ({b.memory_mb} MB for the whole command, PASSEPARTOUT_SHELL_MEMORY_MB)",
+    'processes': "stopped: it tried to run more than {b.processes} processes and threads at once (PASSEPARTOUT_SHELL_PROCESSES)",
+    'disk':      "stopped: it added more than {b.disk_mb} MB to the workspace's disk (PASSEPARTOUT_SHELL_DISK_MB)",
+    'files':     "stopped: it created more than {b.files} files (one per 4 KiB of PASSEPARTOUT_SHELL_DISK_MB)",
+    'cpu':       "stopped by the CPU time limit ({b.cpu_s} s for all its processes together, PASSEPARTOUT_SHELL_CPU_SECONDS)"}
+
+# %% ../nbs/31_sandbox.ipynb #baff2fba
+class CommandLimits:
+    "One command's budget, enforced for all its processes: a cgroup (or a /proc poller) and a disk watch."
+    def __init__(self, budget:Budget, workspace:Path):
+        self.budget, self.cgroup, self.proc, self.passed, self._tree_at = budget, _cgroup_make(budget), None, None, 0.0
+        self.points = _mount_points(workspace) if budget.disk_mb else []
+        self.disk0 = _disk_used(self.points)
+
+    def argv(self, argv:list) -> list: return _cgroup_wrap(self.cgroup, argv) if self.cgroup else argv
+    def started(self, proc:subprocess.Popen): self.proc = proc   # the command's first process: the poller's tree root
+
+    @property
+    def root(self) -> int|None:
+        "The tree root's pid while it is not reaped (after that the pid may belong to anyone)."
+        return self.proc.pid if self.proc is not None and self.proc.returncode is None else None
+
+    def check(self) -> str|None:
+        "The budget the command has passed ('memory', 'processes', 'disk', 'files', 'cpu'), or None; remembered."
+        self.passed = self.passed or self._disk_passed() or (_cgroup_passed(self.cgroup, self.budget) if self.cgroup else self._tree())
+        return self.passed
+
+    def _disk_passed(self) -> str|None:
+        if not self.points: return None
+        used, files = _disk_used(self.points)
+        return 'disk' if used - self.disk0[0] > self.budget.disk_mb << 20 else 'files' if files - self.disk0[1] > self.budget.files else None
+
+    def _tree(self) -> str|None:
+        if self.cgroup or self.root is None or time.monotonic() < self._tree_at: return None
+        self._tree_at = time.monotonic() + TREE_POLL_S
+        return _tree_passed(self.root, self.budget)
+
+    def kill(self):
+        "Kill every process of the command."
+        if self.cgroup: _cgroup_kill(self.cgroup)
+        elif self.root is not None: _tree_kill(self.root)
+
+    def close(self):
+        "Kill what is left and remove the cgroup (always call, whatever happened)."
+        if self.cgroup: _cgroup_remove(self.cgroup)
+        elif self.root is not None: _tree_kill(self.root)
+
+    def note(self) -> str: return LIMIT_NOTES[self.passed].format(b=self.budget) if self.passed else ''
+
+# %% ../nbs/31_sandbox.ipynb #d21eb315
+def limit_enforcement() -> str:
+    "How a command's budget is enforced here, in words (for `doctor`): which cgroup layout, or the /proc poller."
+    dirs = _cgroup_make(Budget(64, 64, 0, 0))
+    if dirs is None: return "polling /proc (no writable cgroup): limits act after the fact, a burst between two polls is not stopped"
+    _cgroup_remove(dirs)
+    if 'v2' in dirs: return f"cgroup v2 ({dirs['v2'].parent})"
+    return f"cgroup v1 ({', '.join(dirs)} under {CGROUP_FS})"
+
+def limits_problem() -> str|None:
+    "Why a command's budget is only approximated here (no writable cgroup), or None when the kernel enforces it."
+    how = limit_enforcement()
+    return None if how.startswith('cgroup') else f"shell commands' memory and process budgets are {how}"
 
 # %% ../nbs/31_sandbox.ipynb #e4594d1d
 def _settings(timeout, max_output) -> tuple:
@@ -283,7 +603,7 @@ def _shell_code(code:int) -> int:
     "An exit status as a shell reports it: 128 + N for a process killed by signal N."
     return 128 - code if code < 0 else code
 
-# %% ../nbs/31_sandbox.ipynb #1340b9eb
+# %% ../nbs/31_sandbox.ipynb #81b86c3c
 def run_sandboxed(command:str,              # shell command, run with `bash -c`
                   workspace:Path,           # the only writable directory, and the working directory
                   timeout:float|None=None,  # seconds (default PASSEPARTOUT_SHELL_TIMEOUT)
@@ -298,23 +618,28 @@ def run_sandboxed(command:str,              # shell command, run with `bash -c`
     args, filter_fd = bwrap_args(workspace, network, bwrap=bwrap), _seccomp_fd()
     info_r, info_w = os.pipe()
     args += ['--info-fd', str(info_w), *(['--seccomp', str(filter_fd)] if filter_fd is not None else []), '--', *_limited(command)]
+    limits = CommandLimits(command_budget(), _workspace(workspace))
     t0 = time.monotonic()
-    try: proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    try: proc = subprocess.Popen(limits.argv(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  pass_fds=(info_w, *([filter_fd] if filter_fd is not None else [])), start_new_session=True, env={})
+    except BaseException: os.close(info_r); limits.close(); raise
     finally:
         os.close(info_w)
         if filter_fd is not None: os.close(filter_fd)
+    limits.started(proc)
     try:
-        out, info, stop = _pump(proc, info_r, t0 + timeout, max_output)
-        if stop: _kill(proc, _init_pid(info))
+        out, info, stop = _pump(proc, info_r, t0 + timeout, max_output, watch=limits.check)
+        if stop: _kill(proc, _init_pid(info)); limits.kill()
         code = _shell_code(proc.wait())
+        limits.check()   # a budget passed in the command's last moments (an OOM kill just before it ended)
     finally:
         os.close(info_r); proc.stdout.close(); proc.stderr.close()
         if proc.poll() is None: _kill(proc, None)
+        limits.close()
     swept = () if filter_fd is not None else _sweep(workspace)
     stderr = _text(out['stderr'])
     return ShellResult(None if stop else code, _text(out['stdout']), stderr, stop == 'timeout', stop == 'overflow',
-                       round(time.monotonic() - t0, 3), limit_note(None if stop else code, stderr), setid_removed=swept)
+                       round(time.monotonic() - t0, 3), limits.note() or limit_note(None if stop else code, stderr), setid_removed=swept)
 
 # %% ../nbs/31_sandbox.ipynb #ff48b284
 def _sweep(workspace) -> tuple:
@@ -322,7 +647,7 @@ def _sweep(workspace) -> tuple:
     ws = _workspace(workspace)
     return tuple(os.path.relpath(f, ws) for f in strip_setid(ws, skip=tuple(map(str, protected_paths(ws)))))
 
-# %% ../nbs/31_sandbox.ipynb #6193f1db
+# %% ../nbs/31_sandbox.ipynb #fa0b307c
 def run_unconfined(command:str,              # shell command, run with `bash -c`
                    workspace:Path,           # the working directory
                    timeout:float|None=None,  # seconds (default PASSEPARTOUT_SHELL_TIMEOUT)
@@ -331,21 +656,25 @@ def run_unconfined(command:str,              # shell command, run with `bash -c`
     "Run `command` WITHOUT bubblewrap, for a command the owner approved: scrubbed environment, own session, time, output and resource limits."
     ws, (timeout, max_output) = _workspace(workspace), _settings(timeout, max_output)
     home = tempfile.mkdtemp(prefix='passepartout-home-')
+    limits = CommandLimits(command_budget(), ws)
     t0 = time.monotonic()
-    try: proc = subprocess.Popen(_limited(command), cwd=ws, env={**scrubbed_env(), 'HOME': home}, stdin=subprocess.DEVNULL,
+    try: proc = subprocess.Popen(limits.argv(_limited(command)), cwd=ws, env={**scrubbed_env(), 'HOME': home}, stdin=subprocess.DEVNULL,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    except OSError: shutil.rmtree(home, ignore_errors=True); raise
+    except BaseException: shutil.rmtree(home, ignore_errors=True); limits.close(); raise
+    limits.started(proc)
     try:
-        out, _, stop = _pump(proc, None, t0 + timeout, max_output, until_exit=True)
-        if stop: os.killpg(proc.pid, signal.SIGKILL)
+        out, _, stop = _pump(proc, None, t0 + timeout, max_output, until_exit=True, watch=limits.check)
+        if stop: os.killpg(proc.pid, signal.SIGKILL); limits.kill()
         code = _shell_code(proc.wait())
+        limits.check()
     finally:
         try: os.killpg(proc.pid, signal.SIGKILL)   # what the command left running in its process group
         except ProcessLookupError: pass
+        limits.close()                            # and in its cgroup, wherever it went
         proc.stdout.close(); proc.stderr.close(); shutil.rmtree(home, ignore_errors=True)
     stderr = _text(out['stderr'])
     return ShellResult(None if stop else code, _text(out['stdout']), stderr, stop == 'timeout', stop == 'overflow',
-                       round(time.monotonic() - t0, 3), limit_note(None if stop else code, stderr), unconfined=True)
+                       round(time.monotonic() - t0, 3), limits.note() or limit_note(None if stop else code, stderr), unconfined=True)
 
 # %% ../nbs/31_sandbox.ipynb #d04a658e
 def _probe_sandbox() -> str|None:

@@ -387,11 +387,11 @@ def test_memory_limit(ws, monkeypatch):
     monkeypatch.setenv('PASSEPARTOUT_SHELL_MEMORY_MB', '200')
     r = run('python3 -c "x = bytearray(400 * 2**20)"', ws)
     assert r.exit_code not in (0, None) and 'MemoryError' in r.stderr
-    assert 'ran out of memory (limit 200 MB per process' in r.for_model(), r.for_model()
+    assert 'ran out of memory (limit 200 MB' in r.for_model(), r.for_model()
     r = run('python3 -c "x = bytearray(50 * 2**20); print(len(x))"', ws)
     assert r.exit_code == 0 and r.stdout == f'{50 * 2**20}\n' and r.limit == ''
-    r = run('x=$(head -c 300000000 /dev/zero | tr "\\0" a); echo ${#x}', ws)   # bash itself runs out
-    assert r.exit_code != 0 and 'ran out of memory' in r.for_model(), r
+    r = run('x=$(head -c 300000000 /dev/zero | tr "\\0" a); echo ${#x}', ws)   # bash itself runs out (or the command's budget stops it)
+    assert r.exit_code != 0 and ('ran out of memory' in r.for_model() or 'memory budget' in r.limit), r
 
 
 def test_memory_limit_spares_address_space_reservations(ws):
@@ -407,7 +407,8 @@ def test_memory_limit_spares_address_space_reservations(ws):
 def test_tmp_is_capped_at_the_memory_limit(ws, monkeypatch):
     monkeypatch.setenv('PASSEPARTOUT_SHELL_MEMORY_MB', '64')
     r = run('head -c 100000000 /dev/zero > /tmp/fill; echo rc=$?; df -m /tmp | tail -1', ws)
-    assert 'rc=1' in r.stdout and 'No space left' in r.stderr, r
+    # /tmp is full at 64 MB, or (its pages being charged to the command) the memory budget stops the command first
+    assert ('rc=1' in r.stdout and 'No space left' in r.stderr) or 'memory budget (64 MB' in r.limit, r
 
 
 def test_memory_limit_zero_disables(ws, monkeypatch):
@@ -420,8 +421,9 @@ def test_cpu_limit_stops_a_spinner(ws, monkeypatch, spinner):
     monkeypatch.setenv('PASSEPARTOUT_SHELL_CPU_SECONDS', '1')
     t0 = time.monotonic()
     r = run(spinner, ws, timeout=30)
-    assert not r.timed_out and r.exit_code == 152, r
-    assert 'stopped by the CPU time limit (1 s per process' in r.for_model()
+    # the process's own limit (SIGXCPU, exit 152) or the command's (killed) may come first: both say so
+    assert not r.timed_out and r.exit_code in (152, None), r
+    assert 'stopped by the CPU time limit (1 s' in r.for_model(), r
     assert time.monotonic() - t0 < 15
 
 
@@ -476,7 +478,7 @@ def test_unconfined_timeout_kills_the_group(ws):
 def test_unconfined_limits(ws, monkeypatch):
     monkeypatch.setenv('PASSEPARTOUT_SHELL_CPU_SECONDS', '1'); monkeypatch.setenv('PASSEPARTOUT_SHELL_MEMORY_MB', '200')
     r = sandbox.run_unconfined('while :; do :; done', ws, timeout=20)
-    assert r.exit_code == 152 and 'CPU time limit' in r.for_model(), r
+    assert r.exit_code in (152, None) and 'CPU time limit' in r.for_model(), r   # the process's limit or the command's
     r = sandbox.run_unconfined('python3 -c "x = bytearray(400 * 2**20)"', ws, timeout=20)
     assert 'ran out of memory' in r.for_model(), r
     r = sandbox.run_unconfined('yes', ws, timeout=20, max_output=1000)
