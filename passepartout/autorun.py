@@ -104,15 +104,15 @@ def _venv(ws:str, parts:tuple) -> str|None:
         if os.path.isfile(os.path.join(ws, *parts[:i], 'pyvenv.cfg')): return f"it is inside the virtualenv {'/'.join(parts[:i])}: {_PY}"
     return None
 
-# %% ../nbs/20a_autorun.ipynb #c003084b
-def autorun_reason(rel:str,           # a path relative to the workspace (POSIX separators)
-                   ws=None,           # the workspace, to recognise virtualenvs on disk and find the home
-                   home:str|None=None # the home relative to the workspace ('' the same; default: from `ws`)
+# %% ../nbs/20a_autorun.ipynb #a4c21fdb
+def autorun_reason(rel:str,  # a path relative to the workspace (POSIX separators)
+                   ws=None,  # the workspace, to recognise virtualenvs on disk and find the home
+                   home=...  # the home relative to the workspace ('' the same, None not inside; `...`: found from `ws`)
                   ) -> str|None:
     "Why writing `rel` plants code that a program the owner runs will execute on the host, or None."
     parts = tuple(p for p in str(rel).split('/') if p not in ('', '.'))
     if not parts or '..' in parts: return None
-    if home is None and ws is not None: home = home_within(ws)
+    if home is ...: home = home_within(ws) if ws is not None else None
     why = _table_reason(parts, None if home is None else tuple(p for p in home.split('/') if p not in ('', '.')))
     return why or (_venv(os.fspath(ws), parts) if ws is not None else None)
 
