@@ -378,11 +378,12 @@ def _remove(path:str):
         try: os.unlink(path)
         except FileNotFoundError: pass
 
-# %% ../nbs/31_sandbox.ipynb #a4a2e7db
+# %% ../nbs/31_sandbox.ipynb #becdfe93
 def _undo_planted(workspace, places:tuple) -> tuple:
     "After a guarded command: remove the autorun places it created and restore the symlinked ones it replaced; workspace-relative names."
-    ws, (_, missing, links), undone = _workspace(workspace), places, []
-    for p in missing:
+    ws, (existing, missing, links), undone = _workspace(workspace), places, []
+    before = set(existing)
+    for p in dict.fromkeys(missing + [q for q in autorun_places(ws)[0] if q not in before]):
         if os.path.lexists(p): _remove(p); undone.append(p)
     for p, target in links.items():
         try: same = os.readlink(p) == target

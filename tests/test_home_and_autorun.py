@@ -184,7 +184,7 @@ def planted_world(tmp_path, monkeypatch):
 def snapshot_autorun(ws):
     "Every file under the places planted code would hide in, with its content."
     out = {}
-    for top in ('.git/config', '.git/hooks', '.bashrc', '.bash_profile', '.venv', '.envrc', '.vscode', 'proj', '.local/bin', '.config/autostart'):
+    for top in ('.git/config', '.git/hooks', '.bashrc', '.bash_profile', '.venv', '.envrc', '.vscode', 'proj', 'newp', '.local/bin', '.config/autostart'):
         root = ws / top
         for f in ([root] if root.is_file() else sorted(root.rglob('*')) if root.is_dir() else []):
             if f.is_file(): out[str(f.relative_to(ws))] = f.read_bytes()
@@ -218,6 +218,7 @@ SHELL_PLANTS = {
     'create .envrc and .vscode': "f=.env; echo 'touch /tmp/pwn' > ${f}rc; d=.vs; mkdir -p ${d}code && echo '{}' > ${d}code/tasks.json",
     'make a sub-project a repository': "cd proj && git init -q && cd .git && printf '[core]\\n\\tfsmonitor = ./x.sh\\n' >> config",
     'a program on the PATH': "d=.lo; mkdir -p ${d}cal/bin && printf '#!/bin/sh\\n' > ${d}cal/bin/git && chmod +x ${d}cal/bin/git",
+    'a new directory made a repository': "mkdir newp && cd newp && git init -q && printf '[core]\\n\\tfsmonitor = ./x.sh\\n' >> .git/config",
     'replace the hooks directory': "cd .git && mv hooks h2 && mkdir hooks && echo x > hooks/pre-commit",
 }
 
