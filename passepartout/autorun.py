@@ -7,8 +7,8 @@ Docs: https://passepartout-agent.github.io/passepartout/autorun.html.md"""
 # %% auto #0
 __all__ = ['AUTORUN', 'home_within', 'autorun_reason', 'autorun_places']
 
-# %% ../nbs/20a_autorun.ipynb #bdfceae1
-import os, glob, fnmatch
+# %% ../nbs/20a_autorun.ipynb #ca84c01b
+import os, re, glob, fnmatch
 from pathlib import Path
 
 # %% ../nbs/20a_autorun.ipynb #23037d58
@@ -61,7 +61,7 @@ AUTORUN = (  # (pattern, parts of a matching directory the sandbox freezes ('' t
     ('~/.gradle/init.d', '', "Gradle runs these scripts before every build"), ('~/.gradle/init.gradle', '', "Gradle runs it before every build"),
 )
 
-# %% ../nbs/20a_autorun.ipynb #edd49cbd
+# %% ../nbs/20a_autorun.ipynb #7a97bf7f
 def _compile(pattern:str) -> tuple:
     "`(anchor, parts)`: anchor '**' (any depth), '~' (the home) or '' (the workspace root)."
     for anchor in ('**/', '~/'):
@@ -69,13 +69,16 @@ def _compile(pattern:str) -> tuple:
     return '', tuple(pattern.split('/'))
 
 _ROWS = tuple((*_compile(p), frozen, why) for p, frozen, why in AUTORUN)
-_ANY = {}   # last part of a '**' pattern without wildcards: its rows (most rows), looked up by name
+_ANY, _HOME = {}, {}   # '**' rows by their last part, '~' rows by their first part (when those have no wildcards)
 for _row in _ROWS:
     if _row[0] == '**' and not any(c in _row[1][-1] for c in '*?['): _ANY.setdefault(_row[1][-1], []).append(_row)
+    if _row[0] == '~': _HOME.setdefault(_row[1][0], []).append(_row)
 _ANY_GLOB = tuple(r for r in _ROWS if r[0] == '**' and any(c in r[1][-1] for c in '*?['))
-_ROOTED = tuple(r for r in _ROWS if r[0] != '**')
+_GLOB_LAST = re.compile('|'.join(f"(?:{fnmatch.translate(r[1][-1])})" for r in _ANY_GLOB))
+_AT_ROOT = tuple(r for r in _ROWS if r[0] == '')
+assert not any(any(c in r[1][0] for c in '*?[') for r in _ROWS if r[0] == '~'), "a '~' row must start with a literal name"
 
-# %% ../nbs/20a_autorun.ipynb #420560bd
+# %% ../nbs/20a_autorun.ipynb #29d6344e
 def _fits(parts:tuple, at:int, pattern:tuple) -> bool:
     "Do the path `parts` ending at index `at` end with `pattern` (component by component, shell globs)?"
     start = at - len(pattern) + 1
@@ -84,11 +87,17 @@ def _fits(parts:tuple, at:int, pattern:tuple) -> bool:
 def _table_reason(parts:tuple, home:tuple|None) -> str|None:
     "The reason of the first row matching `parts` or one of its leading sub-paths, or None."
     for at, name in enumerate(parts):
-        for _, pattern, _, why in _ANY.get(name, []) + [r for r in _ANY_GLOB if fnmatch.fnmatchcase(name, r[1][-1])]:
-            if _fits(parts, at, pattern): return why
-    for anchor, pattern, _, why in _ROOTED:
-        base = () if anchor == '' else home
-        if base is not None and parts[:len(base)] == base and _fits(parts[len(base):], len(pattern) - 1, pattern): return why
+        for _, pattern, _, why in _ANY.get(name, ()):
+            if len(pattern) == 1 or _fits(parts, at, pattern): return why
+        if _GLOB_LAST.match(name):
+            for _, pattern, _, why in _ANY_GLOB:
+                if _fits(parts, at, pattern): return why
+    if home is not None and len(parts) > len(home) and parts[:len(home)] == home:
+        rest = parts[len(home):]
+        for _, pattern, _, why in _HOME.get(rest[0], ()):
+            if _fits(rest, len(pattern) - 1, pattern): return why
+    for _, pattern, _, why in _AT_ROOT:
+        if _fits(parts, len(pattern) - 1, pattern): return why
     return None
 
 # %% ../nbs/20a_autorun.ipynb #f60d1866

@@ -18,11 +18,12 @@ __all__ = ['log', 'VALIDATOR_PRIORITY', 'BUDGET_PRIORITY', 'POLICY_PRIORITY', 'A
            'autorun_why', 'self_protection_gate', 'pin_home', 'home_problem', 'budget_gate', 'sandbox_ready',
            'sandbox_gate', 'ask_every_shell_command', 'default_gates']
 
-# %% ../nbs/20_builtin_gates.ipynb #9c19e216
+# %% ../nbs/20_builtin_gates.ipynb #99c59c9f
 import os, re, json, time, stat, socket, logging, fnmatch, functools, ipaddress
 from pathlib import Path, PurePath
 from urllib.parse import urlsplit
 from . import config, watch
+from .autorun import autorun_reason, home_within
 from .gates import GateEngine, Verdict, ALLOW, ASK, DENY, TOOL_CALLS, ToolsExcept, allow, ask, deny, current_verification, _RANK
 from .signals import Action, Context, from_owner, sender_of, OWNER_SOURCES
 
@@ -778,19 +779,19 @@ def above_protected(real:str, ws:str) -> str|None:
     what = _protection()[2].get(real)
     return None if what is None or inside(ws, real) else what
 
-# %% ../nbs/20_builtin_gates.ipynb #73c74ad6
-_homes = {}   # (workspace, HOME): the home relative to the workspace, or None
+# %% ../nbs/20_builtin_gates.ipynb #06d920a4
+_homes = {}   # (workspace, HOME): (the owner's real home, the home relative to the workspace or None)
 
 def autorun_why(real:str, ws:str) -> str|None:
     "Why writing the real path `real` plants code a program of the owner's runs on the host later, or None."
-    from passepartout.autorun import autorun_reason, home_within
     key = (ws, os.environ.get('HOME'))
-    if key not in _homes:
+    hit = _homes.get(key)
+    if hit is None:
         if len(_homes) > 64: _homes.clear()
-        _homes[key] = home_within(ws)
-    if inside(real, ws): return autorun_reason(os.path.relpath(real, ws), ws, _homes[key]) if real != ws else None
-    home = os.path.realpath(os.path.expanduser('~'))
-    return autorun_reason(os.path.relpath(real, home), home, '') if inside(real, home) and real != home else None
+        hit = _homes[key] = os.path.realpath(os.path.expanduser('~')), home_within(ws)
+    owner, home = hit
+    if real != ws and inside(real, ws): return autorun_reason(real[len(ws.rstrip(os.sep)) + 1:], ws, home)
+    return autorun_reason(real[len(owner.rstrip(os.sep)) + 1:], owner, '') if real != owner and inside(real, owner) else None
 
 # %% ../nbs/20_builtin_gates.ipynb #df8721cf
 _WORD_SPLIT = re.compile(r"[\s;&|()<>`=,:{}]+")
@@ -860,8 +861,9 @@ def self_protection_gate(action:Action, ctx:Context) -> Verdict|None:
 def _own_place(action:Action, what:str, path:str, writing:bool) -> Verdict:
     return deny(f"{action.tool} would {'change' if writing else 'read'} {what} ({path!r}): the agent may not alter its own policy, vault or code")
 
-# %% ../nbs/20_builtin_gates.ipynb #a96a17cd
+# %% ../nbs/20_builtin_gates.ipynb #ec3a5cc1
 _pins = {}   # env_key(): [(path, what, identity, watch generation or None)]
+_quiet = [None, None]   # (pins, the watcher's change count) when they were last found intact
 
 def _identity(path:str) -> tuple|None:
     "(device, inode) of the directory at `path` (following links), or None when it is missing."
@@ -885,16 +887,18 @@ def pin_home() -> list:
         _pins.clear(); _pins[key] = pins
     return pins
 
-# %% ../nbs/20_builtin_gates.ipynb #e59b559c
+# %% ../nbs/20_builtin_gates.ipynb #0e6cf58f
 def home_problem() -> str|None:
     "Why the agent's config, data or state directory is no longer the one it started with, or None."
-    pins = pin_home()
+    pins, changes = pin_home(), watch.changes()
+    if changes is not None and _quiet[0] is pins and _quiet[1] == changes: return None   # nothing watched changed anywhere
     for i, (path, what, identity, generation) in enumerate(pins):
-        if generation is not None and watch.generation(path, poll=i == 0) == generation: continue   # nothing happened near it
+        if generation is not None and watch.generation(path, poll=False) == generation: continue   # nothing happened near it
         if _identity(path) != identity:
             return (f"the agent's {what} {path} is no longer the directory it started with (moved, removed or replaced, perhaps by "
                     "renaming a directory above it): every tool call is refused; put it back, or restart the agent after checking who changed it")
         if generation is not None: pins[i] = (path, what, identity, watch.watch(path, file=False))
+    if all(generation is not None for *_, generation in pins): _quiet[:] = pins, watch.changes(poll=False)
     return None
 
 # %% ../nbs/20_builtin_gates.ipynb #5b5e8740
