@@ -779,10 +779,10 @@ def above_protected(real:str, ws:str) -> str|None:
     what = _protection()[2].get(real)
     return None if what is None or inside(ws, real) else what
 
-# %% ../nbs/20_builtin_gates.ipynb #06d920a4
+# %% ../nbs/20_builtin_gates.ipynb #43c71faf
 _homes = {}   # (workspace, HOME): (the owner's real home, the home relative to the workspace or None)
 
-def autorun_why(real:str, ws:str) -> str|None:
+def autorun_why(real:str, ws:str, venv:bool=True) -> str|None:
     "Why writing the real path `real` plants code a program of the owner's runs on the host later, or None."
     key = (ws, os.environ.get('HOME'))
     hit = _homes.get(key)
@@ -790,8 +790,8 @@ def autorun_why(real:str, ws:str) -> str|None:
         if len(_homes) > 64: _homes.clear()
         hit = _homes[key] = os.path.realpath(os.path.expanduser('~')), home_within(ws)
     owner, home = hit
-    if real != ws and inside(real, ws): return autorun_reason(real[len(ws.rstrip(os.sep)) + 1:], ws, home)
-    return autorun_reason(real[len(owner.rstrip(os.sep)) + 1:], owner, '') if real != owner and inside(real, owner) else None
+    if real != ws and inside(real, ws): return autorun_reason(real[len(ws.rstrip(os.sep)) + 1:], ws, home, venv)
+    return autorun_reason(real[len(owner.rstrip(os.sep)) + 1:], owner, '', venv) if real != owner and inside(real, owner) else None
 
 # %% ../nbs/20_builtin_gates.ipynb #df8721cf
 _WORD_SPLIT = re.compile(r"[\s;&|()<>`=,:{}]+")
@@ -819,15 +819,15 @@ def _reads_only(command:str, ws:str) -> bool:
     except Exception: return False
     return shell_verdict(command, ws).decision == ALLOW
 
-# %% ../nbs/20_builtin_gates.ipynb #8d48f3a5
-def _write_verdict(action:Action, path:str, real:str, ws:str) -> Verdict|None:
-    "Deny a write above a protected place; ask before one that plants code for the host; else None."
+# %% ../nbs/20_builtin_gates.ipynb #9537c876
+def _write_verdict(action:Action, path:str, real:str, ws:str, venv:bool=True) -> Verdict|None:
+    "Deny a write above a protected place; ask before one that plants code for the host (`venv`: also inside a virtualenv); else None."
     above = above_protected(real, ws)
     if above: return deny(f"{action.tool} would write, move or remove {path!r}, a directory above {above}: the agent may not alter its own policy, vault or code")
-    why = autorun_why(real, ws)
+    why = autorun_why(real, ws, venv)
     return ask(f"{action.tool} writes {path!r}, which a program of the owner's runs on the host later without anyone choosing to run it: {why}") if why else None
 
-# %% ../nbs/20_builtin_gates.ipynb #ce61304d
+# %% ../nbs/20_builtin_gates.ipynb #2019683e
 def self_protection_gate(action:Action, ctx:Context) -> Verdict|None:
     "No tool may write the agent's config, data, state, skills, permissions or package (or above them), nor read its secrets; planting host code asks."
     if action.kind != 'tool': return None
@@ -849,7 +849,7 @@ def self_protection_gate(action:Action, ctx:Context) -> Verdict|None:
         real = resolve_path(path, ws)
         what = protected(real, writing)
         if what: return _own_place(action, what, path, writing)
-        v = _write_verdict(action, path, real, ws) if writing else None
+        v = _write_verdict(action, path, real, ws, venv=action.tool != 'shell') if writing else None
         if v is None or v.decision == ASK and verdict is not None: continue
         if action.tool == 'shell':
             reads_only = _reads_only(action.args['command'], ws) if reads_only is None else reads_only

@@ -51,11 +51,12 @@ def _system_binds() -> list:
         if os.path.exists(f'/etc/{name}'): args += ['--ro-bind', f'/etc/{name}', f'/etc/{name}']
     return args
 
-# %% ../nbs/31_sandbox.ipynb #090f9c5b
+# %% ../nbs/31_sandbox.ipynb #6c2625ea
 def protected_paths(ws:Path) -> list:
     "Real paths inside workspace `ws` that no tool may touch: key stores and Passepartout's own directories."
     p, out = config.paths(), []
-    for d in [ws / m for m in MASKED] + [p.config, p.data, p.state]:
+    key = config.setting('PASSEPARTOUT_VAULT_KEY_FILE')   # the vault key, when kept apart from the config
+    for d in [ws / m for m in MASKED] + [p.config, p.data, p.state] + ([Path(key).expanduser()] if key else []):
         real = Path(os.path.realpath(d))
         if real != ws and real.is_relative_to(ws) and real not in out: out.append(real)
     return out
@@ -119,7 +120,7 @@ def _guard(mode:str, places:tuple) -> list:
     if mode != 'guarded': return []
     return [a for p in places[0] if not os.path.islink(p) for a in ('--ro-bind', p, p)]
 
-# %% ../nbs/31_sandbox.ipynb #318b1381
+# %% ../nbs/31_sandbox.ipynb #0d23c928
 def bwrap_args(workspace:Path,      # the only writable directory; also the working directory
                network:bool=False,  # share the host's network
                env:dict|None=None,  # environment to scrub (default: os.environ)
@@ -138,7 +139,7 @@ def bwrap_args(workspace:Path,      # the only writable directory; also the work
             bind, str(ws), str(ws), *[a for d in _pins(ws) for a in (bind, str(d), str(d))], *_guard(mode, places),
             *_masks(ws), '--remount-ro', '/', '--chdir', str(ws), '--clearenv']
     for k, v in scrubbed_env(env).items(): args += ['--setenv', k, v]
-    return args
+    return args + (['--setenv', 'PYTHONDONTWRITEBYTECODE', '1'] if mode != 'full' else [])
 
 # %% ../nbs/31_sandbox.ipynb #759105b9
 SECCOMP_ALLOW, SECCOMP_ERRNO = 0x7fff0000, 0x00050000
@@ -318,7 +319,7 @@ def _shell_code(code:int) -> int:
     "An exit status as a shell reports it: 128 + N for a process killed by signal N."
     return 128 - code if code < 0 else code
 
-# %% ../nbs/31_sandbox.ipynb #cc4481b6
+# %% ../nbs/31_sandbox.ipynb #1a7c701d
 def run_sandboxed(command:str,              # shell command, run with `bash -c`
                   workspace:Path,           # the only writable directory, and the working directory
                   timeout:float|None=None,  # seconds (default PASSEPARTOUT_SHELL_TIMEOUT)
@@ -331,7 +332,7 @@ def run_sandboxed(command:str,              # shell command, run with `bash -c`
     if bwrap is None: raise SandboxUnavailable("bubblewrap (bwrap) is not installed: shell commands cannot be sandboxed (install the 'bubblewrap' package)")
     timeout, max_output = _settings(timeout, max_output)
     network = network or bool(config.setting('PASSEPARTOUT_SHELL_NETWORK'))
-    places = _before_guarded(workspace, mode)
+    places = _before_command(workspace, mode)
     args, filter_fd = bwrap_args(workspace, network, bwrap=bwrap, mode=mode, places=places), _seccomp_fd()
     info_r, info_w = os.pipe()
     args += ['--info-fd', str(info_w), *(['--seccomp', str(filter_fd)] if filter_fd is not None else []), '--', *_limited(command)]
@@ -349,7 +350,7 @@ def run_sandboxed(command:str,              # shell command, run with `bash -c`
         os.close(info_r); proc.stdout.close(); proc.stderr.close()
         if proc.poll() is None: _kill(proc, None)
     swept = () if filter_fd is not None else _sweep(workspace)
-    undone = _undo_planted(workspace, places) if places is not None else ()
+    undone = _undo_planted(workspace, places, mode)
     stderr = _text(out['stderr'])
     return ShellResult(None if stop else code, _text(out['stdout']), stderr, stop == 'timeout', stop == 'overflow',
                        round(time.monotonic() - t0, 3), limit_note(None if stop else code, stderr), setid_removed=swept, autorun_undone=undone)
@@ -360,13 +361,23 @@ def _sweep(workspace) -> tuple:
     ws = _workspace(workspace)
     return tuple(os.path.relpath(f, ws) for f in strip_setid(ws, skip=tuple(map(str, protected_paths(ws)))))
 
-# %% ../nbs/31_sandbox.ipynb #57579a3a
-def _before_guarded(workspace, mode:str) -> tuple|None:
-    "For a guarded command: `(existing places, missing places, {symlinked place: its target})`, else None."
-    if mode != 'guarded': return None
-    existing, missing = autorun_places(_workspace(workspace))
+# %% ../nbs/31_sandbox.ipynb #9183d76a
+def _home_links(ws:Path) -> list:
+    "Symlinks inside `ws` on the way to the agent's own directories and key (`~/.config -> dotfiles/config`)."
+    p, key = config.paths(), config.setting('PASSEPARTOUT_VAULT_KEY_FILE')
+    out = []
+    for d in [p.config, p.data, p.state] + ([Path(key)] if key else []):
+        cur = Path(os.path.abspath(Path(d).expanduser()))
+        for above in [*reversed(cur.parents), cur]:
+            if above != ws and above.is_relative_to(ws) and above.is_symlink() and str(above) not in out: out.append(str(above))
+    return out
+
+def _before_command(workspace, mode:str) -> tuple:
+    "`(existing places, missing places, {symlink: its target})` to check after the command (places only when guarded)."
+    ws = _workspace(workspace)
+    existing, missing = autorun_places(ws) if mode == 'guarded' else ([], [])
     links = {}
-    for p in existing:
+    for p in existing + _home_links(ws):
         try: links[p] = os.readlink(p)
         except OSError: pass   # not a symlink
     return existing, missing, links
@@ -378,17 +389,20 @@ def _remove(path:str):
         try: os.unlink(path)
         except FileNotFoundError: pass
 
-# %% ../nbs/31_sandbox.ipynb #becdfe93
-def _undo_planted(workspace, places:tuple) -> tuple:
-    "After a guarded command: remove the autorun places it created and restore the symlinked ones it replaced; workspace-relative names."
+# %% ../nbs/31_sandbox.ipynb #aed54c12
+def _undo_planted(workspace, places:tuple, mode:str) -> tuple:
+    "After a command: remove the autorun places a guarded one created, restore the symlinks any one replaced; workspace-relative names."
     ws, (existing, missing, links), undone = _workspace(workspace), places, []
     before = set(existing)
-    for p in dict.fromkeys(missing + [q for q in autorun_places(ws)[0] if q not in before]):
+    for p in dict.fromkeys(missing + ([q for q in autorun_places(ws)[0] if q not in before] if mode == 'guarded' else [])):
         if os.path.lexists(p): _remove(p); undone.append(p)
     for p, target in links.items():
         try: same = os.readlink(p) == target
         except OSError: same = False
-        if not same: _remove(p); os.symlink(target, p); undone.append(p)
+        if not same:
+            _remove(p)
+            try: os.symlink(target, p); undone.append(p)
+            except OSError: pass   # its directory is gone: nothing to point the old way
     return tuple(os.path.relpath(p, ws) for p in undone)
 
 # %% ../nbs/31_sandbox.ipynb #6193f1db

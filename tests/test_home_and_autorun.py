@@ -167,6 +167,31 @@ def test_the_running_agent_refuses_to_act_once_its_home_was_swapped(tmp_path, mo
     assert 'no longer the directory it started with' in reasons
 
 
+def test_a_symlinked_config_directory_swapped_in_the_sandbox_stops_the_agent(tmp_path, monkeypatch):
+    "~/.config is a symlink (a dotfile manager's): a bind cannot pin a link, so the sandbox puts it back after the command."
+    ws, p = make_home(tmp_path, monkeypatch, 'xdg')
+    monkeypatch.setenv('PASSEPARTOUT_VAULT_KEY_FILE', str(tmp_path / 'keys' / 'vault.key'))   # kept apart: the swap does not break the vault
+    (ws / 'dotfiles').mkdir(); os.rename(ws / '.config', ws / 'dotfiles' / 'config'); os.symlink('dotfiles/config', ws / '.config')
+    agent = build(ws)
+    run(agent, sh("d=.con; n=perm; rm ${d}fig; mkdir -p ${d}fig/passepartout; "
+                  f"printf \"{ALLOW_ALL}\" > ${{d}}fig/passepartout/${{n}}issions.toml"))
+    turn = run(agent, write('x.secret'))
+    assert not (ws / 'x.secret').exists(), turn.to_dict()
+    assert (ws / 'dotfiles' / 'config' / 'passepartout' / 'permissions.toml').read_text() == OWNER_RULES
+    fresh = build(ws)                                      # the owner's next `passepartout send`: a new process reads the config afresh
+    turn = run(fresh, write('x.secret'))
+    assert not (ws / 'x.secret').exists(), turn.to_dict()
+    assert os.readlink(ws / '.config') == 'dotfiles/config'
+
+
+def test_a_vault_key_kept_in_the_workspace_is_hidden_and_pinned(tmp_path, monkeypatch):
+    ws, p = make_home(tmp_path, monkeypatch, 'pp')
+    (ws / 'keys').mkdir(); (ws / 'keys' / 'vault.key').write_text('key-material-Zq8')
+    monkeypatch.setenv('PASSEPARTOUT_VAULT_KEY_FILE', str(ws / 'keys' / 'vault.key'))
+    r = run_sandboxed('cat keys/vault.key; mv keys k2; rm -f keys/vault.key', ws)
+    assert 'key-material' not in r.stdout and (ws / 'keys' / 'vault.key').read_text() == 'key-material-Zq8', r
+
+
 # --- class 3: code planted for the host -------------------------------------------------------------
 
 def git(ws, *args): subprocess.run(['git', *args], cwd=ws, check=True, capture_output=True)
@@ -178,13 +203,16 @@ def planted_world(tmp_path, monkeypatch):
     git(ws, 'init', '-q'); (ws / '.bashrc').write_text('# mine\n'); (ws / 'proj').mkdir()
     site = ws / '.venv' / 'lib' / 'python3.12' / 'site-packages'; site.mkdir(parents=True)
     (ws / '.venv' / 'pyvenv.cfg').write_text('home = /usr/bin\n'); (site / 'pkg.py').write_text('x = 1\n')
+    nested = ws / 'proj' / '.venv' / 'lib' / 'python3.12' / 'site-packages'; nested.mkdir(parents=True)
+    (ws / 'proj' / '.venv' / 'pyvenv.cfg').write_text('home = /usr/bin\n')
     return ws, p
 
 
 def snapshot_autorun(ws):
     "Every file under the places planted code would hide in, with its content."
     out = {}
-    for top in ('.git/config', '.git/hooks', '.bashrc', '.bash_profile', '.venv', '.envrc', '.vscode', 'proj', 'newp', '.local/bin', '.config/autostart'):
+    for top in ('.git/config', '.git/hooks', '.bashrc', '.bash_profile', '.venv', '.envrc', '.vscode', 'proj', 'newp', '.local/bin', '.local/lib',
+                '.config/autostart', '__pycache__'):
         root = ws / top
         for f in ([root] if root.is_file() else sorted(root.rglob('*')) if root.is_dir() else []):
             if f.is_file(): out[str(f.relative_to(ws))] = f.read_bytes()
@@ -219,6 +247,9 @@ SHELL_PLANTS = {
     'make a sub-project a repository': "cd proj && git init -q && cd .git && printf '[core]\\n\\tfsmonitor = ./x.sh\\n' >> config",
     'a program on the PATH': "d=.lo; mkdir -p ${d}cal/bin && printf '#!/bin/sh\\n' > ${d}cal/bin/git && chmod +x ${d}cal/bin/git",
     'a new directory made a repository': "mkdir newp && cd newp && git init -q && printf '[core]\\n\\tfsmonitor = ./x.sh\\n' >> .git/config",
+    'a .pth in a nested virtualenv': "cd proj/.venv/lib/python3*/sit?-packages && echo 'import os' > evil.pth",
+    "a .pth in the user's site-packages": "d=.lo; mkdir -p ${d}cal/lib/python3.12/site-packages && echo 'import os' > ${d}cal/lib/python3.12/site-packages/evil.pth",
+    'compiled code beside the source': "echo 'x = 1' > mod.py && d=__pyc; mkdir -p ${d}ache__ && echo planted > ${d}ache__/mod.cpython-312.pyc",
     'replace the hooks directory': "cd .git && mv hooks h2 && mkdir hooks && echo x > hooks/pre-commit",
 }
 
