@@ -112,15 +112,27 @@ def _tmp_size(bwrap:str) -> tuple:
     mb = int(config.setting('PASSEPARTOUT_SHELL_MEMORY_MB'))
     return ('--size', str(mb << 20)) if mb > 0 and '--size' in _bwrap_usage(bwrap) else ()
 
-# %% ../nbs/31_sandbox.ipynb #15a1f647
+# %% ../nbs/31_sandbox.ipynb #dafe2dd5
 MODES = ('full', 'guarded', 'read-only')
 
-def _guard(mode:str, places:tuple) -> list:
-    "Read-only binds of the existing autorun places (`guarded` mode); symlinks are restored after the command instead."
+def _frozen(ws:Path, mode:str, places:tuple) -> list:
+    "The real paths a `guarded` command may not change: each existing autorun place, or a symlinked one's target inside the workspace."
     if mode != 'guarded': return []
-    return [a for p in places[0] if not os.path.islink(p) for a in ('--ro-bind', p, p)]
+    out = []
+    for p in places[0]:
+        real = Path(os.path.realpath(p))
+        if real != ws and real.is_relative_to(ws) and real.exists() and real not in out: out.append(real)
+    return out
 
-# %% ../nbs/31_sandbox.ipynb #0d23c928
+def _binds(ws:Path, mode:str, places:tuple) -> list:
+    "Binds after the workspace's: the pinned directories, then the frozen places, outermost first."
+    frozen = _frozen(ws, mode, places)
+    pins = _pins(ws) + [d for f in frozen for d in reversed(f.parents) if d != ws and d.is_relative_to(ws)]
+    ro = lambda d: mode == 'read-only' or any(d == f or d.is_relative_to(f) for f in frozen)
+    return [a for d in sorted(dict.fromkeys(pins + frozen), key=lambda d: len(d.parts))
+            for a in ('--ro-bind' if ro(d) else '--bind', str(d), str(d))]
+
+# %% ../nbs/31_sandbox.ipynb #a087f4e1
 def bwrap_args(workspace:Path,      # the only writable directory; also the working directory
                network:bool=False,  # share the host's network
                env:dict|None=None,  # environment to scrub (default: os.environ)
@@ -136,7 +148,7 @@ def bwrap_args(workspace:Path,      # the only writable directory; also the work
     args = [bwrap, '--unshare-all', *([] if not network else ['--share-net']), *_no_nested_userns(bwrap),
             '--cap-drop', 'ALL', '--die-with-parent', '--new-session', *_system_binds(),
             '--proc', '/proc', '--ro-bind', '/proc/sys', '/proc/sys', '--dev', '/dev', *_tmp_size(bwrap), '--tmpfs', '/tmp', '--dir', SANDBOX_HOME,
-            bind, str(ws), str(ws), *[a for d in _pins(ws) for a in (bind, str(d), str(d))], *_guard(mode, places),
+            bind, str(ws), str(ws), *_binds(ws, mode, places),
             *_masks(ws), '--remount-ro', '/', '--chdir', str(ws), '--clearenv']
     for k, v in scrubbed_env(env).items(): args += ['--setenv', k, v]
     return args + (['--setenv', 'PYTHONDONTWRITEBYTECODE', '1'] if mode != 'full' else [])

@@ -203,6 +203,8 @@ def planted_world(tmp_path, monkeypatch):
     git(ws, 'init', '-q'); (ws / '.bashrc').write_text('# mine\n'); (ws / 'proj').mkdir()
     site = ws / '.venv' / 'lib' / 'python3.12' / 'site-packages'; site.mkdir(parents=True)
     (ws / '.venv' / 'pyvenv.cfg').write_text('home = /usr/bin\n'); (site / 'pkg.py').write_text('x = 1\n')
+    (ws / 'dotfiles').mkdir(); (ws / 'dotfiles' / 'zshrc').write_text('# mine\n'); os.symlink('dotfiles/zshrc', ws / '.zshrc')
+    (ws / '.local' / 'bin').mkdir(parents=True)
     nested = ws / 'proj' / '.venv' / 'lib' / 'python3.12' / 'site-packages'; nested.mkdir(parents=True)
     (ws / 'proj' / '.venv' / 'pyvenv.cfg').write_text('home = /usr/bin\n')
     return ws, p
@@ -211,7 +213,7 @@ def planted_world(tmp_path, monkeypatch):
 def snapshot_autorun(ws):
     "Every file under the places planted code would hide in, with its content."
     out = {}
-    for top in ('.git/config', '.git/hooks', '.bashrc', '.bash_profile', '.venv', '.envrc', '.vscode', 'proj', 'newp', '.local/bin', '.local/lib',
+    for top in ('.git/config', '.git/hooks', '.bashrc', 'dotfiles', '.zshrc', '.bash_profile', '.venv', '.envrc', '.vscode', 'proj', 'newp', '.local/bin', '.local/lib',
                 '.config/autostart', '__pycache__'):
         root = ws / top
         for f in ([root] if root.is_file() else sorted(root.rglob('*')) if root.is_dir() else []):
@@ -250,6 +252,9 @@ SHELL_PLANTS = {
     'a .pth in a nested virtualenv': "cd proj/.venv/lib/python3*/sit?-packages && echo 'import os' > evil.pth",
     "a .pth in the user's site-packages": "d=.lo; mkdir -p ${d}cal/lib/python3.12/site-packages && echo 'import os' > ${d}cal/lib/python3.12/site-packages/evil.pth",
     'compiled code beside the source': "echo 'x = 1' > mod.py && d=__pyc; mkdir -p ${d}ache__ && echo planted > ${d}ache__/mod.cpython-312.pyc",
+    'move the whole .git away': "mv .git .git2 && mkdir .git && cp -r .git2/. .git/ 2>/dev/null; printf '[core]\\n\\tfsmonitor = ./x.sh\\n' >> .git/config",
+    'move the directory above ~/.local/bin': "d=.lo; mkdir -p ${d}cal/bin && mv ${d}cal ${d}c2 && mkdir -p ${d}cal/bin && echo x > ${d}cal/bin/git",
+    'write through a symlinked dotfile': "echo 'touch /tmp/pwn' >> dotfiles/zshrc",
     'replace the hooks directory': "cd .git && mv hooks h2 && mkdir hooks && echo x > hooks/pre-commit",
 }
 
@@ -265,7 +270,6 @@ def test_an_allowed_shell_command_cannot_plant_host_code(tmp_path, monkeypatch, 
 
 def test_a_replaced_symlinked_dotfile_is_put_back(tmp_path, monkeypatch):
     ws, p = planted_world(tmp_path, monkeypatch)
-    (ws / 'dotfiles').mkdir(); (ws / 'dotfiles' / 'zshrc').write_text('# mine\n'); os.symlink('dotfiles/zshrc', ws / '.zshrc')
     r = run_sandboxed("f=.zsh; rm ${f}rc; echo 'touch /tmp/pwn' > ${f}rc", ws)
     assert os.readlink(ws / '.zshrc') == 'dotfiles/zshrc' and (ws / '.zshrc').read_text() == '# mine\n', r
     assert '.zshrc' in r.autorun_undone
