@@ -201,6 +201,7 @@ def planted_world(tmp_path, monkeypatch):
     "A home-as-workspace with a git repository, a virtualenv, a .bashrc and a sub-project."
     ws, p = make_home(tmp_path, monkeypatch, 'xdg')
     git(ws, 'init', '-q'); (ws / '.bashrc').write_text('# mine\n'); (ws / 'proj').mkdir()
+    (ws / 'src' / 'site').mkdir(parents=True); git(ws / 'src' / 'site', 'init', '-q')   # the owner's project, two levels down
     site = ws / '.venv' / 'lib' / 'python3.12' / 'site-packages'; site.mkdir(parents=True)
     (ws / '.venv' / 'pyvenv.cfg').write_text('home = /usr/bin\n'); (site / 'pkg.py').write_text('x = 1\n')
     (ws / 'dotfiles').mkdir(); (ws / 'dotfiles' / 'zshrc').write_text('# mine\n'); os.symlink('dotfiles/zshrc', ws / '.zshrc')
@@ -213,7 +214,7 @@ def planted_world(tmp_path, monkeypatch):
 def snapshot_autorun(ws):
     "Every file under the places planted code would hide in, with its content."
     out = {}
-    for top in ('.git/config', '.git/hooks', '.bashrc', 'dotfiles', '.zshrc', '.bash_profile', '.venv', '.envrc', '.vscode', 'proj', 'newp', '.local/bin', '.local/lib',
+    for top in ('.git/config', '.git/hooks', '.bashrc', 'dotfiles', '.zshrc', 'src/site/.git/config', 'src/site/.git/hooks', '.bash_profile', '.venv', '.envrc', '.vscode', 'proj', 'newp', '.local/bin', '.local/lib',
                 '.config/autostart', '__pycache__'):
         root = ws / top
         for f in ([root] if root.is_file() else sorted(root.rglob('*')) if root.is_dir() else []):
@@ -255,6 +256,7 @@ SHELL_PLANTS = {
     'move the whole .git away': "mv .git .git2 && mkdir .git && cp -r .git2/. .git/ 2>/dev/null; printf '[core]\\n\\tfsmonitor = ./x.sh\\n' >> .git/config",
     'move the directory above ~/.local/bin': "d=.lo; mkdir -p ${d}cal/bin && mv ${d}cal ${d}c2 && mkdir -p ${d}cal/bin && echo x > ${d}cal/bin/git",
     'write through a symlinked dotfile': "echo 'touch /tmp/pwn' >> dotfiles/zshrc",
+    "a project's repository two levels down": "cd src/site/.git && printf '[core]\\n\\tfsmonitor = ./x.sh\\n' >> config; echo x > hooks/post-merge",
     'replace the hooks directory': "cd .git && mv hooks h2 && mkdir hooks && echo x > hooks/pre-commit",
 }
 
