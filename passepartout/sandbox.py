@@ -112,7 +112,7 @@ def _tmp_size(bwrap:str) -> tuple:
     mb = int(config.setting('PASSEPARTOUT_SHELL_MEMORY_MB'))
     return ('--size', str(mb << 20)) if mb > 0 and '--size' in _bwrap_usage(bwrap) else ()
 
-# %% ../nbs/31_sandbox.ipynb #dafe2dd5
+# %% ../nbs/31_sandbox.ipynb #4dce29b8
 MODES = ('full', 'guarded', 'read-only')
 
 def _frozen(ws:Path, mode:str, places:tuple) -> list:
@@ -130,7 +130,7 @@ def _binds(ws:Path, mode:str, places:tuple) -> list:
     pins = _pins(ws) + [d for f in frozen for d in reversed(f.parents) if d != ws and d.is_relative_to(ws)]
     ro = lambda d: mode == 'read-only' or any(d == f or d.is_relative_to(f) for f in frozen)
     return [a for d in sorted(dict.fromkeys(pins + frozen), key=lambda d: len(d.parts))
-            for a in ('--ro-bind' if ro(d) else '--bind', str(d), str(d))]
+            for a in ('--ro-bind-try' if ro(d) else '--bind-try', str(d), str(d))]
 
 # %% ../nbs/31_sandbox.ipynb #a087f4e1
 def bwrap_args(workspace:Path,      # the only writable directory; also the working directory
@@ -373,7 +373,7 @@ def _sweep(workspace) -> tuple:
     ws = _workspace(workspace)
     return tuple(os.path.relpath(f, ws) for f in strip_setid(ws, skip=tuple(map(str, protected_paths(ws)))))
 
-# %% ../nbs/31_sandbox.ipynb #9183d76a
+# %% ../nbs/31_sandbox.ipynb #3b01c750
 def _home_links(ws:Path) -> list:
     "Symlinks inside `ws` on the way to the agent's own directories and key (`~/.config -> dotfiles/config`)."
     p, key = config.paths(), config.setting('PASSEPARTOUT_VAULT_KEY_FILE')
@@ -394,28 +394,29 @@ def _before_command(workspace, mode:str) -> tuple:
         except OSError: pass   # not a symlink
     return existing, missing, links
 
-def _remove(path:str):
-    "Remove a file, a symlink or a whole directory (without following links)."
-    if os.path.isdir(path) and not os.path.islink(path): shutil.rmtree(path, ignore_errors=True)
-    else:
-        try: os.unlink(path)
-        except FileNotFoundError: pass
+def _remove(path:str) -> bool:
+    "Remove a file, a symlink or a whole directory (without following links); did it go?"
+    try:
+        if os.path.isdir(path) and not os.path.islink(path): shutil.rmtree(path)
+        else: os.unlink(path)
+    except FileNotFoundError: pass
+    except OSError: return False
+    return True
 
-# %% ../nbs/31_sandbox.ipynb #aed54c12
+# %% ../nbs/31_sandbox.ipynb #76c0879d
 def _undo_planted(workspace, places:tuple, mode:str) -> tuple:
     "After a command: remove the autorun places a guarded one created, restore the symlinks any one replaced; workspace-relative names."
     ws, (existing, missing, links), undone = _workspace(workspace), places, []
     before = set(existing)
     for p in dict.fromkeys(missing + ([q for q in autorun_places(ws)[0] if q not in before] if mode == 'guarded' else [])):
-        if os.path.lexists(p): _remove(p); undone.append(p)
+        if os.path.lexists(p): undone.append(os.path.relpath(p, ws) + ('' if _remove(p) else ' (COULD NOT be removed: check it)'))
     for p, target in links.items():
         try: same = os.readlink(p) == target
         except OSError: same = False
         if not same:
-            _remove(p)
-            try: os.symlink(target, p); undone.append(p)
-            except OSError: pass   # its directory is gone: nothing to point the old way
-    return tuple(os.path.relpath(p, ws) for p in undone)
+            try: _remove(p); os.symlink(target, p); undone.append(os.path.relpath(p, ws))
+            except OSError: undone.append(os.path.relpath(p, ws) + ' (COULD NOT be put back: check it)')
+    return tuple(undone)
 
 # %% ../nbs/31_sandbox.ipynb #6193f1db
 def run_unconfined(command:str,              # shell command, run with `bash -c`
