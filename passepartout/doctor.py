@@ -118,14 +118,18 @@ def check_permissions(p:config.Paths, env, fix:bool=False) -> list:
         else: out.append(Finding('permissions', 'fail', f"{f} is {oct(mode)}: others can read secrets (run `passepartout doctor --fix`)"))
     return out or [Finding('permissions', 'ok', "no secret files yet")]
 
-# %% ../nbs/54_doctor.ipynb #66edaa4e
+# %% ../nbs/54_doctor.ipynb #0d00fedd
 def check_workspace(env) -> list:
-    "Warn when the agent's own directories lie inside the workspace (the directory its tools may write)."
+    "Warn when the agent's own directories lie inside the workspace (the directory its tools may write); count its autorun places."
     p, ws = config.paths(env), config.workspace(env)
     inside = [f"{name} {d}" for name, d in (('config', p.config), ('data', p.data), ('state', p.state))
               if Path(os.path.realpath(d)).is_relative_to(ws)]
-    if not inside: return [Finding('workspace', 'ok', f"the workspace {ws} holds none of the agent's own directories")]
-    return [Finding('workspace', 'warn', f"the agent's home lies inside its workspace {ws} ({', '.join(inside)}): its tools and shell "
+    from passepartout.autorun import autorun_places
+    places = [os.path.relpath(q, ws) for q in autorun_places(ws)[0]] if ws.is_dir() else []
+    held = [Finding('workspace', 'ok', f"the workspace holds {len(places)} places whose code runs on the host ({', '.join(places[:5])}"
+                    f"{', …' if len(places) > 5 else ''}): commands nobody approved cannot change them")] if places else []
+    if not inside: return [Finding('workspace', 'ok', f"the workspace {ws} holds none of the agent's own directories")] + held
+    return held + [Finding('workspace', 'warn', f"the agent's home lies inside its workspace {ws} ({', '.join(inside)}): its tools and shell "
                     "commands may write next to its rules, vault and audit log, and every dotfile there (~/.bashrc, ~/.gitconfig, "
                     "~/.local/bin) is in reach. They are protected (the sandbox pins them, the agent stops if they are swapped, "
                     "writing startup files asks), but start the agent from a project directory, or set PASSEPARTOUT_WORKSPACE "

@@ -310,5 +310,5 @@ def test_a_command_the_owner_approved_runs_as_approved(tmp_path, monkeypatch):
 def test_doctor_warns_when_the_home_is_inside_the_workspace(tmp_path, monkeypatch):
     from passepartout.doctor import run_checks
     ws, p = make_home(tmp_path, monkeypatch, 'xdg')
-    found = [f for f in run_checks(timeout=0.1) if f.check == 'workspace']
-    assert found and found[0].status == 'warn' and 'PASSEPARTOUT_WORKSPACE' in found[0].detail, found
+    found = [f for f in run_checks(timeout=0.1) if f.check == 'workspace' and f.status == 'warn']
+    assert found and 'PASSEPARTOUT_WORKSPACE' in found[0].detail, found
