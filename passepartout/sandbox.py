@@ -112,7 +112,7 @@ def _tmp_size(bwrap:str) -> tuple:
     mb = int(config.setting('PASSEPARTOUT_SHELL_MEMORY_MB'))
     return ('--size', str(mb << 20)) if mb > 0 and '--size' in _bwrap_usage(bwrap) else ()
 
-# %% ../nbs/31_sandbox.ipynb #4dce29b8
+# %% ../nbs/31_sandbox.ipynb #38a2f690
 MODES = ('full', 'guarded', 'read-only')
 
 def _frozen(ws:Path, mode:str, places:tuple) -> list:
@@ -124,9 +124,15 @@ def _frozen(ws:Path, mode:str, places:tuple) -> list:
         if real != ws and real.is_relative_to(ws) and real.exists() and real not in out: out.append(real)
     return out
 
+def _own_code(ws:Path) -> list:
+    "The installed passepartout package, when it lies inside `ws` (an agent working on its own source): readable, never writable."
+    import passepartout
+    real = Path(os.path.realpath(os.path.dirname(passepartout.__file__)))
+    return [real] if real != ws and real.is_relative_to(ws) else []
+
 def _binds(ws:Path, mode:str, places:tuple) -> list:
     "Binds after the workspace's: the pinned directories, then the frozen places, outermost first."
-    frozen = _frozen(ws, mode, places)
+    frozen = _frozen(ws, mode, places) + _own_code(ws)
     pins = _pins(ws) + [d for f in frozen for d in reversed(f.parents) if d != ws and d.is_relative_to(ws)]
     ro = lambda d: mode == 'read-only' or any(d == f or d.is_relative_to(f) for f in frozen)
     return [a for d in sorted(dict.fromkeys(pins + frozen), key=lambda d: len(d.parts))

@@ -192,6 +192,16 @@ def test_a_vault_key_kept_in_the_workspace_is_hidden_and_pinned(tmp_path, monkey
     assert 'key-material' not in r.stdout and (ws / 'keys' / 'vault.key').read_text() == 'key-material-Zq8', r
 
 
+def test_the_agents_own_code_in_the_workspace_is_read_only(tmp_path, monkeypatch):
+    "Working on Passepartout with Passepartout: a command (even an approved one) cannot rewrite the code the next start runs."
+    import passepartout
+    ws, p = make_home(tmp_path, monkeypatch, 'pp')
+    pkg = ws / 'src' / 'passepartout'; pkg.mkdir(parents=True); (pkg / '__init__.py').write_text('# the agent\n')
+    monkeypatch.setattr(passepartout, '__file__', str(pkg / '__init__.py'))
+    r = run_sandboxed("cat src/passepartout/__init__.py; echo 'import os' >> src/passepartout/__init__.py; mv src s2", ws, mode='full')
+    assert r.stdout == '# the agent\n' and (pkg / '__init__.py').read_text() == '# the agent\n' and pkg.exists(), r
+
+
 # --- class 3: code planted for the host -------------------------------------------------------------
 
 def git(ws, *args): subprocess.run(['git', *args], cwd=ws, check=True, capture_output=True)
