@@ -138,7 +138,7 @@ def _binds(ws:Path, mode:str, places:tuple) -> list:
     return [a for d in sorted(dict.fromkeys(pins + frozen), key=lambda d: len(d.parts))
             for a in ('--ro-bind-try' if ro(d) else '--bind-try', str(d), str(d))]
 
-# %% ../nbs/31_sandbox.ipynb #a087f4e1
+# %% ../nbs/31_sandbox.ipynb #d753f693
 def bwrap_args(workspace:Path,      # the only writable directory; also the working directory
                network:bool=False,  # share the host's network
                env:dict|None=None,  # environment to scrub (default: os.environ)
@@ -149,8 +149,8 @@ def bwrap_args(workspace:Path,      # the only writable directory; also the work
     ws = _workspace(workspace)
     if mode not in MODES: raise ValueError(f"unknown sandbox mode {mode!r} (one of {', '.join(MODES)})")
     _agent_dirs(ws)
-    bind = '--ro-bind' if mode == 'read-only' else '--bind'
     places = places if places is not None or mode != 'guarded' else autorun_places(ws)
+    bind = '--ro-bind' if mode == 'read-only' or mode == 'guarded' and str(ws) in places[0] else '--bind'
     args = [bwrap, '--unshare-all', *([] if not network else ['--share-net']), *_no_nested_userns(bwrap),
             '--cap-drop', 'ALL', '--die-with-parent', '--new-session', *_system_binds(),
             '--proc', '/proc', '--ro-bind', '/proc/sys', '/proc/sys', '--dev', '/dev', *_tmp_size(bwrap), '--tmpfs', '/tmp', '--dir', SANDBOX_HOME,
