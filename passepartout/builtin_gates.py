@@ -14,15 +14,16 @@ __all__ = ['log', 'VALIDATOR_PRIORITY', 'BUDGET_PRIORITY', 'POLICY_PRIORITY', 'A
            'PermissionsError', 'permissions_file', 'Rule', 'load_rules', 'permission_rule', 'permissions_gate',
            'allowed_by_rule', 'learn_rule', 'path_problem', 'paths_gate', 'network_allowlist', 'url_verdict',
            'network_gate', 'secrets_gate', 'values_in', 'SessionValues', 'session_values', 'provenance_gate',
-           'owner_addresses', 'recipient_known', 'recipients_gate', 'protected_places', 'protected',
-           'self_protection_gate', 'budget_gate', 'sandbox_ready', 'sandbox_gate', 'ask_every_shell_command',
-           'default_gates']
+           'owner_addresses', 'recipient_known', 'recipients_gate', 'protected_places', 'protected', 'above_protected',
+           'autorun_why', 'self_protection_gate', 'pin_home', 'home_problem', 'budget_gate', 'sandbox_ready',
+           'sandbox_gate', 'ask_every_shell_command', 'default_gates']
 
-# %% ../nbs/20_builtin_gates.ipynb #9c19e216
+# %% ../nbs/20_builtin_gates.ipynb #99c59c9f
 import os, re, json, time, stat, socket, logging, fnmatch, functools, ipaddress
 from pathlib import Path, PurePath
 from urllib.parse import urlsplit
 from . import config, watch
+from .autorun import autorun_reason, home_within
 from .gates import GateEngine, Verdict, ALLOW, ASK, DENY, TOOL_CALLS, ToolsExcept, allow, ask, deny, current_verification, _RANK
 from .signals import Action, Context, from_owner, sender_of, OWNER_SOURCES
 
@@ -738,11 +739,11 @@ def recipients_gate(action:Action, ctx:Context) -> Verdict|None:
                 return ask(f"{key} {str(one)[:80]!r} was not named by you: check who this goes to before it is sent")
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #a1691047
+# %% ../nbs/20_builtin_gates.ipynb #b2141a77
 _protected_cache = {}
 
 def _protection() -> tuple:
-    "(protected places, their roots as one tuple), worked out once per environment."
+    "(protected places, their roots as one tuple, {directory above a place: what it leads to}, those directories' names), worked out once per environment."
     env, key = os.environ, env_key()
     hit = _protected_cache.get(key)
     if hit is None:
@@ -752,8 +753,12 @@ def _protection() -> tuple:
                   (real(p.config), 'the config directory', False), (real(p.data), 'the data directory (vault, approvals, audit log)', False),
                   (real(p.state), 'the state directory', False), (real(os.path.dirname(passepartout.__file__)), 'the installed passepartout package', True)]
         if env.get('PASSEPARTOUT_VAULT_KEY_FILE'): places.insert(0, (real(env['PASSEPARTOUT_VAULT_KEY_FILE']), 'the vault key', False))
+        above = {}
+        for root, what, _ in sorted(places, key=lambda place: len(place[0])):   # the widest place first names a directory above several
+            for d in PurePath(root).parents: above.setdefault(str(d), what)
         places = tuple((root, root.rstrip(os.sep) + os.sep, what, readable) for root, what, readable in places)
-        _protected_cache.clear(); hit = _protected_cache[key] = places, tuple(root for root, *_ in places)
+        names = frozenset(os.path.basename(d) for d in above) - {''}
+        _protected_cache.clear(); hit = _protected_cache[key] = places, tuple(root for root, *_ in places), above, names
     return hit
 
 def protected_places() -> tuple:
@@ -762,54 +767,139 @@ def protected_places() -> tuple:
 
 def protected(real:str, writing:bool=True) -> str|None:
     "What protected place the real path `real` is in (for writing, or for reading), or None."
-    places, roots = _protection()
+    places, roots, *_ = _protection()
     if not real.startswith(roots): return None   # below none of them (the common case), in one test
     for root, prefix, what, readable in places:
         if (writing or not readable) and (real == root or real.startswith(prefix)): return what
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #341f51c3
+# %% ../nbs/20_builtin_gates.ipynb #13d22085
+def above_protected(real:str, ws:str) -> str|None:
+    "The protected place that the real directory `real` leads to (it lies above it), unless `real` is the workspace or above it; else None."
+    what = _protection()[2].get(real)
+    return None if what is None or inside(ws, real) else what
+
+# %% ../nbs/20_builtin_gates.ipynb #43c71faf
+_homes = {}   # (workspace, HOME): (the owner's real home, the home relative to the workspace or None)
+
+def autorun_why(real:str, ws:str, venv:bool=True) -> str|None:
+    "Why writing the real path `real` plants code a program of the owner's runs on the host later, or None."
+    key = (ws, os.environ.get('HOME'))
+    hit = _homes.get(key)
+    if hit is None:
+        if len(_homes) > 64: _homes.clear()
+        hit = _homes[key] = os.path.realpath(os.path.expanduser('~')), home_within(ws)
+    owner, home = hit
+    if real != ws and inside(real, ws): return autorun_reason(real[len(ws.rstrip(os.sep)) + 1:], ws, home, venv)
+    return autorun_reason(real[len(owner.rstrip(os.sep)) + 1:], owner, '', venv) if real != owner and inside(real, owner) else None
+
+# %% ../nbs/20_builtin_gates.ipynb #df8721cf
 _WORD_SPLIT = re.compile(r"[\s;&|()<>`=,:{}]+")
 PROTECTED_NAMES = {'permissions.toml': 'the permissions file', 'vault.enc': 'the vault', 'vault.key': 'the vault key'}
 
-def _shell_words(command:str) -> list:
-    "The path-like words of a shell command (redirect targets included), quotes and escapes removed."
+def _shell_words(command:str, names=frozenset()) -> list:
+    "The path-like words of a shell command (redirect targets included, and bare `names`), quotes and escapes removed."
     flat = command.replace('"', '').replace("'", '')
     if '\\' in flat: flat = re.sub(r"\\(.)", r"\1", flat)
     if '$' in flat: flat = os.path.expandvars(flat)
-    return [w for w in dict.fromkeys(_WORD_SPLIT.split(flat)) if w and ('/' in w or w[0] in '~.' or w in PROTECTED_NAMES)]
+    return [w for w in dict.fromkeys(_WORD_SPLIT.split(flat)) if w and ('/' in w or w[0] in '~.' or w in PROTECTED_NAMES or w in names)]
 
 def _locality(action:Action, ctx:Context) -> list:
     "The paths a tool call other than a file tool's touches, each `(path, writing)`."
     if action.tool == 'shell':
         c = action.args.get('command')
-        return [(w, True) for w in _shell_words(c)] if isinstance(c, str) else []
+        return [(w, True) for w in _shell_words(c, _protection()[3])] if isinstance(c, str) else []
     if tool_effect(action, ctx) == 'local-write':
         return [(v, True) for k, v in action.args.items() if isinstance(v, str) and re.search(r'(?i)path|file|dir|dest|target', k)]
     return []
 
-# %% ../nbs/20_builtin_gates.ipynb #7cd689bb
+def _reads_only(command:str, ws:str) -> bool:
+    "Does the shell gate judge `command` read-only (False when it cannot be asked)?"
+    try: from passepartout.shell_gate import shell_verdict
+    except Exception: return False
+    return shell_verdict(command, ws).decision == ALLOW
+
+# %% ../nbs/20_builtin_gates.ipynb #9537c876
+def _write_verdict(action:Action, path:str, real:str, ws:str, venv:bool=True) -> Verdict|None:
+    "Deny a write above a protected place; ask before one that plants code for the host (`venv`: also inside a virtualenv); else None."
+    above = above_protected(real, ws)
+    if above: return deny(f"{action.tool} would write, move or remove {path!r}, a directory above {above}: the agent may not alter its own policy, vault or code")
+    why = autorun_why(real, ws, venv)
+    return ask(f"{action.tool} writes {path!r}, which a program of the owner's runs on the host later without anyone choosing to run it: {why}") if why else None
+
+# %% ../nbs/20_builtin_gates.ipynb #2019683e
 def self_protection_gate(action:Action, ctx:Context) -> Verdict|None:
-    "No tool may write the agent's config, data, state, skills, permissions or package, nor read its secrets."
+    "No tool may write the agent's config, data, state, skills, permissions or package (or above them), nor read its secrets; planting host code asks."
     if action.kind != 'tool': return None
+    if (swapped := home_problem()): return deny(swapped)
     key = FILE_TOOLS.get(action.tool)
     if key is not None:   # a file tool: one path (the common case, without the general walk below)
         path, writing = action.args.get(key, '.'), action.tool in WRITE_TOOLS
         if not isinstance(path, str) or path_problem(path): return None   # the paths gate refuses these
-        what = protected(resolve_for(path, workspace_of(ctx)), writing)
-        return _own_place(action, what, path, writing) if what else None
+        ws = workspace_of(ctx); real = resolve_for(path, ws)
+        what = protected(real, writing)
+        if what: return _own_place(action, what, path, writing)
+        return _write_verdict(action, path, real, ws) if writing else None
     places = _locality(action, ctx)
     if not places: return None
-    ws = workspace_of(ctx)
+    ws, verdict, reads_only = workspace_of(ctx), None, None
     for path, writing in places:
         if action.tool == 'shell' and os.path.basename(path) in PROTECTED_NAMES:
             return deny(f"shell command names {PROTECTED_NAMES[os.path.basename(path)]} ({path!r}): the agent may not touch its own policy or vault")
-        what = protected(resolve_path(path, ws), writing)
+        real = resolve_path(path, ws)
+        what = protected(real, writing)
         if what: return _own_place(action, what, path, writing)
-    return None
+        v = _write_verdict(action, path, real, ws, venv=action.tool != 'shell') if writing else None
+        if v is None or v.decision == ASK and verdict is not None: continue
+        if action.tool == 'shell':
+            reads_only = _reads_only(action.args['command'], ws) if reads_only is None else reads_only
+            if reads_only: continue
+        if v.decision == DENY: return v
+        verdict = v
+    return verdict
 
 def _own_place(action:Action, what:str, path:str, writing:bool) -> Verdict:
     return deny(f"{action.tool} would {'change' if writing else 'read'} {what} ({path!r}): the agent may not alter its own policy, vault or code")
+
+# %% ../nbs/20_builtin_gates.ipynb #ec3a5cc1
+_pins = {}   # env_key(): [(path, what, identity, watch generation or None)]
+_quiet = [None, None]   # (pins, the watcher's change count) when they were last found intact
+
+def _identity(path:str) -> tuple|None:
+    "(device, inode) of the directory at `path` (following links), or None when it is missing."
+    try: st = os.stat(path)
+    except OSError: return None
+    return st.st_dev, st.st_ino
+
+def pin_home() -> list:
+    "Record, once per environment, which directories the agent's config, data and state are (creating them if missing)."
+    key = env_key()
+    pins = _pins.get(key)
+    if pins is None:
+        p = config.paths()
+        try: config.ensure_dirs(p)
+        except OSError as e: log.warning("cannot create the agent's directories: %s", e)
+        pins = []
+        for d, what in ((p.config, 'config directory'), (p.data, 'data directory (vault, approvals, audit log)'), (p.state, 'state directory')):
+            path = os.path.abspath(os.path.expanduser(str(d)))
+            generation = watch.watch(path, file=False) if os.path.realpath(path) == path else None   # watch first, then look
+            pins.append((path, what, _identity(path), generation))
+        _pins.clear(); _pins[key] = pins
+    return pins
+
+# %% ../nbs/20_builtin_gates.ipynb #0e6cf58f
+def home_problem() -> str|None:
+    "Why the agent's config, data or state directory is no longer the one it started with, or None."
+    pins, changes = pin_home(), watch.changes()
+    if changes is not None and _quiet[0] is pins and _quiet[1] == changes: return None   # nothing watched changed anywhere
+    for i, (path, what, identity, generation) in enumerate(pins):
+        if generation is not None and watch.generation(path, poll=False) == generation: continue   # nothing happened near it
+        if _identity(path) != identity:
+            return (f"the agent's {what} {path} is no longer the directory it started with (moved, removed or replaced, perhaps by "
+                    "renaming a directory above it): every tool call is refused; put it back, or restart the agent after checking who changed it")
+        if generation is not None: pins[i] = (path, what, identity, watch.watch(path, file=False))
+    if all(generation is not None for *_, generation in pins): _quiet[:] = pins, watch.changes(poll=False)
+    return None
 
 # %% ../nbs/20_builtin_gates.ipynb #5b5e8740
 def budget_gate(action:Action, ctx:Context) -> Verdict|None:

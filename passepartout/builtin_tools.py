@@ -8,7 +8,8 @@ Docs: https://passepartout-agent.github.io/passepartout/builtin_tools.html.md"""
 __all__ = ['MAX_LINKS', 'READ_LINES', 'MAX_WRITE_BYTES', 'MAX_LIST', 'MAX_MATCHES', 'SEARCH_FILE_BYTES', 'SEARCH_SECONDS',
            'SEARCH_DEPTH', 'SEARCH_LINE_CHARS', 'SEARCH_PROGRAM', 'FETCH_SECONDS', 'SKIP_DIRS', 'RE2_SYNTAX', 'METHODS',
            'BUILTIN_EFFECTS', 'tool_workspace', 'Beneath', 'confine', 'read_file', 'write_file', 'edit_file',
-           'list_dir', 'search_files', 'released_by_owner', 'shell', 'http_fetch', 'send_message', 'builtin_tools']
+           'list_dir', 'search_files', 'released_by_owner', 'sandbox_mode', 'shell', 'http_fetch', 'send_message',
+           'builtin_tools']
 
 # %% ../nbs/30_builtin_tools.ipynb #5a88186a
 import os, re, stat, time, errno, fnmatch, secrets, tempfile, contextlib
@@ -400,7 +401,15 @@ def _unsealed_command(action, vault) -> str|None:
     from passepartout.vault import substitute
     return substitute(action.args, vault).get('command')
 
-# %% ../nbs/30_builtin_tools.ipynb #1f1b70c7
+# %% ../nbs/30_builtin_tools.ipynb #b09bcbc0
+def sandbox_mode(command:str, ctx=None) -> str:
+    "How much of the workspace `command` may change: `full` if the owner approved exactly it, `read-only` if the shell gate finds it only reads, else `guarded`."
+    if released_by_owner(ctx, command): return 'full'
+    try: from passepartout.shell_gate import shell_verdict
+    except Exception: return 'guarded'   # no shell gate to say it only reads: the stricter of the two others
+    return 'read-only' if shell_verdict(command, tool_workspace(ctx)).decision == 'allow' else 'guarded'
+
+# %% ../nbs/30_builtin_tools.ipynb #f91fbdd4
 def shell(command:str,             # bash command line, run in the workspace
           timeout:float|None=None, # seconds (default and maximum: PASSEPARTOUT_SHELL_TIMEOUT)
           ctx=None) -> str:
@@ -408,7 +417,7 @@ def shell(command:str,             # bash command line, run in the workspace
     limit = float(config.setting('PASSEPARTOUT_SHELL_TIMEOUT'))
     timeout = limit if timeout is None else min(max(float(timeout), 0.1), limit)
     why = sandbox_problem()
-    if why is None: return run_sandboxed(command, tool_workspace(ctx), timeout=timeout).for_model()
+    if why is None: return run_sandboxed(command, tool_workspace(ctx), timeout=timeout, mode=sandbox_mode(command, ctx)).for_model()
     if not released_by_owner(ctx, command):
         raise SandboxUnavailable(f"{why}: shell commands cannot be sandboxed here, and only a command the owner approved may run without it")
     return run_unconfined(command, tool_workspace(ctx), timeout=timeout).for_model()

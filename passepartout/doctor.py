@@ -6,7 +6,7 @@ Docs: https://passepartout-agent.github.io/passepartout/doctor.html.md"""
 
 # %% auto #0
 __all__ = ['Finding', 'format_report', 'check_config', 'check_providers', 'check_sandbox', 'check_stores', 'secret_files',
-           'check_permissions', 'run_checks', 'doctor_command', 'write_env', 'configure_command']
+           'check_permissions', 'check_workspace', 'run_checks', 'doctor_command', 'write_env', 'configure_command']
 
 # %% ../nbs/54_doctor.ipynb #881e1f63
 import json, os, sqlite3, stat, sys
@@ -118,26 +118,43 @@ def check_permissions(p:config.Paths, env, fix:bool=False) -> list:
         else: out.append(Finding('permissions', 'fail', f"{f} is {oct(mode)}: others can read secrets (run `passepartout doctor --fix`)"))
     return out or [Finding('permissions', 'ok', "no secret files yet")]
 
-# %% ../nbs/54_doctor.ipynb #4971b659
+# %% ../nbs/54_doctor.ipynb #0d00fedd
+def check_workspace(env) -> list:
+    "Warn when the agent's own directories lie inside the workspace (the directory its tools may write); count its autorun places."
+    p, ws = config.paths(env), config.workspace(env)
+    inside = [f"{name} {d}" for name, d in (('config', p.config), ('data', p.data), ('state', p.state))
+              if Path(os.path.realpath(d)).is_relative_to(ws)]
+    from passepartout.autorun import autorun_places
+    places = [os.path.relpath(q, ws) for q in autorun_places(ws)[0]] if ws.is_dir() else []
+    held = [Finding('workspace', 'ok', f"the workspace holds {len(places)} places whose code runs on the host ({', '.join(places[:5])}"
+                    f"{', …' if len(places) > 5 else ''}): commands nobody approved cannot change them")] if places else []
+    if not inside: return [Finding('workspace', 'ok', f"the workspace {ws} holds none of the agent's own directories")] + held
+    return held + [Finding('workspace', 'warn', f"the agent's home lies inside its workspace {ws} ({', '.join(inside)}): its tools and shell "
+                    "commands may write next to its rules, vault and audit log, and every dotfile there (~/.bashrc, ~/.gitconfig, "
+                    "~/.local/bin) is in reach. They are protected (the sandbox pins them, the agent stops if they are swapped, "
+                    "writing startup files asks), but start the agent from a project directory, or set PASSEPARTOUT_WORKSPACE "
+                    "to one (or PASSEPARTOUT_HOME to a directory outside the workspace)")]
+
+# %% ../nbs/54_doctor.ipynb #38b4a506
 def run_checks(env=None, fix:bool=False, timeout:float=3.0) -> list:
     "Every check, in order; a check that crashes is one `fail` naming the error."
     env = dict(os.environ if env is None else env)
     p = config.paths(env)
     checks = [('providers', lambda: check_providers(env, timeout)), ('sandbox', check_sandbox),
               ('config', lambda: check_config(env)), ('stores', lambda: check_stores(p.data)),
-              ('permissions', lambda: check_permissions(p, env, fix))]
+              ('permissions', lambda: check_permissions(p, env, fix)), ('workspace', lambda: check_workspace(env))]
     out = []
     for name, check in checks:
         try: out += check()
         except Exception as e: out.append(Finding(name, 'fail', f"the check itself failed: {type(e).__name__}: {e}"))
     return out
 
-# %% ../nbs/54_doctor.ipynb #133d319e
+# %% ../nbs/54_doctor.ipynb #d19ed0ea
 @click.command('doctor')
 @click.option('--fix', is_flag=True, help='Tighten the permissions of secret files to 0600.')
 @click.option('--json', 'as_json', is_flag=True, help='Print the findings as JSON.')
 def doctor_command(fix, as_json):
-    "Check providers, sandbox, config, stores and secret-file permissions."
+    "Check providers, sandbox, config, stores, secret-file permissions and where the agent's home lies."
     findings = run_checks(fix=fix)
     click.echo(json.dumps([asdict(f) for f in findings]) if as_json else format_report(findings))
     sys.exit(1 if any(f.status == 'fail' for f in findings) else 0)
