@@ -155,6 +155,11 @@ VARIANTS = [  # (files before, command, the file another session changes, its ne
     ({'prog.awk': '{ print }\n'}, 'echo x | awk -f prog.awk', 'prog.awk', 'BEGIN { system("touch pwned") }\n'),
     ({'package.json': '{"scripts": {"build": "echo ok"}}'}, 'npm run build', 'package.json', '{"scripts": {"build": "touch pwned"}}'),
     ({'t.pl': 'print 1;\n'}, 'perl t.pl', 't.pl', 'open(F, ">pwned");\n'),
+    ({'build.sh': 'echo ok\n'}, 'exec 3< build.sh; bash /dev/fd/3', 'build.sh', 'touch pwned\n'),
+    ({'build.sh': 'echo ok\n'}, 'bash <(cat build.sh)', 'build.sh', 'touch pwned\n'),
+    ({'build.sh': 'echo ok\n'}, 'bash $(ls *.sh)', 'build.sh', 'touch pwned\n'),
+    ({'main.sh': 'DIR=$(dirname "$0"); source "$DIR/conf.sh"\n', 'conf.sh': 'echo ok\n'}, 'bash main.sh', 'conf.sh', 'touch pwned\n'),
+    ({'site.yml': '- hosts: all\n'}, 'ansible-playbook site.yml', 'site.yml', '- hosts: all\n  tasks: [shell: touch pwned]\n'),   # a tool not in the tables
 ]
 
 
@@ -204,7 +209,8 @@ CODE_COMMANDS = ['bash build.sh', 'sh build.sh', './build.sh', 'source build.sh'
                  "bash -c 'echo hi'", "node -e 'console.log(1)'", "perl -e 'print 1'", "ruby -e 'p 1'", 'make', 'make test',
                  'env X=1 bash build.sh', 'timeout 5 python3 tool.py', 'nice -n 5 ./build.sh', 'npm run build', 'npx jest',
                  'awk -f prog.awk data', 'sed -f prog.sed data', "awk '{ print }' data", 'xargs sh build.sh', 'python3 -m pkg',
-                 'cat build.sh | bash', 'bash < build.sh', '$RUNNER build.sh', 'pytest -q', 'git commit -m x']
+                 'cat build.sh | bash', 'bash < build.sh', '$RUNNER build.sh', 'pytest -q', 'git commit -m x',
+                 'ansible-playbook site.yml', 'mytool --config prod.yml', 'let x=1', 'tar xzf a.tgz -I ./unpack']
 
 
 @pytest.mark.parametrize('command', CODE_COMMANDS)
