@@ -310,3 +310,51 @@ def test_a_daemon_refuses_a_changed_script_whichever_way_the_approval_comes(home
         assert wait_for(lambda: 'not run: build.sh changed' in agent.transcript('work')[-1]['content'], 10), agent.transcript('work')[-1]
         assert ran == [] and not (ws / 'pwned.txt').exists()
         assert client_send('hello', session='other', state_dir=state)['reply'] == 'ok'     # the daemon keeps serving
+
+
+# -- the table itself: what each command binds ----------------------------------------------------------------------
+
+TABLE = [  # (command, files that must be bound, relative to the workspace)
+    ('bash -x build.sh arg', ['build.sh']),
+    ('sudo -u nobody env A=1 nice -n 2 timeout -s 9 5 bash build.sh', ['build.sh']),
+    ('python3 -W ignore tool.py', ['tool.py', 'helper.py', 'json.py']),
+    ('python3 -m pkg.cli', ['pkg/__init__.py', 'pkg/cli.py', 'pkg/cli/__main__.py']),
+    ('make -C sub', ['sub/Makefile', 'sub/GNUmakefile', 'Makefile']),
+    ('make --file=rules.mk', ['rules.mk']),
+    ('node -r ./pre.js app.js', ['pre.js', 'app.js']),
+    ('awk -f prog.awk data', ['prog.awk']),
+    ('sed -f prog.sed data', ['prog.sed']),
+    ('npm test', ['package.json']),
+    ('git commit -m x', ['.git/config', '.git/hooks']),
+    ('bash -c "cd sub && ./run.sh"', ['sub/run.sh']),
+    ('f() { bash build.sh; }; f', ['build.sh']),
+    ('bash <<EOF\n./build.sh\nEOF', ['build.sh']),
+    ("python3 -c \"import os; os.system('./build.sh')\"", ['build.sh']),
+    ('x=build.sh; bash $x', ['build.sh']),
+]
+
+
+@pytest.mark.parametrize('command,expected', TABLE, ids=[t[0] for t in TABLE])
+def test_the_table_binds_what_each_command_runs(ws, command, expected):
+    from passepartout.executed_files import executed_files, runs_code
+    write(ws, 'build.sh', 'echo ok\n', 0o755); write(ws, 'tool.py', 'import helper, json\n'); write(ws, 'helper.py', '')
+    bound = {os.path.relpath(p, ws) for p in executed_files(command, ws)}
+    assert set(expected) <= bound, bound
+    assert runs_code(command, ws)
+
+
+def test_binding_is_bounded_and_never_blocks(ws):
+    "A FIFO under a script's name, a line that cds forty times, a glob over the whole disk: the hold completes."
+    from passepartout.executed_files import executed_files
+    os.mkfifo(ws / 'build.sh')
+    assert executed_files('bash build.sh', ws)[str(ws / 'build.sh')] == 'special'
+    line = ' && '.join(['cd a'] * 40 + ['bash x.sh'])
+    assert len(executed_files(line, ws)) <= 64
+    assert executed_files('bash /*/*/*/*.sh', ws) is not None
+    assert not any(p.startswith('/dev/') for p in executed_files('exec 3< build.sh; bash /dev/fd/3', ws))
+
+
+def test_plain_commands_bind_nothing_and_keep_always(ws):
+    from passepartout.executed_files import executed_files, runs_code
+    for command in ('rm -rf build/', 'mkdir -p out && cp a.txt out/', 'grep -r TODO . | wc -l', "sed -i 's/a/b/' notes.txt", 'find . -name "*.o" -delete'):
+        assert executed_files(command, ws) == {} and runs_code(command, ws) is None, command
