@@ -495,7 +495,7 @@ def _carry_refusal(agent, store:ApprovalStore, record:dict) -> Action:
     if outcome is not None: (getattr(agent, 'follow', None) or (lambda s: None))(outcome)
     return reply(f"Denied {t}: {action!r} will not run.")
 
-# %% ../nbs/32_approvals.ipynb #b6e03ca5
+# %% ../nbs/32_approvals.ipynb #88594e03
 def _agent():
     "The configured agent, for running a released action in this process."
     try: from passepartout.app import build_agent
@@ -505,7 +505,9 @@ def _agent():
 def _describe(r:dict) -> str:
     left = r['expires'] - time.time()
     action = Action.from_dict(json.loads(r['action']))
-    once = "  [approve once: it runs code, so --always is not offered]" if action_runs_code(action, r.get('workspace') or workspace_of(None)) else ''
+    bound = [_shown(p, r.get('workspace')) for p, f in (r.get('files') or {}).items() if f.startswith('sha256:')]
+    once = ("  [approve once: it runs code, so --always is not offered" + (f"; bound to {', '.join(bound[:4])}" + (' …' if len(bound) > 4 else '') if bound else '')
+            + "]") if action_runs_code(action, r.get('workspace') or workspace_of(None)) else ''
     return f"{r['token']}  expires in {_ago(left)}  {action!r}" + (f"  ({'; '.join(r['reasons'])})" if r['reasons'] else '') + once
 
 # %% ../nbs/32_approvals.ipynb #19ad2f99

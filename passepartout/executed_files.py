@@ -9,8 +9,8 @@ __all__ = ['MAX_HASHED', 'MAX_READ', 'MAX_DEPTH', 'MAX_FILES', 'MAX_HASHED_TOTAL
            'CODE_TOOLS', 'fingerprint', 'Runs', 'runner', 'Wrapper', 'unwrap', 'executed_files', 'runs_code',
            'changed_files', 'action_binding', 'action_runs_code']
 
-# %% ../nbs/32a_executed_files.ipynb #67f364d7
-import ast, glob, hashlib, itertools, json, os, re, stat
+# %% ../nbs/32a_executed_files.ipynb #b2232b76
+import ast, fnmatch, glob, hashlib, itertools, json, os, re, stat
 from dataclasses import dataclass
 from .shell_gate import analyse
 
@@ -40,7 +40,7 @@ def fingerprint(path:str, hash_limit:int=MAX_HASHED) -> str:
     except OSError: return 'unreadable'
     finally: os.close(fd)
 
-# %% ../nbs/32a_executed_files.ipynb #ea5e9007
+# %% ../nbs/32a_executed_files.ipynb #d3ceafd2
 @dataclass(frozen=True)
 class Runs:
     "How one command names the code it runs: one row of `RUNS`."
@@ -55,10 +55,12 @@ class Runs:
     program:bool=False  # without a file option, its first operand is inline code (`awk '{…}'`)
     lang:str='shell'    # how the files it runs are read to follow the code they run in turn
     always:bool=True    # False: it runs code only when a file or script is named (`sed -f`)
+    tree:tuple=()       # patterns of the files it collects and runs under its operand directories (`pytest tests/`)
 
-# %% ../nbs/32a_executed_files.ipynb #3922d14b
+# %% ../nbs/32a_executed_files.ipynb #f5db5c13
 _SHELL = Runs(script=True, inline=('-c',), files=('--rcfile', '--init-file'), values=('-o', '+o', '-O', '+O'))
-_BUILD = lambda *defaults, lang='data', chdir=('-C',): Runs(defaults=defaults, chdir=chdir, lang=lang)
+_BUILD = lambda *defaults, lang='data', chdir=('-C',), tree=(): Runs(defaults=defaults, chdir=chdir, lang=lang, tree=tree)
+_PYTEST = ('conftest.py', '__init__.py', 'test_*.py', '*_test.py')
 RUNS = {
     **dict.fromkeys('sh bash dash zsh ksh mksh ash rbash yash fish csh tcsh posh'.split(), _SHELL),
     'source': Runs(script=True), '.': Runs(script=True),
@@ -87,10 +89,12 @@ RUNS = {
     'just': _BUILD('justfile', 'Justfile', '.justfile', lang='data', chdir=('-d', '--working-directory')),
     'rake': _BUILD('Rakefile', 'rakefile', 'Rakefile.rb'), 'ninja': _BUILD('build.ninja'), 'cmake': _BUILD('CMakeLists.txt', chdir=('-S',)),
     'meson': _BUILD('meson.build'), 'scons': _BUILD('SConstruct', 'SConscript'), 'ant': _BUILD('build.xml'), 'mvn': _BUILD('pom.xml'),
+    'gradlew': _BUILD('build.gradle', 'build.gradle.kts', 'settings.gradle', 'settings.gradle.kts', 'gradle/wrapper/gradle-wrapper.properties'),
+    'mvnw': _BUILD('pom.xml', '.mvn/wrapper/maven-wrapper.properties'),
     'gradle': _BUILD('build.gradle', 'build.gradle.kts', 'settings.gradle', 'settings.gradle.kts', chdir=('-p',)),
-    'cargo': _BUILD('Cargo.toml', 'build.rs', '.cargo/config.toml'), 'go': _BUILD('go.mod', 'go.work'),
-    'pytest': _BUILD('conftest.py', 'pytest.ini', 'pyproject.toml', 'setup.cfg', 'tox.ini', lang='python', chdir=('--rootdir',)),
-    'py.test': _BUILD('conftest.py', 'pytest.ini', 'pyproject.toml', 'setup.cfg', 'tox.ini', lang='python'),
+    'cargo': _BUILD('Cargo.toml', 'build.rs', '.cargo/config.toml', tree=('*.rs', 'Cargo.toml')), 'go': _BUILD('go.mod', 'go.work', tree=('*.go',)),
+    'pytest': _BUILD('conftest.py', 'pytest.ini', 'pyproject.toml', 'setup.cfg', 'tox.ini', lang='python', chdir=('--rootdir',), tree=_PYTEST),
+    'py.test': _BUILD('conftest.py', 'pytest.ini', 'pyproject.toml', 'setup.cfg', 'tox.ini', lang='python', tree=_PYTEST),
     'tox': _BUILD('tox.ini', 'pyproject.toml', 'setup.cfg', 'setup.py'), 'nox': _BUILD('noxfile.py', lang='python'),
     'pip': _BUILD('setup.py', 'pyproject.toml', 'setup.cfg', lang='python'), 'uv': _BUILD('pyproject.toml', 'uv.toml', 'setup.py'),
     'poetry': _BUILD('pyproject.toml'), 'pipenv': _BUILD('Pipfile'), 'hatch': _BUILD('pyproject.toml', 'hatch.toml'),
@@ -250,9 +254,12 @@ def _shebang(text:str, b:_Binding, cwds:list) -> str:
     row = runner(argv[0]) if argv else None
     return row.lang if row is not None and row.script else 'data'
 
-# %% ../nbs/32a_executed_files.ipynb #8c7ffe5c
+# %% ../nbs/32a_executed_files.ipynb #23862b7e
 def _walk_line(b:_Binding, command:str, cwds:list, depth:int):
     "Bind what every command of the command line `command` runs, and every existing file it names."
+    if len(command.encode('utf-8', 'replace')) > _CHUNK:   # the shell gate reads at most 64 KiB: a long script is read in pieces
+        for piece in _pieces(command): _walk_line(b, piece, cwds, depth)
+        return
     try: found = analyse(command, cwds[0] if cwds else None)
     except Exception as e: b.code.append(f"it cannot be parsed ({type(e).__name__})"); return
     if not found.parsed: b.code.append("it does not parse as bash")
@@ -268,7 +275,7 @@ def _walk_line(b:_Binding, command:str, cwds:list, depth:int):
         elif inner and inner[0] not in NO_CODE: b.code.append(f"`{cmd.text[:60]}`: `{inner[0]}` is not known to run no code")
     _bind_named(b, command, cwds)
 
-# %% ../nbs/32a_executed_files.ipynb #6e34226d
+# %% ../nbs/32a_executed_files.ipynb #1640d6a5
 def _follow_named(b:_Binding, cmd, inner:list, named:tuple, depth:int):
     "A command of the table: note why it runs code, bind and follow its files and default files."
     files, inline, here = named
@@ -277,6 +284,36 @@ def _follow_named(b:_Binding, cmd, inner:list, named:tuple, depth:int):
     b.code.append(f"`{cmd.text[:60]}` runs " + ('inline code' if inline else ' '.join(w for w, _ in files) or inner[0]))
     for word, lang in files: _follow(b, word, lang, here, depth)
     for name in (row.defaults if row is not None else ()): _follow_default(b, name, row.lang, here, depth)
+    for word, lang in files:   # `python -m pytest` reads what `pytest` reads
+        if lang == 'module' and (tool := RUNS.get(word.split('.')[0])) is not None:
+            for name in tool.defaults: _follow_default(b, name, tool.lang, here, depth)
+            row = tool
+    if row is not None and row.tree:
+        dirs = [p for w in inner[1:] if not w.startswith('-') for p in _paths(w.split('::')[0], here) if os.path.isdir(p)]
+        for top in dirs or here[:1]: _bind_tree(b, top, row.tree)
+
+_SKIP_DIRS = frozenset('.git node_modules __pycache__ .venv venv .tox .nox site-packages .mypy_cache .pytest_cache target dist build'.split())
+
+def _bind_tree(b:_Binding, top:str, patterns:tuple, max_dirs:int=2000):
+    "Bind every file under `top` whose name matches one of `patterns`; a plain name is bound in every directory, absent or not."
+    plain = [p for p in patterns if not re.search(r'[*?\[]', p)]
+    for n, (root, subdirs, names) in enumerate(os.walk(top)):
+        if n >= max_dirs or len(b.files) >= MAX_FILES: b.files['…'] = f"the files under {top} were not all bound"; return
+        subdirs[:] = sorted(d for d in subdirs if d not in _SKIP_DIRS and not d.startswith('.'))
+        for name in plain: b.bind(os.path.join(root, name))
+        for name in sorted(names):
+            if any(fnmatch.fnmatch(name, p) for p in patterns): b.bind(os.path.join(root, name))
+
+_CHUNK = 48 * 1024
+
+def _pieces(text:str) -> list:
+    "`text` cut at line ends into pieces of at most `_CHUNK` bytes (a longer line is cut anywhere)."
+    out, cur = [], ''
+    for line in text.splitlines(keepends=True):
+        while len(line) > _CHUNK: out.append(line[:_CHUNK]); line = line[_CHUNK:]
+        if len((cur + line).encode('utf-8', 'replace')) > _CHUNK: out.append(cur); cur = ''
+        cur += line
+    return out + [cur]
 
 _PATHISH = re.compile(r"""[^\s<>|&;()'"`$={}]+""")
 
@@ -329,15 +366,19 @@ def _follow_imports(b:_Binding, text:str, here:str, depth:int):
         for name in filter(None, names):
             for path in _module_files(name, [here]): _follow(b, path, 'python', [here], depth)
 
-# %% ../nbs/32a_executed_files.ipynb #7f310823
+# %% ../nbs/32a_executed_files.ipynb #6ca277cb
 _MAKE_INCLUDE = re.compile(r'^\s*-?(?:include|sinclude)\s+(?P<files>.+)$', re.M)
 _MAKE_RECIPE = re.compile(r'^\t[@+\-\s]*(?P<line>.+)$', re.M)
+_MAKE_VAR = re.compile(r'^(?P<name>[A-Za-z_][\w.-]*)\s*(?:[:!?+]|::)?=\s*(?P<value>.*)$', re.M)
+_MAKE_REF = re.compile(r'\$[({](?P<name>[A-Za-z_][\w.-]*)[)}]')
 
 def _follow_make(b:_Binding, text:str, cwds:list, depth:int):
-    "A Makefile: bind the files it includes and what its recipes run."
+    "A Makefile: bind the files it includes and what its recipes run (its simple variables substituted)."
+    names = {m['name']: m['value'].strip() for m in _MAKE_VAR.finditer(text)} | {'MAKE': 'make'}
+    expand = lambda line: _MAKE_REF.sub(lambda r: names.get(r['name'], r[0]), _MAKE_REF.sub(lambda r: names.get(r['name'], r[0]), line))
     for m in _MAKE_INCLUDE.finditer(text):
-        for word in m['files'].split(): _follow(b, word, 'make', cwds, depth)
-    for m in _MAKE_RECIPE.finditer(text): _walk_line(b, m['line'].replace('$(MAKE)', 'make').replace('$$', '$'), cwds, depth)
+        for word in expand(m['files']).split(): _follow(b, word, 'make', cwds, depth)
+    for m in _MAKE_RECIPE.finditer(text): _walk_line(b, expand(m['line']).replace('$$', '$'), cwds, depth)
 
 def _follow_npm(b:_Binding, text:str, cwds:list, depth:int):
     "A package.json: bind what its scripts run."

@@ -155,6 +155,12 @@ VARIANTS = [  # (files before, command, the file another session changes, its ne
     ({'prog.awk': '{ print }\n'}, 'echo x | awk -f prog.awk', 'prog.awk', 'BEGIN { system("touch pwned") }\n'),
     ({'package.json': '{"scripts": {"build": "echo ok"}}'}, 'npm run build', 'package.json', '{"scripts": {"build": "touch pwned"}}'),
     ({'t.pl': 'print 1;\n'}, 'perl t.pl', 't.pl', 'open(F, ">pwned");\n'),
+    ({'Makefile': 'GEN = gen.sh\nall:\n\t@bash $(GEN)\n', 'gen.sh': 'echo ok\n'}, 'make', 'gen.sh', 'touch pwned\n'),   # through a make variable
+    ({'big.sh': 'echo padding padding padding padding padding\n' * 3000 + './late.sh\n', 'late.sh': 'echo ok\n'},
+     'bash big.sh', 'late.sh', 'touch pwned\n'),                                    # a script longer than the shell gate reads
+    ({'tests/test_a.py': 'def test_a(): pass\n'}, 'python3 -m pytest -q tests', 'conftest.py', 'open("pwned", "w")\n'),
+    ({'tests/test_a.py': 'def test_a(): pass\n'}, 'pytest -q tests', 'tests/conftest.py', 'open("pwned", "w")\n'),   # collected code
+    ({'tests/test_a.py': 'def test_a(): pass\n'}, 'python3 -m pytest', 'tests/test_a.py', 'open("pwned", "w")\n'),
     ({'build.sh': 'echo ok\n'}, 'exec 3< build.sh; bash /dev/fd/3', 'build.sh', 'touch pwned\n'),
     ({'build.sh': 'echo ok\n'}, 'bash <(cat build.sh)', 'build.sh', 'touch pwned\n'),
     ({'build.sh': 'echo ok\n'}, 'bash $(ls *.sh)', 'build.sh', 'touch pwned\n'),
@@ -278,7 +284,7 @@ def test_the_cli_without_a_daemon_refuses_a_changed_script_and_always(home, ws):
     agent = shell_agent(ws, ShellModel(), [])
     token = hold(agent, ApprovalStore(), 'bash build.sh')
     r = cli(home, ws, 'approvals')
-    assert r.returncode == 0 and 'approve once: it runs code, so --always is not offered' in r.stdout, r.stdout
+    assert r.returncode == 0 and 'approve once: it runs code, so --always is not offered; bound to build.sh]' in r.stdout, r.stdout
     r = cli(home, ws, 'approve', token, '--always')
     assert r.returncode == 1 and '--always is not offered' in r.stderr, (r.stdout, r.stderr)
     write(ws, 'build.sh', 'echo pwned > pwned.txt\n')
@@ -331,6 +337,8 @@ TABLE = [  # (command, files that must be bound, relative to the workspace)
     ('bash <<EOF\n./build.sh\nEOF', ['build.sh']),
     ("python3 -c \"import os; os.system('./build.sh')\"", ['build.sh']),
     ('x=build.sh; bash $x', ['build.sh']),
+    ('python3 -m pytest -q', ['conftest.py', 'pytest.ini', 'pyproject.toml']),
+    ('./gradlew build', ['gradlew', 'build.gradle', 'settings.gradle']),
 ]
 
 
