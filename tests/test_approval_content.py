@@ -366,3 +366,34 @@ def test_plain_commands_bind_nothing_and_keep_always(ws):
     from passepartout.executed_files import executed_files, runs_code
     for command in ('rm -rf build/', 'mkdir -p out && cp a.txt out/', 'grep -r TODO . | wc -l', "sed -i 's/a/b/' notes.txt", 'find . -name "*.o" -delete'):
         assert executed_files(command, ws) == {} and runs_code(command, ws) is None, command
+
+
+# -- records that cannot vouch for what they run are refused, never run unchecked -------------------------------------
+
+def test_a_record_without_a_binding_that_runs_code_is_refused(home, ws):
+    "A record held by a version that did not bind files (the column is NULL) is not trusted to run a script."
+    import sqlite3
+    write(ws, 'build.sh', 'touch pwned\n')
+    ran = []
+    agent = shell_agent(ws, ScriptedProvider([tool_call('shell', {'command': 'bash build.sh'}), tool_call('shell', {'command': 'rm -f x'})]), ran)
+    store = ApprovalStore()
+    install_approvals(agent, store)
+    token, plain = agent.send('go').pending[0]['token'], agent.send('go').pending[0]['token']
+    db = sqlite3.connect(store.path); db.execute("UPDATE approvals SET files = NULL, workspace = NULL"); db.commit(); db.close()
+    with pytest.raises(ApprovalError, match='held by a version that did not record what it runs'):
+        resolve_approval(agent, store, token)
+    assert resolve_approval(agent, store, plain).ok and ran == ['rm -f x'] and not (ws / 'pwned').exists()
+
+
+def test_a_binding_that_cannot_be_computed_refuses_the_release(home, ws, monkeypatch):
+    import passepartout.approvals as approvals
+    def broken(action, workspace): raise RecursionError('too deep')
+    monkeypatch.setattr(approvals, 'action_binding', broken)
+    write(ws, 'build.sh', 'echo ok\n')
+    ran = []
+    agent = shell_agent(ws, ScriptedProvider([tool_call('shell', {'command': 'bash build.sh'})]), ran)
+    install_approvals(agent, ApprovalStore())
+    token = agent.send('go').pending[0]['token']                          # holding still works: nothing is lost
+    with pytest.raises(ApprovalError, match=r'what it runs could not be determined \(RecursionError: too deep\)'):
+        resolve_approval(agent, ApprovalStore(), token)
+    assert ran == []
