@@ -145,7 +145,7 @@ def _held_action(record:dict) -> Action:
                             "(its SHA-256 no longer matches); refusing to run it")
     return action
 
-# %% ../nbs/32_approvals.ipynb #df8cf200
+# %% ../nbs/32_approvals.ipynb #628c9dc4
 def _shown(path:str, workspace:str|None) -> str:
     "`path` relative to `workspace` when inside it."
     if workspace and (path == workspace or path.startswith(workspace.rstrip('/') + '/')): return os.path.relpath(path, workspace)
@@ -158,12 +158,28 @@ def _files_problem(record:dict, action:Action, workspace:str) -> str|None:
         return "it was held by a version that did not record what it runs" if action_runs_code(action, workspace) else None
     if '!' in files: return files['!']
     if not files: return None
-    if held_in and held_in != workspace: return f"it was held for the workspace {held_in}, and would run in {workspace}"
+    if held_in and held_in != workspace: return f"it was held for the workspace {held_in}, and would run in {workspace} (set PASSEPARTOUT_WORKSPACE={held_in})"
     moved = changed_files(files)
     if not moved: return None
     path, was, now = moved[0]
     more = f" (and {len(moved) - 1} more file{'s' if len(moved) > 2 else ''})" if len(moved) > 1 else ''
     return f"{_shown(path, held_in)} changed after it was held (was {was[:19]}, now {now[:19]}){more}"
+
+# %% ../nbs/32_approvals.ipynb #0214ab0a
+def _not_as_held(record:dict, action:Action, to_run:Action, workspace:str) -> str|None:
+    "Why `to_run` is not what the owner approved: a file it executes moved, or a gate changed a command that runs code."
+    why = _files_problem(record, action, workspace)
+    if why is None and to_run.digest() != action.digest() and action_runs_code(to_run, workspace):
+        why = "a gate changed the command after it was approved, and what the new one runs was never bound"
+    return why
+
+def _unreleased(store, record:dict, action:Action, turn:Turn, why:str) -> ApprovalError:
+    "The error for a claimed token whose action will not run: noted in the store and the turn, with the model's feedback."
+    error = ApprovalError(f"approval {record['token']}: not run: {why}; propose it again to ask for a new approval")
+    error.feedback = outcome_signal(record, action, f"approved by the owner, but not run: {why}. Propose it again if it is "
+                                                    "still needed: the owner will be asked to approve what it runs now", error=True)
+    turn.record('approval-refused', token=record['token'], reason=error.message); _note(store, record['token'], error.message)
+    return error
 
 # %% ../nbs/32_approvals.ipynb #a0ab628c
 def _no_rule_for_code(record:dict, action:Action):
@@ -306,7 +322,7 @@ def refused_outcome(record:dict, reason:str='') -> Signal|None:
     return outcome_signal(record, action, "refused by the owner" + (f" ({reason})" if reason else '') +
                           ": it did not run. Do not propose it again; tell the user it was not done.", error=True)
 
-# %% ../nbs/32_approvals.ipynb #871e16fe
+# %% ../nbs/32_approvals.ipynb #9bae7711
 def resolve_approval(agent, store:ApprovalStore, token:str, always:bool=False) -> Resolution:
     "Release `token`: claim it, re-check the gates, run the action on its actuator, record it all."
     from passepartout.act import act
@@ -326,13 +342,10 @@ def resolve_approval(agent, store:ApprovalStore, token:str, always:bool=False) -
         error = ApprovalError(f"approval {token}: refused at the last-mile check: {'; '.join(last.reasons) or 'deny'}")
         error.feedback = outcome_signal(record, action, f"approved by the owner, but {error.message.split(': ', 1)[1]}", error=True)
         _note(store, token, error.message); raise error
-    if (changed := _files_problem(record, action, workspace_of(agent))) is not None:
-        error = ApprovalError(f"approval {token}: not run: {changed}; propose it again to ask for a new approval")
-        error.feedback = outcome_signal(record, action, f"approved by the owner, but not run: {changed}. Propose it again "
-                                                        "if it is still needed: the owner will be asked to approve what it runs now", error=True)
-        turn.record('approval-refused', token=token, reason=error.message); _note(store, token, error.message); raise error
+    to_run = last.action if last.decision == ALLOW else action
+    if (why := _not_as_held(record, action, to_run, workspace_of(agent))) is not None: raise _unreleased(store, record, action, turn, why)
     rule = _learn(action) + _bind_secrets(action, agent) if always else None
-    signal.approved_action = last.action if last.decision == ALLOW else action
+    signal.approved_action = to_run
     feedback = act(signal, ctx)
     return _resolution(agent, store, record, signal, feedback, rule, turn)
 
@@ -510,7 +523,7 @@ def _describe(r:dict) -> str:
             + "]") if action_runs_code(action, r.get('workspace') or workspace_of(None)) else ''
     return f"{r['token']}  expires in {_ago(left)}  {action!r}" + (f"  ({'; '.join(r['reasons'])})" if r['reasons'] else '') + once
 
-# %% ../nbs/32_approvals.ipynb #19ad2f99
+# %% ../nbs/32_approvals.ipynb #3761b853
 @click.command('approvals')
 def approvals_command():
     "List the actions waiting for approval."
@@ -543,8 +556,10 @@ def approve_command(token, always):
     except _Unreachable as e:
         try: record = ApprovalStore().approve(token, always)
         except ApprovalError as refused: raise click.ClickException(f"the daemon did not answer ({e}), and {refused.message}") from None
+        changed = _files_problem(record, Action.from_dict(json.loads(record['action'])), record.get('workspace') or workspace_of(None))
         return click.echo(f"approved {record['token']}: the daemon did not answer ({e}); it runs the action and carries on "
-                          f"in session {record['meta'].get('session') or 'default'!r} as soon as it notices the approval")
+                          f"in session {record['meta'].get('session') or 'default'!r} as soon as it notices the approval"
+                          + (f"\nbut it will not run: {changed}" if changed else ''))
     if replies is not None:
         record = ApprovalStore().get(token)
         if record is None or record['state'] != 'used': raise click.ClickException(replies[0] if replies else refusal(record, token))
