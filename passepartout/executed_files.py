@@ -40,7 +40,7 @@ def fingerprint(path:str, hash_limit:int=MAX_HASHED) -> str:
     except OSError: return 'unreadable'
     finally: os.close(fd)
 
-# %% ../nbs/32a_executed_files.ipynb #d3ceafd2
+# %% ../nbs/32a_executed_files.ipynb #d2aaf6e8
 @dataclass(frozen=True)
 class Runs:
     "How one command names the code it runs: one row of `RUNS`."
@@ -56,9 +56,10 @@ class Runs:
     lang:str='shell'    # how the files it runs are read to follow the code they run in turn
     always:bool=True    # False: it runs code only when a file or script is named (`sed -f`)
     tree:tuple=()       # patterns of the files it collects and runs under its operand directories (`pytest tests/`)
+    plus:bool=False     # `+x` is an option too (shells)
 
-# %% ../nbs/32a_executed_files.ipynb #f5db5c13
-_SHELL = Runs(script=True, inline=('-c',), files=('--rcfile', '--init-file'), values=('-o', '+o', '-O', '+O'))
+# %% ../nbs/32a_executed_files.ipynb #3c917f4a
+_SHELL = Runs(script=True, inline=('-c',), files=('--rcfile', '--init-file'), values=('-o', '+o', '-O', '+O'), plus=True)
 _BUILD = lambda *defaults, lang='data', chdir=('-C',), tree=(): Runs(defaults=defaults, chdir=chdir, lang=lang, tree=tree)
 _PYTEST = ('conftest.py', '__init__.py', 'test_*.py', '*_test.py')
 RUNS = {
@@ -66,10 +67,10 @@ RUNS = {
     'source': Runs(script=True), '.': Runs(script=True),
     'python': Runs(script=True, inline=('-c',), module=('-m',), values=('-W', '-X', '-Q'), lang='python'),
     'pypy': Runs(script=True, inline=('-c',), module=('-m',), values=('-W', '-X'), lang='python'),
-    'node': Runs(script=True, inline=('-e', '--eval', '-p', '--print'), values=('--input-type', '--title'), lang='data',
+    'node': Runs(script=True, inline=('-e', '--eval', '-p', '--print'), values=('--input-type', '--title'), lang='node',
                  files=('-r', '--require', '--import', '--loader', '--experimental-loader')),
     'deno': Runs(script=True, inline=('eval', '-e', '--eval'), skip=('run', 'test', 'task', 'bench'), values=('--allow-read', '--config', '-c'), defaults=('deno.json', 'package.json')),
-    'bun': Runs(script=True, inline=('-e', '--eval', '-p', '--print'), skip=('run', 'test', 'x'), defaults=('package.json', 'bunfig.toml'), lang='npm'),
+    'bun': Runs(script=True, inline=('-e', '--eval', '-p', '--print'), skip=('run', 'test', 'x'), defaults=('package.json', 'bunfig.toml'), lang='node'),
     'perl': Runs(script=True, inline=('-e', '-E'), values=('-I', '-M', '-m', '-x', '-C'), lang='data'),
     'ruby': Runs(script=True, inline=('-e',), values=('-I', '-C', '-E'), files=('-r',), lang='data'),
     'php': Runs(script=True, inline=('-r', '-B', '-R', '-E'), files=('-f', '-F'), values=('-c', '-d', '-z')),
@@ -167,7 +168,7 @@ def _more(cwds:list, new:list) -> list:
     "`cwds` and the directories `new`, without repeats, at most `MAX_CWDS`."
     return list(dict.fromkeys(cwds + new))[:MAX_CWDS]
 
-# %% ../nbs/32a_executed_files.ipynb #db44424a
+# %% ../nbs/32a_executed_files.ipynb #c4178afe
 def _option(argv:list, i:int, options:tuple) -> tuple|None:
     "`(value, next index)` when `argv[i]` is one of `options`, its value in the next word or attached (`-fX`, `--file=X`); else None."
     a = argv[i]
@@ -191,7 +192,7 @@ def _named(argv:list, cwds:list) -> tuple:
         if (o := _option(argv, i, row.module)): return files + [(o[0], 'module')], False, cwds
         if _option(argv, i, row.inline) or (a[:1] == '-' and a[1:].isalpha() and any('-' + ch in row.inline for ch in a[1:])): return files, True, cwds
         if (o := _option(argv, i, row.values)): i = o[1]; continue
-        if a.startswith('-') and len(a) > 1 or a in row.skip: i += 1; continue
+        if a[:1] == '-' and len(a) > 1 or (row.plus and a[:1] == '+' and len(a) > 1) or a in row.skip: i += 1; continue
         break
     if i < len(argv) and row.program and not named: return files, True, cwds
     if i < len(argv) and row.script: files.append((argv[i], row.lang))   # even after `-f FILE`: over-binding costs nothing
@@ -221,7 +222,7 @@ def _paths(word:str, cwds:list) -> list:
     if not re.search(r'[*?\[]', word): return base
     return [p for b in base for p in sorted(itertools.islice(glob.iglob(b), 64))] + base   # the matches, and the pattern itself (absent)
 
-# %% ../nbs/32a_executed_files.ipynb #04d7ecd9
+# %% ../nbs/32a_executed_files.ipynb #c95bf696
 def _follow(b:_Binding, word:str, lang:str, cwds:list, depth:int):
     "Bind what `word` (run in `lang`) names, and follow the code it runs."
     if lang == 'module': return _follow_module(b, word, cwds, depth)
@@ -232,10 +233,12 @@ def _follow(b:_Binding, word:str, lang:str, cwds:list, depth:int):
         if text is None or '\x00' in text: continue   # a binary program: bound, nothing to follow
         how = _shebang(text, b, cwds) if lang == 'exec' else lang
         here = _more(cwds, [os.path.dirname(path)])
-        if how == 'shell': _walk_line(b, text, here, depth + 1)
-        elif how == 'python': _follow_imports(b, text, os.path.dirname(path), depth + 1)
+        if how == 'shell': _walk_line(b, text, here, depth + 1); continue   # which binds the files its text names
+        if how == 'python': _follow_imports(b, text, os.path.dirname(path), depth + 1)
         elif how == 'make': _follow_make(b, text, here, depth + 1)
         elif how == 'npm': _follow_npm(b, text, here, depth + 1)
+        elif how == 'node': _follow_requires(b, text, os.path.dirname(path), cwds, depth + 1)
+        _bind_named(b, text, here)   # any language: the existing files its text names (`exec(open('plugin.py').read())`)
 
 def _read(path:str) -> str|None:
     try:
@@ -366,7 +369,7 @@ def _follow_imports(b:_Binding, text:str, here:str, depth:int):
         for name in filter(None, names):
             for path in _module_files(name, [here]): _follow(b, path, 'python', [here], depth)
 
-# %% ../nbs/32a_executed_files.ipynb #6ca277cb
+# %% ../nbs/32a_executed_files.ipynb #8d0218fb
 _MAKE_INCLUDE = re.compile(r'^\s*-?(?:include|sinclude)\s+(?P<files>.+)$', re.M)
 _MAKE_RECIPE = re.compile(r'^\t[@+\-\s]*(?P<line>.+)$', re.M)
 _MAKE_VAR = re.compile(r'^(?P<name>[A-Za-z_][\w.-]*)\s*(?:[:!?+]|::)?=\s*(?P<value>.*)$', re.M)
@@ -379,6 +382,14 @@ def _follow_make(b:_Binding, text:str, cwds:list, depth:int):
     for m in _MAKE_INCLUDE.finditer(text):
         for word in expand(m['files']).split(): _follow(b, word, 'make', cwds, depth)
     for m in _MAKE_RECIPE.finditer(text): _walk_line(b, expand(m['line']).replace('$$', '$'), cwds, depth)
+
+_JS_LOCAL = re.compile(r'''(?:require\s*\(\s*|import\s*\(\s*|\bfrom\s+|^\s*import\s+)(?P<q>['"])(?P<path>\.{1,2}/[^'"]+)(?P=q)''', re.M)
+_JS_EXTENSIONS = ('', '.js', '.mjs', '.cjs', '.ts', '.json', '/index.js', '/index.mjs', '/package.json')
+
+def _follow_requires(b:_Binding, text:str, here:str, cwds:list, depth:int):
+    "A JavaScript file: bind and follow the local modules it requires or imports (`./lib`, `../x.js`), with node's extensions."
+    for m in list(_JS_LOCAL.finditer(text))[:128]:
+        for ext in _JS_EXTENSIONS: _follow(b, os.path.join(here, m['path']) + ext, 'node', cwds, depth)
 
 def _follow_npm(b:_Binding, text:str, cwds:list, depth:int):
     "A package.json: bind what its scripts run."

@@ -155,6 +155,10 @@ VARIANTS = [  # (files before, command, the file another session changes, its ne
     ({'prog.awk': '{ print }\n'}, 'echo x | awk -f prog.awk', 'prog.awk', 'BEGIN { system("touch pwned") }\n'),
     ({'package.json': '{"scripts": {"build": "echo ok"}}'}, 'npm run build', 'package.json', '{"scripts": {"build": "touch pwned"}}'),
     ({'t.pl': 'print 1;\n'}, 'perl t.pl', 't.pl', 'open(F, ">pwned");\n'),
+    ({'app.js': "require('./lib')\n", 'lib/index.js': 'module.exports = 1\n'}, 'node app.js', 'lib/index.js', "require('fs').writeFileSync('pwned', '')\n"),
+    ({'tool.py': 'exec(open("plugin.py").read())\n', 'plugin.py': 'print(1)\n'}, 'python3 tool.py', 'plugin.py', 'open("pwned", "w")\n'),
+    ({'t.rb': "require_relative './lib.rb'\n", 'lib.rb': 'p 1\n'}, 'ruby t.rb', 'lib.rb', 'File.write("pwned", "")\n'),
+    ({'build.sh': 'echo ok\n'}, 'sh +x build.sh', 'build.sh', 'touch pwned\n'),
     ({'Makefile': 'GEN = gen.sh\nall:\n\t@bash $(GEN)\n', 'gen.sh': 'echo ok\n'}, 'make', 'gen.sh', 'touch pwned\n'),   # through a make variable
     ({'big.sh': 'echo padding padding padding padding padding\n' * 3000 + './late.sh\n', 'late.sh': 'echo ok\n'},
      'bash big.sh', 'late.sh', 'touch pwned\n'),                                    # a script longer than the shell gate reads
