@@ -344,7 +344,7 @@ def _follow_default(b:_Binding, name:str, lang:str, cwds:list, depth:int):
             for entry in sorted(os.listdir(path))[:64]: b.bind(os.path.join(path, entry))
         else: _follow(b, path, lang, cwds, depth)
 
-# %% ../nbs/32a_executed_files.ipynb #9d1b4456
+# %% ../nbs/32a_executed_files.ipynb #b5c7b1f3
 def _module_files(name:str, roots:list, main:bool=False) -> list:
     "Where `import name` may find its code under `roots`: each package's `__init__.py` and the module's file (and `__main__.py`)."
     parts, out = name.split('.'), []
@@ -362,7 +362,7 @@ def _follow_module(b:_Binding, name:str, cwds:list, depth:int):
 def _follow_imports(b:_Binding, text:str, here:str, depth:int):
     "Bind the modules a Python file imports from its own directory (found or absent), and follow those found."
     try: tree = ast.parse(text)
-    except (SyntaxError, ValueError): b.code.append("a Python file does not parse"); return
+    except (SyntaxError, ValueError, RecursionError, MemoryError): b.code.append("a Python file does not parse"); return
     for node in ast.walk(tree):
         names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 ([node.module or ''] + [f"{node.module}.{a.name}" if node.module else a.name for a in node.names]) if isinstance(node, ast.ImportFrom) else []
