@@ -257,7 +257,7 @@ def _shebang(text:str, b:_Binding, cwds:list) -> str:
     row = runner(argv[0]) if argv else None
     return row.lang if row is not None and row.script else 'data'
 
-# %% ../nbs/32a_executed_files.ipynb #23862b7e
+# %% ../nbs/32a_executed_files.ipynb #4d372608
 def _walk_line(b:_Binding, command:str, cwds:list, depth:int):
     "Bind what every command of the command line `command` runs, and every existing file it names."
     if len(command.encode('utf-8', 'replace')) > _CHUNK:   # the shell gate reads at most 64 KiB: a long script is read in pieces
@@ -276,6 +276,7 @@ def _walk_line(b:_Binding, command:str, cwds:list, depth:int):
         named = _named(inner, here) if inner else None
         if named is not None: _follow_named(b, cmd, inner, named, depth)
         elif inner and inner[0] not in NO_CODE: b.code.append(f"`{cmd.text[:60]}`: `{inner[0]}` is not known to run no code")
+    if _EVALUATES.search(command): b.code.append("it evaluates a value as arithmetic or a prompt, which can run code the text does not show")
     _bind_named(b, command, cwds)
 
 # %% ../nbs/32a_executed_files.ipynb #1640d6a5
@@ -327,13 +328,15 @@ def _bind_named(b:_Binding, command:str, cwds:list):
         for path in ([] if word.startswith('-') or not word.strip('./') else _paths(word, cwds)):
             if os.path.isfile(path): b.bind(path)
 
-# %% ../nbs/32a_executed_files.ipynb #5c6a1c18
+# %% ../nbs/32a_executed_files.ipynb #781dd94c
 NO_CODE = frozenset("""ls cat head tail wc grep egrep fgrep zgrep rg echo printf pwd cd pushd popd cut tr rev tac nl paste join
 comm diff cmp fold fmt column expand unexpand od hexdump strings md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum
 cksum sum basename dirname readlink realpath whoami id groups uname uptime date du df stat file which type tree true false
-test [ [[ sleep seq uniq jq yes mkdir rmdir rm cp mv ln touch chmod chown chgrp truncate tee gzip gunzip zcat bzip2 bunzip2
+sleep seq uniq jq yes mkdir rmdir rm cp mv ln touch chmod chown chgrp truncate tee gzip gunzip zcat bzip2 bunzip2
 xz unxz unzip zip curl wget kill pkill mktemp sync split csplit shuf base64 base32 iconv dos2unix unix2dos xxd export unset
-shift read wait exit return : local declare typeset readonly ps free nproc env printenv""".split())
+shift wait exit return : ps free nproc env printenv""".split())
+
+_EVALUATES = re.compile(r'''\$\(\(|\(\(|\$\[|\[\[|\$\{!|@P\}|\$\{\w+(?:\[[^]]*\])?:[^-=+?]|\bprintf\s+-v|(?:^|[\s;&|(])(?:test|\[)\s+-v\b|\b(?:declare|typeset|local|readonly)\s+-\w*[iaAn]''')
 
 # %% ../nbs/32a_executed_files.ipynb #0b1e4b33
 def _follow_default(b:_Binding, name:str, lang:str, cwds:list, depth:int):

@@ -220,7 +220,9 @@ CODE_COMMANDS = ['bash build.sh', 'sh build.sh', './build.sh', 'source build.sh'
                  'env X=1 bash build.sh', 'timeout 5 python3 tool.py', 'nice -n 5 ./build.sh', 'npm run build', 'npx jest',
                  'awk -f prog.awk data', 'sed -f prog.sed data', "awk '{ print }' data", 'xargs sh build.sh', 'python3 -m pkg',
                  'cat build.sh | bash', 'bash < build.sh', '$RUNNER build.sh', 'pytest -q', 'git commit -m x',
-                 'ansible-playbook site.yml', 'mytool --config prod.yml', 'let x=1', 'tar xzf a.tgz -I ./unpack']
+                 'ansible-playbook site.yml', 'mytool --config prod.yml', 'let x=1', 'tar xzf a.tgz -I ./unpack',
+                 'read x < n.txt; echo $((x))', 'echo ${x:$(cat n.txt)}', 'printf -v "$(cat n.txt)" %s y', 'declare -i x=$(cat n.txt)',
+                 'mapfile -t a < n.txt; echo "${a[@]@P}"']
 
 
 @pytest.mark.parametrize('command', CODE_COMMANDS)
