@@ -159,6 +159,7 @@ VARIANTS = [  # (files before, command, the file another session changes, its ne
     ({'tool.py': 'exec(open("plugin.py").read())\n', 'plugin.py': 'print(1)\n'}, 'python3 tool.py', 'plugin.py', 'open("pwned", "w")\n'),
     ({'t.rb': "require_relative './lib.rb'\n", 'lib.rb': 'p 1\n'}, 'ruby t.rb', 'lib.rb', 'File.write("pwned", "")\n'),
     ({'build.sh': 'echo ok\n'}, 'sh +x build.sh', 'build.sh', 'touch pwned\n'),
+    ({'n.txt': '1\n'}, 'read x < n.txt; echo $((x))', 'n.txt', 'a[$(touch pwned)]\n'),   # a value bash evaluates as code
     ({'Makefile': 'GEN = gen.sh\nall:\n\t@bash $(GEN)\n', 'gen.sh': 'echo ok\n'}, 'make', 'gen.sh', 'touch pwned\n'),   # through a make variable
     ({'big.sh': 'echo padding padding padding padding padding\n' * 3000 + './late.sh\n', 'late.sh': 'echo ok\n'},
      'bash big.sh', 'late.sh', 'touch pwned\n'),                                    # a script longer than the shell gate reads
