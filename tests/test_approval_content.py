@@ -45,7 +45,7 @@ class ShellModel:
         self.requests.append(request)
         s = request.signal
         if s.sensor in ('tool-output', 'tool-error'): return Proposal(reply(f"model saw: {s.text}"))
-        if (s.text or '').startswith('run '): return Proposal(tool_call('shell', {'command': s.text[4:]}))
+        if (s.text or '').startswith('run '): return Proposal(tool_call('shell', {'command': s.text[4:]}, explanation='the user asked'))
         return Proposal(reply('ok'))
 
 
@@ -419,3 +419,27 @@ def test_a_gate_that_rewrites_an_approved_command_that_runs_code_is_refused(home
     with pytest.raises(ApprovalError, match='a gate changed the command after it was approved'):
         resolve_approval(agent, ApprovalStore(), token)
     assert ran == [] and not (ws / 'pwned').exists()
+
+
+# -- the real agent: default gates, the sandboxed shell tool, the audit log ------------------------------------------
+
+def test_the_real_agent_runs_the_approved_script_and_refuses_a_swapped_one(home, ws):
+    from passepartout.app import build_agent
+    from passepartout.audit import AuditLog
+    from passepartout.sandbox import sandbox_problem
+    if sandbox_problem() is not None: pytest.skip(sandbox_problem())
+    write(ws, 'build.sh', 'echo built > built.txt\n')
+    agent = build_agent(provider=ShellModel(), workspace=ws)
+    token = agent.send('run bash build.sh', session='work').pending[0]['token']
+    assert '--always is not offered' in agent.send(f'approve {token} --always', session='work').replies[0]
+    in_other_process(f"open({str(ws / 'build.sh')!r}, 'w').write('echo pwned > pwned.txt\\n')")
+    assert 'not run: build.sh changed after it was held' in agent.send(f'approve {token}', session='work').replies[0]
+    assert not (ws / 'pwned.txt').exists()
+    again = agent.send('run bash build.sh', session='work').pending[0]['token']    # asked anew: what it holds now
+    write(ws, 'build.sh', 'echo built > built.txt\n')
+    assert 'not run' in agent.send(f'approve {again}', session='work').replies[0]
+    token = agent.send('run bash build.sh', session='work').pending[0]['token']    # an unchanged script runs, in the sandbox
+    assert agent.send(f'approve {token}', session='work').replies[0].startswith(f"Approved {token}")
+    assert (ws / 'built.txt').read_text() == 'built\n' and not (ws / 'pwned.txt').exists()
+    kinds = [r['kind'] for r in AuditLog().recent(200)]
+    assert kinds.count('approval-refused') >= 3 and AuditLog().verify()[0]
