@@ -223,12 +223,13 @@ def _paths(word:str, cwds:list) -> list:
     if not re.search(r'[*?\[]', word): return base
     return [p for b in base for p in sorted(itertools.islice(glob.iglob(b), 64))] + base   # the matches, and the pattern itself (absent)
 
-# %% ../nbs/32a_executed_files.ipynb #3925f235
+# %% ../nbs/32a_executed_files.ipynb #522c26b4
 def _follow(b:_Binding, word:str, lang:str, cwds:list, depth:int):
     "Bind what `word` (run in `lang`) names, and follow the code it runs."
     if lang == 'module': return _follow_module(b, word, cwds, depth)
     for path in _paths(word, cwds):
-        if not b.first(path) or depth >= MAX_DEPTH: continue
+        if not b.first(path): continue
+        if depth >= MAX_DEPTH: b.files.setdefault('…', f"code deeper than {MAX_DEPTH} levels is bound, not followed"); continue
         if lang == 'python' and os.path.isdir(path): _follow(b, os.path.join(path, '__main__.py'), 'python', cwds, depth + 1); continue
         text = _read(path, b) if os.path.isfile(path) else None
         if text is None or '\x00' in text: continue   # a binary program: bound, nothing to follow
