@@ -50,7 +50,7 @@ def format_result(result, limit:int=20000) -> str:
     if len(text) > limit: text = text[:limit] + f"\n[... cut: {len(text) - limit} more characters]"
     return text
 
-# %% ../nbs/07_act.ipynb #910947d4
+# %% ../nbs/07_act.ipynb #a5f14afe
 def _unsealed(action:Action, vault) -> Action:
     "The action the actuator gets: vault handles in a tool's arguments replaced by their values."
     if vault is None or action.kind != 'tool': return action
@@ -62,6 +62,12 @@ def _scrub(text:str, vault) -> str:
     if vault is None: return text
     from passepartout.vault import redact
     return redact(text, vault)
+
+def _withheld(action:Action, ctx:Context, vault, result=None, error=None) -> str|None:
+    "What the model is told instead of the output or error of a tool that got a secret (None: it sees them, redacted)."
+    if vault is None or action.kind != 'tool': return None
+    from passepartout.vault import withheld
+    return withheld(action, ctx, result, error)
 
 def _feedback(signal:Signal, action:Action, sensor:str, text:str) -> Signal:
     return signal.child(sensor, text, tool=action.tool, call_id=action.call_id)
@@ -83,11 +89,12 @@ def act(signal:Signal, ctx:Context) -> Signal | None:
     actuator, vault = agent.actuators[target], getattr(agent, 'vault', None)
     try: result = actuator.fn(_unsealed(action, vault), ctx)
     except Exception as e:
-        why = _scrub(f"{type(e).__name__}: {e}", vault)
+        why = _withheld(action, ctx, vault, error=e) or _scrub(f"{type(e).__name__}: {e}", vault)
         if turn is not None: turn.record('result', actuator=target, action=action.to_dict(), error=why)
         return None if actuator.silent else _feedback(signal, action, 'tool-error', why)
     if actuator.silent: return None
-    text = format_result(result if vault is None else _scrub(format_result(result, 1 << 62), vault), agent.max_result_chars)
+    text = _withheld(action, ctx, vault, result) or \
+           format_result(result if vault is None else _scrub(format_result(result, 1 << 62), vault), agent.max_result_chars)
     if turn is not None: turn.record('result', actuator=target, action=action.to_dict(), output=text)
     return _feedback(signal, action, 'tool-output', text)
 

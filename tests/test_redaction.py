@@ -101,9 +101,9 @@ def test_no_false_positives_on_ordinary_output(home, length):
 
 
 def test_short_secret_is_redacted_exactly_but_not_spread(home):
-    "A squeezed form below 40 bits (8 letters or digits, 10 hex digits) would be met by chance: exact forms only."
+    "A squeezed form below 40 bits (8 letters or digits, 10 hex digits) would be met by chance: exact forms only, in any case."
     v = Vault(); v.add('PIN', 'k3y9')
-    assert redact('the key k3y9 and K3Y9?', v) == 'the key {{vault:PIN}} and K3Y9?'
+    assert redact('the key k3y9, K3Y9 and K3y9?', v) == 'the key {{vault:PIN}}, {{vault:PIN}} and {{vault:PIN}}?'
     assert redact('k 3 y 9', v) == 'k 3 y 9' and redact(' 6b 33 79 39\n', v) == ' 6b 33 79 39\n'   # 32 bits: met by chance
     v.add('PIN', 'k3y9z')
     assert redact(' 6b 33 79 39 7a\n', v) == ' {{vault:PIN}}\n'           # od -An -tx1 of 5 bytes: 10 hex digits, 40 bits

@@ -43,7 +43,7 @@ def test_secret_never_leaves_the_actuator(home):
 
     @belt.tool
     def leak(token: str):  # the token
-        "Fail with the secret in the error message."
+        "Fail with the secret in the error message (a local tool: its error is withheld, not only redacted)."
         raise RuntimeError(f"401 for token {token}")
 
     gates = GateEngine()
@@ -66,8 +66,9 @@ def test_secret_never_leaves_the_actuator(home):
     for req in agent.provider.requests:                      # everything the model was ever shown
         assert clean(json.dumps(req.messages, ensure_ascii=False))
         assert clean(req.signal.text)
-    assert '{{vault:SLACK_TOKEN}}' in agent.provider.requests[1].messages[-1]['content']
-    assert 'RuntimeError: 401 for token {{vault:SLACK_TOKEN}}' in turn.reply
+    shown = json.dumps([req.messages for req in agent.provider.requests], ensure_ascii=False)
+    assert '"echo": {"token": "{{vault:SLACK_TOKEN}}"' in shown.replace('\\"', '"')   # the outward tool's echo, redacted
+    assert '[failed (RuntimeError); output withheld: this call used secret SLACK_TOKEN' in turn.reply  # a local tool's error: withheld
     assert clean(turn.reply)
     raw = _all_bytes(log.path)
     assert SECRET.encode() not in raw and b'S3CR3T' not in raw and len(log) > 5
