@@ -12,8 +12,8 @@ __all__ = ['NAME_RE', 'HANDLE_RE', 'HANDLE_MARK', 'MIN_SECRET_CHARS', 'DESTINATI
            'secrets_in', 'action_destination', 'vault_gate', 'tool_effect', 'withholds_output', 'withheld',
            'vault_command', 'vault_add', 'vault_list', 'vault_remove', 'vault_allow', 'vault_revoke']
 
-# %% ../nbs/22_vault.ipynb #c191fae0
-import base64, ipaddress, json, os, re, shlex, sys, tempfile, urllib.parse
+# %% ../nbs/22_vault.ipynb #8ba9e74d
+import base64, html, ipaddress, json, os, re, shlex, sys, tempfile, urllib.parse
 from pathlib import Path
 import click
 from .errors import PassepartoutError
@@ -408,7 +408,7 @@ def _secret_spans(text:str, vault:Vault) -> list:
     if not spans and not offsets and not short: return []     # no form can be there: the common case ends here
     return _char_spans(text, data, spans) + [(m.start(), m.end(), _form_handle(by_form, m.group())) for m in exact.finditer(text)]
 
-# %% ../nbs/22_vault.ipynb #60efe496
+# %% ../nbs/22_vault.ipynb #ee88711e
 def redact(text, vault:Vault|None) -> str:
     "`text` with every secret value of `vault` (exact, encoded, spread out or dumped, in any case) replaced by its handle."
     if vault is None or not text: return text
@@ -416,9 +416,15 @@ def redact(text, vault:Vault|None) -> str:
     return _replace(text, spans) if spans else text
 
 def secrets_in(text, vault:Vault|None) -> list:
-    "The names of the secrets of `vault` that `text` holds, in any form `redact` would replace."
+    "The names of the secrets of `vault` that `text` holds, in any form `redact` would replace, also once percent- or HTML-decoded."
     if vault is None or not text: return []
-    return sorted({h[len(HANDLE_MARK):-2] for _, _, h in _secret_spans(text, vault)})
+    views, view = {text}, text
+    for _ in range(4):                                        # encoded twice or three times over, too
+        if '%' not in view and '&' not in view and '+' not in view: break
+        views |= {urllib.parse.unquote_plus(view), decoded := html.unescape(urllib.parse.unquote(view))}
+        if decoded == view: break
+        view = decoded
+    return sorted({h[len(HANDLE_MARK):-2] for view in views for _, _, h in _secret_spans(view, vault)})
 
 # %% ../nbs/22_vault.ipynb #138d8acc
 def action_destination(action) -> str|None:
@@ -489,8 +495,8 @@ def _unclear_destination(action, vault) -> str|None:
         return f"would make the URL ambiguous once substituted (its host would no longer plainly be {dest})"
     return None
 
-# %% ../nbs/22_vault.ipynb #1bedb1c1
-SEALED_RUNS_PER_TURN = 8   # calls with withheld output one secret may make in a turn before the owner is asked
+# %% ../nbs/22_vault.ipynb #70f8c3ea
+SEALED_RUNS_PER_TURN = 4   # calls with withheld output one secret may make in a turn before the owner is asked
 WITHHELD = 'output withheld'
 
 def tool_effect(action, ctx) -> str|None:
