@@ -1,4 +1,4 @@
-"""Secrets encrypted at rest, referred to by handle `{{vault:NAME}}`, bound to the destinations they may go to, substituted only at actuation and redacted (also encoded, spread out, upper-cased or dumped by od, xxd, hexdump) from everything the model, the logs and the transcript see.
+"""Secrets encrypted at rest, referred to by handle `{{vault:NAME}}`, bound to the destinations they may go to, substituted only at actuation; what a local tool or a shell command makes of one is withheld from the model, and every other output is redacted (also encoded, spread out, in any case or dumped by od, xxd, hexdump) from everything the model, the logs and the transcript see.
 
 Docs: https://passepartout-agent.github.io/passepartout/vault.html.md"""
 
