@@ -12,8 +12,8 @@ __all__ = ['NAME_RE', 'HANDLE_RE', 'HANDLE_MARK', 'MIN_SECRET_CHARS', 'DESTINATI
            'secrets_in', 'action_destination', 'vault_gate', 'tool_effect', 'withholds_output', 'withheld',
            'vault_command', 'vault_add', 'vault_list', 'vault_remove', 'vault_allow', 'vault_revoke']
 
-# %% ../nbs/22_vault.ipynb #8ba9e74d
-import base64, html, ipaddress, json, os, re, shlex, sys, tempfile, urllib.parse
+# %% ../nbs/22_vault.ipynb #9e6efb3c
+import base64, html, ipaddress, json, os, re, shlex, sys, tempfile, unicodedata, urllib.parse
 from pathlib import Path
 import click
 from .errors import PassepartoutError
@@ -408,15 +408,17 @@ def _secret_spans(text:str, vault:Vault) -> list:
     if not spans and not offsets and not short: return []     # no form can be there: the common case ends here
     return _char_spans(text, data, spans) + [(m.start(), m.end(), _form_handle(by_form, m.group())) for m in exact.finditer(text)]
 
-# %% ../nbs/22_vault.ipynb #ee88711e
+# %% ../nbs/22_vault.ipynb #a55baece
 def redact(text, vault:Vault|None) -> str:
     "`text` with every secret value of `vault` (exact, encoded, spread out or dumped, in any case) replaced by its handle."
     if vault is None or not text: return text
     spans = _secret_spans(text, vault)
     return _replace(text, spans) if spans else text
 
+_INVISIBLE = re.compile('[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]')
+
 def secrets_in(text, vault:Vault|None) -> list:
-    "The names of the secrets of `vault` that `text` holds, in any form `redact` would replace, also once percent- or HTML-decoded."
+    "The names of the secrets of `vault` that `text` holds, in any form `redact` would replace, also once percent- or HTML-decoded, or read without invisible characters and with full-width ones as ASCII."
     if vault is None or not text: return []
     views, view = {text}, text
     for _ in range(4):                                        # encoded twice or three times over, too
@@ -424,6 +426,7 @@ def secrets_in(text, vault:Vault|None) -> list:
         views |= {urllib.parse.unquote_plus(view), decoded := html.unescape(urllib.parse.unquote(view))}
         if decoded == view: break
         view = decoded
+    views |= {_INVISIBLE.sub('', unicodedata.normalize('NFKC', v)) for v in views if not v.isascii()}
     return sorted({h[len(HANDLE_MARK):-2] for view in views for _, _, h in _secret_spans(view, vault)})
 
 # %% ../nbs/22_vault.ipynb #138d8acc
@@ -510,8 +513,8 @@ def withholds_output(action, ctx) -> bool:
     "Whether the model must not see what tool call `action` returns: a secret is substituted into it, and its tool is not outward."
     return action.kind == 'tool' and _holds_handle(action.args) and bool(_handles(action.args)) and tool_effect(action, ctx) != 'outward'
 
-# %% ../nbs/22_vault.ipynb #efb0c481
-_EXIT = re.compile(r'\[exit (?P<code>\d+)[,;\]]')
+# %% ../nbs/22_vault.ipynb #c33303af
+_EXIT = re.compile(r'\[exit (?P<code>\d+)\b')
 
 def _succeeded(action, result) -> bool:
     "Whether a call that returned `result` succeeded: for the shell, the command exited with status 0."

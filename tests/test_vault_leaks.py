@@ -330,6 +330,8 @@ CARRIED = {
     'url-encoded': ''.join(f'%{b:02X}' for b in SECRET.encode()), 'partly url-encoded': SECRET.replace('-', '%2D').replace('Q', '%51'),
     'html entities': ''.join(f'&#{ord(c)};' if i % 2 else c for i, c in enumerate(SECRET)), 'reversed': SECRET[::-1],
     'spaced out': ' '.join(SECRET), 'base32': base64.b32encode(SECRET.encode()).decode(),
+    'zero-width spaces': '\u200b'.join(SECRET), 'full-width': ''.join(chr(ord(c) + 0xFEE0) if '!' <= c <= '~' else c for c in SECRET),
+    'percent-encoded twice': urllib.parse.quote(''.join(f'%{b:02X}' for b in SECRET.encode())),
 }
 
 
