@@ -364,3 +364,18 @@ def test_the_handle_still_goes_where_it_is_bound(world):
     world.agent.vault.allow('API_KEY', '127.0.0.1')
     turn = run(world, tool_call('http_fetch', {'url': f"{world.receiver.base}/api?k={V}"}, explanation='call the API'))
     assert [r['path'] for r in world.receiver.requests] == [f"/api?k={SECRET}"] and turn.pending == []
+
+
+# --- defence in depth: a shell gate mistake is contained by the sandbox --------------------------------
+
+def test_a_shell_gate_mistake_still_writes_no_file(world, monkeypatch):
+    """If the shell gate wrongly judged a writing command read-only, the vault gate would let a bound secret into it;
+    the sandbox then runs it with the workspace read-only (the shell tool's `sandbox_mode`), so no file keeps the secret."""
+    from passepartout import builtin_tools, shell_gate
+    from passepartout.gates import allow
+    if not hasattr(builtin_tools, 'sandbox_mode'): pytest.skip("the shell tool has no read-only sandbox mode in this build")
+    monkeypatch.setattr(shell_gate, 'shell_verdict', lambda command, workspace=None: allow('read-only (wrongly)'))
+    world.agent.vault.allow('API_KEY', 'tool:shell')
+    turn = run(world, WRITE, READ)
+    assert not (world.ws / 'notes.b').exists()
+    assert leaks(world, turn) == {}
