@@ -50,7 +50,7 @@ def format_result(result, limit:int=20000) -> str:
     if len(text) > limit: text = text[:limit] + f"\n[... cut: {len(text) - limit} more characters]"
     return text
 
-# %% ../nbs/07_act.ipynb #a5f14afe
+# %% ../nbs/07_act.ipynb #8f080e4e
 def _unsealed(action:Action, vault) -> Action:
     "The action the actuator gets: vault handles in a tool's arguments replaced by their values."
     if vault is None or action.kind != 'tool': return action
@@ -87,14 +87,15 @@ def act(signal:Signal, ctx:Context) -> Signal | None:
     if target not in agent.actuators:
         return _feedback(signal, action, 'tool-error', f"no actuator named {target!r}")
     actuator, vault = agent.actuators[target], getattr(agent, 'vault', None)
-    try: result = actuator.fn(_unsealed(action, vault), ctx)
+    try:
+        result = actuator.fn(_unsealed(action, vault), ctx)
+        result = _withheld(action, ctx, vault, result) or result   # a tool that got a secret shows only whether it succeeded
     except Exception as e:
         why = _withheld(action, ctx, vault, error=e) or _scrub(f"{type(e).__name__}: {e}", vault)
         if turn is not None: turn.record('result', actuator=target, action=action.to_dict(), error=why)
         return None if actuator.silent else _feedback(signal, action, 'tool-error', why)
     if actuator.silent: return None
-    text = _withheld(action, ctx, vault, result) or \
-           format_result(result if vault is None else _scrub(format_result(result, 1 << 62), vault), agent.max_result_chars)
+    text = format_result(result if vault is None else _scrub(format_result(result, 1 << 62), vault), agent.max_result_chars)
     if turn is not None: turn.record('result', actuator=target, action=action.to_dict(), output=text)
     return _feedback(signal, action, 'tool-output', text)
 
