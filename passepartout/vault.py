@@ -241,16 +241,16 @@ def base32_cores(data:bytes) -> set:
         out.add(text[-(-8 * skip // 5):8 * (skip + len(data)) // 5])
     return out
 
-# %% ../nbs/22_vault.ipynb #c6443d59
+# %% ../nbs/22_vault.ipynb #100c10fd
 def _forms(value:str) -> set:
-    "The ways a secret may appear in text, lower-cased (the search ignores case): as is, escaped (JSON, repr, URL), base64 and base32 (any alignment), hex, reversed."
+    "The ways a secret may appear in text: as is and upper- or lower-cased, escaped (JSON, repr, URL), base64 and base32 (any alignment), hex, reversed."
     data = value.encode()
     forms = {data.hex()}
     for v in {value, value.upper(), value.lower()}:        # upper() may change the length (ß: SS), so each case is escaped on its own
         forms |= {v, json.dumps(v, ensure_ascii=False)[1:-1], json.dumps(v)[1:-1], repr(v)[1:-1],
                   urllib.parse.quote(v, safe=''), urllib.parse.quote_plus(v), v[::-1]}
     forms |= base64_cores(data) | base32_cores(data)
-    return {g for f in forms if len(f) >= MIN_SECRET_CHARS for g in (f, f.lower())}
+    return {f for f in forms if len(f) >= MIN_SECRET_CHARS}
 
 # %% ../nbs/22_vault.ipynb #3041d410
 def trie_pattern(words) -> str:
@@ -378,27 +378,22 @@ def _replace(text:str, spans:list) -> str:
     if cur: out += [text[at:cur[0]], ''.join(cur[2])]; at = cur[1]
     return ''.join(out) + text[at:]
 
-# %% ../nbs/22_vault.ipynb #811e18c4
+# %% ../nbs/22_vault.ipynb #82f6407c
 def _redactor(self:Vault) -> tuple:
     "The patterns for `redact`, cached until the vault changes: exact forms, squeezed needles, and whether any form is too short to squeeze."
     secrets = self._load()
     if self._pattern is None:
-        by_form = {form: handle(n) for n, val in sorted(secrets.items()) for form in _forms(val)}
-        by_form |= {f.lower(): h for f, h in by_form.items() if f.lower() not in by_form}     # a match is looked up lower-cased
+        by_form = {f.encode('utf-8', 'surrogatepass').lower(): handle(n) for n, val in sorted(secrets.items()) for f in _forms(val)}
         by_needle = {nd: handle(n) for n, val in sorted(secrets.items()) for nd in _spread_needles(val)}
         spread = re.compile(trie_pattern([n.decode('latin-1') for n in by_needle]).encode('latin-1')) if by_needle else None
-        short = any(chance_bits(squeeze(f.encode())) < SPREAD_MIN_BITS for f in by_form)
-        self._pattern = (re.compile(trie_pattern(by_form), re.IGNORECASE) if by_form else None, by_form, spread, by_needle, short)
+        exact = re.compile(trie_pattern([f.decode('latin-1') for f in by_form]).encode('latin-1')) if by_form else None
+        short = any(chance_bits(squeeze(f)) < SPREAD_MIN_BITS for f in by_form)
+        self._pattern = (exact, by_form, spread, by_needle, short)
     return self._pattern
 
 Vault._redactor = _redactor
 
-# %% ../nbs/22_vault.ipynb #cfd74109
-def _form_handle(by_form:dict, found:str) -> str:
-    "The handle of the secret whose form the case-blind search found as `found`."
-    if (h := by_form.get(found) or by_form.get(found.lower())): return h
-    return next(h for f, h in by_form.items() if re.fullmatch(re.escape(f), found, re.IGNORECASE))   # a rarer case folding
-
+# %% ../nbs/22_vault.ipynb #5e5f1a9b
 def _secret_spans(text:str, vault:Vault) -> list:
     "Character spans of `text` that hold a secret of `vault` in a form redaction knows, each with its handle."
     exact, by_form, spread, by_needle, short = vault._redactor()
@@ -406,7 +401,8 @@ def _secret_spans(text:str, vault:Vault) -> list:
     data = text.encode('utf-8', 'surrogatepass')
     spans, offsets = _spread_spans(data, spread, by_needle) if spread is not None else ([], True)
     if not spans and not offsets and not short: return []     # no form can be there: the common case ends here
-    return _char_spans(text, data, spans) + [(m.start(), m.end(), _form_handle(by_form, m.group())) for m in exact.finditer(text)]
+    spans += [(m.start(), m.end(), by_form[m.group()]) for m in exact.finditer(data.lower())]   # ASCII case folded, bytes in place
+    return _char_spans(text, data, spans)
 
 # %% ../nbs/22_vault.ipynb #a55baece
 def redact(text, vault:Vault|None) -> str:

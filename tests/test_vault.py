@@ -195,11 +195,11 @@ def test_redaction_cost(home, capsys):
     big = ''.join(rng.choice(string.printable) for _ in range(10_000))
     record = json.dumps({'kind': 'result', 'tool': 'list_dir', 'output': 'a.txt b.txt c.txt (3 files)', 'us': 412.5})
     forms = set().union(*(_forms(v.get(n)) for n in v.names()))
-    flat = re.compile('|'.join(re.escape(f) for f in sorted(forms, key=len, reverse=True)))
+    flat = re.compile('|'.join(re.escape(f) for f in sorted(forms, key=len, reverse=True)), re.IGNORECASE)
     best = lambda f, n: min(timeit.repeat(f, number=n, repeat=5)) / n * 1e6
     us_big, us_flat, us_record = best(lambda: redact(big, v), 50), best(lambda: flat.sub('', big), 50), best(lambda: redact(record, v), 2000)
     with capsys.disabled():
         print(f"\nredact, 3 secrets ({len(forms)} forms): 10 kB {us_big:.0f} us (flat alternation {us_flat:.0f} us), audit record {us_record:.1f} us")
     by_form = v._redactor()[1]
-    assert redact(big, v) == flat.sub(lambda m: by_form[m.group(0)], big)   # the trie changes the speed, not the result
+    assert redact(big, v) == flat.sub(lambda m: by_form[m.group(0).encode().lower()], big)   # the trie changes the speed, not the result
     assert us_big < 2000 and us_record < 50
