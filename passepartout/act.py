@@ -50,7 +50,7 @@ def format_result(result, limit:int=20000) -> str:
     if len(text) > limit: text = text[:limit] + f"\n[... cut: {len(text) - limit} more characters]"
     return text
 
-# %% ../nbs/07_act.ipynb #47f24815
+# %% ../nbs/07_act.ipynb #64391efa
 def _unsealed(action:Action, vault) -> Action:
     "The action the actuator gets: vault handles in a tool's arguments replaced by their values."
     if vault is None or action.kind != 'tool': return action
@@ -62,6 +62,12 @@ def _scrub(text:str, vault) -> str:
     if vault is None: return text
     from passepartout.vault import redact
     return redact(text, vault)
+
+def _withheld(action:Action, ctx:Context, vault, result=None, error=None) -> str|None:
+    "What the model is told instead of the output or error of a tool that got a secret (None: it sees them, redacted)."
+    if vault is None or action.kind != 'tool': return None
+    from passepartout.vault import withheld
+    return withheld(action, ctx, result, error)
 
 def _feedback(signal:Signal, action:Action, sensor:str, text:str) -> Signal:
     return signal.child(sensor, text, tool=action.tool, call_id=action.call_id)
@@ -82,9 +88,11 @@ def act(signal:Signal, ctx:Context) -> Signal | None:
         return _feedback(signal, action, 'tool-error', f"no actuator named {target!r}")
     actuator, vault = agent.actuators[target], getattr(agent, 'vault', None)
     if not actuator.silent: _anchor_before_acting(action, agent, turn)
-    try: result = actuator.fn(_unsealed(action, vault), ctx)
+    try:
+        result = actuator.fn(_unsealed(action, vault), ctx)
+        result = _withheld(action, ctx, vault, result) or result   # a tool that got a secret shows only whether it succeeded
     except Exception as e:
-        why = _scrub(f"{type(e).__name__}: {e}", vault)
+        why = _withheld(action, ctx, vault, error=e) or _scrub(f"{type(e).__name__}: {e}", vault)
         if turn is not None: turn.record('result', actuator=target, action=action.to_dict(), error=why)
         return None if actuator.silent else _feedback(signal, action, 'tool-error', why)
     if actuator.silent: return _audit_delivery(action, target, ctx) if actuator.fn is not deliver_reply else None

@@ -541,7 +541,7 @@ def _secret_in(s:str):
         if mark in s: return _SECRET.search(s)
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #03afce78
+# %% ../nbs/20_builtin_gates.ipynb #4deac82c
 def _strings(value, where:str):
     "Every string inside `value` with where it sits."
     if type(value) is str: yield where, value
@@ -555,7 +555,7 @@ def _holds_secret(where:str, m) -> Verdict:
     return deny(f"{where} holds what looks like {what} ({m.group()[:6]}…): refer to secrets by vault handle, e.g. {{{{vault:NAME}}}}, never by value")
 
 def secrets_gate(action:Action, ctx:Context) -> Verdict|None:
-    "Refuse actions that carry a secret's value; the model must use a vault handle `{{vault:NAME}}`."
+    "Refuse actions that carry a secret's value (one that looks like a key, or a vault secret's); the model must use a vault handle `{{vault:NAME}}`."
     if action.kind == 'tool':
         for k, v in action.args.items():
             if type(v) is str:   # the common case, without a generator
@@ -565,7 +565,25 @@ def secrets_gate(action:Action, ctx:Context) -> Verdict|None:
                     if (m := _secret_in(s)): return _holds_secret(f"args.{where}", m)
     elif (m := _secret_in(action.text or '')): return _holds_secret('text', m)
     if action.explanation and (m := _secret_in(action.explanation)): return _holds_secret('explanation', m)
-    return None
+    return _vault_values(action, ctx)
+
+# %% ../nbs/20_builtin_gates.ipynb #61c2215b
+def _carried_text(action:Action) -> str:
+    "Every string an action carries (arguments, reply text, explanation), one per line."
+    parts = [s for _, s in _strings(action.args, 'args')] if isinstance(action.args, dict) else []
+    return '\n'.join(parts + [action.text or '', action.explanation or ''])
+
+def _vault_values(action:Action, ctx:Context) -> Verdict|None:
+    "Deny an action that carries a vault secret's value, in a form redaction knows, instead of its handle."
+    vault = getattr(getattr(ctx, 'agent', None), 'vault', None)
+    if vault is None: return None                  # an agent without a vault substitutes nothing, so its model learnt no value from it
+    from passepartout.vault import secrets_in, VaultError
+    try: names = secrets_in(_carried_text(action), vault)
+    except VaultError: return None                 # an unreadable vault: the vault gate refuses its handles, nothing was substituted
+    if not names: return None
+    return deny(f"the {'reply' if action.kind != 'tool' else 'tool call'} holds the value of secret {', '.join(names)}: never write a secret's "
+                f"value, write its handle ({', '.join('{{vault:' + n + '}}' for n in names)}), which is replaced by the value only where "
+                f"the secret is bound")
 
 # %% ../nbs/20_builtin_gates.ipynb #36352c51
 _URL = re.compile(r"\b(?:https?|ftp|file)://[^\s<>\"'`]+", re.I)

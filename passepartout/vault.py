@@ -1,4 +1,4 @@
-"""Secrets encrypted at rest, referred to by handle `{{vault:NAME}}`, bound to the destinations they may go to, substituted only at actuation and redacted (also encoded, spread out, upper-cased or dumped by od, xxd, hexdump) from everything the model, the logs and the transcript see.
+"""Secrets encrypted at rest, referred to by handle `{{vault:NAME}}`, bound to the destinations they may go to, substituted only at actuation; what a local tool or a shell command makes of one is withheld from the model, and every other output is redacted (also encoded, spread out, in any case or dumped by od, xxd, hexdump) from everything the model, the logs and the transcript see.
 
 Docs: https://passepartout-agent.github.io/passepartout/vault.html.md"""
 
@@ -6,13 +6,14 @@ Docs: https://passepartout-agent.github.io/passepartout/vault.html.md"""
 
 # %% auto #0
 __all__ = ['NAME_RE', 'HANDLE_RE', 'HANDLE_MARK', 'MIN_SECRET_CHARS', 'DESTINATION_FORMS', 'SEPARATORS', 'SPREAD_MIN_BITS',
-           'VAULT_PRIORITY', 'VaultError', 'handle', 'url_host', 'destination', 'matches', 'key_file', 'Vault', 'add',
-           'get', 'remove', 'names', 'destinations', 'allow', 'revoke', 'bound', 'substitute', 'base64_cores',
-           'trie_pattern', 'squeeze', 'chance_bits', 'redact', 'action_destination', 'vault_gate', 'vault_command',
-           'vault_add', 'vault_list', 'vault_remove', 'vault_allow', 'vault_revoke']
+           'VAULT_PRIORITY', 'SEALED_RUNS_PER_TURN', 'WITHHELD', 'VaultError', 'handle', 'url_host', 'destination',
+           'matches', 'key_file', 'Vault', 'add', 'get', 'remove', 'names', 'destinations', 'allow', 'revoke', 'bound',
+           'substitute', 'base64_cores', 'base32_cores', 'trie_pattern', 'squeeze', 'chance_bits', 'redact',
+           'secrets_in', 'action_destination', 'vault_gate', 'tool_effect', 'withholds_output', 'withheld',
+           'vault_command', 'vault_add', 'vault_list', 'vault_remove', 'vault_allow', 'vault_revoke']
 
-# %% ../nbs/22_vault.ipynb #c191fae0
-import base64, ipaddress, json, os, re, shlex, sys, tempfile, urllib.parse
+# %% ../nbs/22_vault.ipynb #9e6efb3c
+import base64, html, ipaddress, json, os, re, shlex, sys, tempfile, unicodedata, urllib.parse
 from pathlib import Path
 import click
 from .errors import PassepartoutError
@@ -231,13 +232,24 @@ def base64_cores(data:bytes) -> set:
         out |= {core, core.translate(_URLSAFE)}
     return out
 
-# %% ../nbs/22_vault.ipynb #10083c3b
+# %% ../nbs/22_vault.ipynb #d8f4dbd8
+def base32_cores(data:bytes) -> set:
+    "The base32 text that `data` becomes wherever it sits in a longer stream."
+    out = set()
+    for skip in range(5):                                   # bytes before it in its 5-byte group
+        text = base64.b32encode(bytes(skip) + data).decode()
+        out.add(text[-(-8 * skip // 5):8 * (skip + len(data)) // 5])
+    return out
+
+# %% ../nbs/22_vault.ipynb #100c10fd
 def _forms(value:str) -> set:
-    "The ways a secret may appear in text: as is, JSON-escaped, URL-encoded, base64 (any alignment), hex, reversed."
+    "The ways a secret may appear in text: as is and upper- or lower-cased, escaped (JSON, repr, URL), base64 and base32 (any alignment), hex, reversed."
     data = value.encode()
-    forms = {value, json.dumps(value, ensure_ascii=False)[1:-1], json.dumps(value)[1:-1],
-             urllib.parse.quote(value, safe=''), urllib.parse.quote_plus(value),
-             data.hex(), data.hex().upper(), value[::-1], *base64_cores(data)}
+    forms = {data.hex()}
+    for v in {value, value.upper(), value.lower()}:        # upper() may change the length (ß: SS), so each case is escaped on its own
+        forms |= {v, json.dumps(v, ensure_ascii=False)[1:-1], json.dumps(v)[1:-1], repr(v)[1:-1],
+                  urllib.parse.quote(v, safe=''), urllib.parse.quote_plus(v), v[::-1]}
+    forms |= base64_cores(data) | base32_cores(data)
     return {f for f in forms if len(f) >= MIN_SECRET_CHARS}
 
 # %% ../nbs/22_vault.ipynb #3041d410
@@ -366,31 +378,52 @@ def _replace(text:str, spans:list) -> str:
     if cur: out += [text[at:cur[0]], ''.join(cur[2])]; at = cur[1]
     return ''.join(out) + text[at:]
 
-# %% ../nbs/22_vault.ipynb #4763dcd0
+# %% ../nbs/22_vault.ipynb #82f6407c
 def _redactor(self:Vault) -> tuple:
     "The patterns for `redact`, cached until the vault changes: exact forms, squeezed needles, and whether any form is too short to squeeze."
     secrets = self._load()
     if self._pattern is None:
-        by_form = {form: handle(n) for n, val in sorted(secrets.items()) for form in _forms(val)}
+        by_form = {f.encode('utf-8', 'surrogatepass').lower(): handle(n) for n, val in sorted(secrets.items()) for f in _forms(val)}
         by_needle = {nd: handle(n) for n, val in sorted(secrets.items()) for nd in _spread_needles(val)}
         spread = re.compile(trie_pattern([n.decode('latin-1') for n in by_needle]).encode('latin-1')) if by_needle else None
-        short = any(chance_bits(squeeze(f.encode())) < SPREAD_MIN_BITS for f in by_form)
-        self._pattern = (re.compile(trie_pattern(by_form)) if by_form else None, by_form, spread, by_needle, short)
+        exact = re.compile(trie_pattern([f.decode('latin-1') for f in by_form]).encode('latin-1')) if by_form else None
+        short = any(chance_bits(squeeze(f)) < SPREAD_MIN_BITS for f in by_form)
+        self._pattern = (exact, by_form, spread, by_needle, short)
     return self._pattern
 
 Vault._redactor = _redactor
 
-# %% ../nbs/22_vault.ipynb #6328076c
-def redact(text, vault:Vault|None) -> str:
-    "`text` with every secret value of `vault` (exact, encoded, spread out or dumped) replaced by its handle."
-    if vault is None or not text: return text
+# %% ../nbs/22_vault.ipynb #5e5f1a9b
+def _secret_spans(text:str, vault:Vault) -> list:
+    "Character spans of `text` that hold a secret of `vault` in a form redaction knows, each with its handle."
     exact, by_form, spread, by_needle, short = vault._redactor()
-    if exact is None: return text
+    if exact is None: return []
     data = text.encode('utf-8', 'surrogatepass')
     spans, offsets = _spread_spans(data, spread, by_needle) if spread is not None else ([], True)
-    if not spans and not offsets and not short: return text     # no form can be there: the common case ends here
-    spans = _char_spans(text, data, spans) + [(m.start(), m.end(), by_form[m.group()]) for m in exact.finditer(text)]
+    if not spans and not offsets and not short: return []     # no form can be there: the common case ends here
+    spans += [(m.start(), m.end(), by_form[m.group()]) for m in exact.finditer(data.lower())]   # ASCII case folded, bytes in place
+    return _char_spans(text, data, spans)
+
+# %% ../nbs/22_vault.ipynb #a55baece
+def redact(text, vault:Vault|None) -> str:
+    "`text` with every secret value of `vault` (exact, encoded, spread out or dumped, in any case) replaced by its handle."
+    if vault is None or not text: return text
+    spans = _secret_spans(text, vault)
     return _replace(text, spans) if spans else text
+
+_INVISIBLE = re.compile('[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]')
+
+def secrets_in(text, vault:Vault|None) -> list:
+    "The names of the secrets of `vault` that `text` holds, in any form `redact` would replace, also once percent- or HTML-decoded, or read without invisible characters and with full-width ones as ASCII."
+    if vault is None or not text: return []
+    views, view = {text}, text
+    for _ in range(4):                                        # encoded twice or three times over, too
+        if '%' not in view and '&' not in view and '+' not in view: break
+        views |= {urllib.parse.unquote_plus(view), decoded := html.unescape(urllib.parse.unquote(view))}
+        if decoded == view: break
+        view = decoded
+    views |= {_INVISIBLE.sub('', unicodedata.normalize('NFKC', v)) for v in views if not v.isascii()}
+    return sorted({h[len(HANDLE_MARK):-2] for view in views for _, _, h in _secret_spans(view, vault)})
 
 # %% ../nbs/22_vault.ipynb #138d8acc
 def action_destination(action) -> str|None:
@@ -432,7 +465,7 @@ def vault_gate(action, ctx):
         elif isinstance(x, (dict, list, tuple)) and _holds_handle(x): return _judge(action, ctx)
     return None
 
-# %% ../nbs/22_vault.ipynb #cc86eba6
+# %% ../nbs/22_vault.ipynb #1669607e
 def _judge(action, ctx):
     "The verdict on a tool call whose arguments hold a handle."
     from passepartout.gates import allow, ask, deny
@@ -448,6 +481,7 @@ def _judge(action, ctx):
     if unbound := [n for n in names if not vault.bound(n, dest)]:
         return ask('; '.join(f"secret {n} is not bound to {dest}: approve, or bind it with "
                              f"`passepartout vault allow {n} {shlex.quote(dest)}`" for n in unbound))
+    if (why := _unsealed_risk(action, ctx, names)): return ask(f"secret {', '.join(names)} is bound to {dest}, but {why}: approve only if you meant it")
     return allow(f"secret {', '.join(names)} is bound to {dest}")
 
 # %% ../nbs/22_vault.ipynb #bc8b888a
@@ -458,6 +492,55 @@ def _unclear_destination(action, vault) -> str|None:
     url = action.args.get('url') if action.tool == 'http_fetch' else None
     if type(url) is str and HANDLE_MARK in url and url_host(substitute(url, vault)) != dest:
         return f"would make the URL ambiguous once substituted (its host would no longer plainly be {dest})"
+    return None
+
+# %% ../nbs/22_vault.ipynb #70f8c3ea
+SEALED_RUNS_PER_TURN = 4   # calls with withheld output one secret may make in a turn before the owner is asked
+WITHHELD = 'output withheld'
+
+def tool_effect(action, ctx) -> str|None:
+    "The declared effect of the action's tool: in the agent's tool belt, else a built-in's (None when it cannot be told)."
+    tools = getattr(getattr(ctx, 'agent', None), 'tools', None)
+    if tools is not None: return getattr(getattr(tools, 'by_name', {}).get(action.tool), 'effect', None)
+    from passepartout.builtin_tools import BUILTIN_EFFECTS
+    return BUILTIN_EFFECTS.get(action.tool)
+
+def withholds_output(action, ctx) -> bool:
+    "Whether the model must not see what tool call `action` returns: a secret is substituted into it, and its tool is not outward."
+    return action.kind == 'tool' and _holds_handle(action.args) and bool(_handles(action.args)) and tool_effect(action, ctx) != 'outward'
+
+# %% ../nbs/22_vault.ipynb #c33303af
+_EXIT = re.compile(r'\[exit (?P<code>\d+)\b')
+
+def _succeeded(action, result) -> bool:
+    "Whether a call that returned `result` succeeded: for the shell, the command exited with status 0."
+    if action.tool != 'shell': return True
+    m = _EXIT.match(result) if isinstance(result, str) else None
+    return m is not None and m['code'] == '0'
+
+def withheld(action, ctx, result=None, error=None) -> str|None:
+    "What the model is told instead of a sealed call's output or error; None when the call is not sealed (its output is redacted)."
+    if not withholds_output(action, ctx): return None
+    how = f"failed ({type(error).__name__})" if error is not None else 'succeeded' if _succeeded(action, result) else 'failed'
+    return (f"[{how}; {WITHHELD}: this call used secret {', '.join(sorted(_handles(action.args)))}, and what a program makes of a "
+            "secret can show it in a form no redaction knows, so you are told only whether it succeeded. To read an API's answer, "
+            "call it with http_fetch on a host the secret is bound to.]")
+
+# %% ../nbs/22_vault.ipynb #fc863e86
+def _unsealed_risk(action, ctx, names:list) -> str|None:
+    "Why a sealed call could still give its secret away: it may write files a later call reads back, or the secret was used unseen often this turn."
+    if not withholds_output(action, ctx): return None
+    if action.tool == 'shell':
+        try: from passepartout.shell_gate import shell_gate
+        except Exception: return "the shell gate cannot tell whether the command writes files"
+        if (v := shell_gate(action, ctx)).decision != 'allow':
+            return f"the command is not read-only ({v.reason}), and a file it writes could be read back later in any form"
+    elif tool_effect(action, ctx) != 'read-only': return f"{action.tool} may write files, which a later call could read back in any form"
+    turn, names = getattr(ctx, 'turn', None), set(names)
+    used = sum(1 for e in (turn.of('result') if turn is not None else ()) if WITHHELD in str(e.get('output') or e.get('error'))
+               and names & _handles((e.get('action') or {}).get('args') or {}))
+    if used >= SEALED_RUNS_PER_TURN:
+        return f"{used} calls in this turn already used it with their output withheld, and each still tells a little (success, duration)"
     return None
 
 # %% ../nbs/22_vault.ipynb #df1f2bb1

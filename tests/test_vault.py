@@ -43,7 +43,7 @@ def test_secret_never_leaves_the_actuator(home):
 
     @belt.tool
     def leak(token: str):  # the token
-        "Fail with the secret in the error message."
+        "Fail with the secret in the error message (a local tool: its error is withheld, not only redacted)."
         raise RuntimeError(f"401 for token {token}")
 
     gates = GateEngine()
@@ -66,8 +66,9 @@ def test_secret_never_leaves_the_actuator(home):
     for req in agent.provider.requests:                      # everything the model was ever shown
         assert clean(json.dumps(req.messages, ensure_ascii=False))
         assert clean(req.signal.text)
-    assert '{{vault:SLACK_TOKEN}}' in agent.provider.requests[1].messages[-1]['content']
-    assert 'RuntimeError: 401 for token {{vault:SLACK_TOKEN}}' in turn.reply
+    shown = json.dumps([req.messages for req in agent.provider.requests], ensure_ascii=False)
+    assert '"echo": {"token": "{{vault:SLACK_TOKEN}}"' in shown.replace('\\"', '"')   # the outward tool's echo, redacted
+    assert '[failed (RuntimeError); output withheld: this call used secret SLACK_TOKEN' in turn.reply  # a local tool's error: withheld
     assert clean(turn.reply)
     raw = _all_bytes(log.path)
     assert SECRET.encode() not in raw and b'S3CR3T' not in raw and len(log) > 5
@@ -194,11 +195,11 @@ def test_redaction_cost(home, capsys):
     big = ''.join(rng.choice(string.printable) for _ in range(10_000))
     record = json.dumps({'kind': 'result', 'tool': 'list_dir', 'output': 'a.txt b.txt c.txt (3 files)', 'us': 412.5})
     forms = set().union(*(_forms(v.get(n)) for n in v.names()))
-    flat = re.compile('|'.join(re.escape(f) for f in sorted(forms, key=len, reverse=True)))
+    flat = re.compile('|'.join(re.escape(f) for f in sorted(forms, key=len, reverse=True)), re.IGNORECASE)
     best = lambda f, n: min(timeit.repeat(f, number=n, repeat=5)) / n * 1e6
     us_big, us_flat, us_record = best(lambda: redact(big, v), 50), best(lambda: flat.sub('', big), 50), best(lambda: redact(record, v), 2000)
     with capsys.disabled():
         print(f"\nredact, 3 secrets ({len(forms)} forms): 10 kB {us_big:.0f} us (flat alternation {us_flat:.0f} us), audit record {us_record:.1f} us")
     by_form = v._redactor()[1]
-    assert redact(big, v) == flat.sub(lambda m: by_form[m.group(0)], big)   # the trie changes the speed, not the result
+    assert redact(big, v) == flat.sub(lambda m: by_form[m.group(0).encode().lower()], big)   # the trie changes the speed, not the result
     assert us_big < 2000 and us_record < 50
