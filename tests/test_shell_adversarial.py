@@ -115,3 +115,32 @@ def test_gate_interface():
     assert shell_gate(tool_call('shell', {'command': 'ls'}), Context()).decision == 'allow'
     class Agent: workspace = WS
     assert shell_gate(tool_call('shell', {'command': 'touch /work/proj/x'}), Context(agent=Agent())).decision == 'ask'
+
+
+PATHOLOGICAL = ['a=(' * 20_000, '$[' * 30_000, 'x=(' * 10_000 + ' $[' * 10_000, 'echo "${a[' * 12_000]
+
+
+@pytest.mark.parametrize('command', PATHOLOGICAL, ids=lambda c: c[:6])
+def test_a_command_that_parses_slowly_does_not_stall_other_threads(command):
+    "tree-sitter's error recovery is quadratic on some inputs and holds the interpreter lock: the gate cuts the parse short and asks."
+    import threading
+    ticks, done = [], threading.Event()
+    def tick():
+        while not done.is_set(): ticks.append(time.monotonic()); time.sleep(0.005)
+    ticker = threading.Thread(target=tick); ticker.start()
+    try: verdict = shell_verdict(command, WS)
+    finally: done.set(); ticker.join()
+    assert verdict.decision != 'allow'
+    gaps = [b - a for a, b in zip(ticks, ticks[1:])] or [0]
+    assert max(gaps) < 1.5, f"another thread waited {max(gaps):.1f} s while the gate judged one command"
+
+
+def test_parsers_are_per_thread():
+    "A tree-sitter parser is not safe to share between the daemon's worker threads (the parse deadline calls back into Python)."
+    import threading
+    from passepartout.shell_gate import bash_parser
+    seen = []
+    threads = [threading.Thread(target=lambda: seen.append(bash_parser())) for _ in range(3)]   # kept alive: ids stay distinct
+    for t in threads: t.start()
+    for t in threads: t.join()
+    assert len({id(p) for p in seen + [bash_parser()]}) == 4
