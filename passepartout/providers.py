@@ -45,14 +45,14 @@ class Answer:
     usage:dict=field(default_factory=dict)      # input_tokens, output_tokens (and cost_usd if reported)
     raw:str=''                                  # the body (or the stream) as received
 
-# %% ../nbs/10_providers.ipynb #4dbd203e
+# %% ../nbs/10_providers.ipynb #bdcd6b84
 def _arguments(call:dict, provider:str) -> dict:
     "A tool call's arguments as a dict; anything but a JSON object is an unusable answer."
     args = call.get('arguments')
     if args is None or args == '': return {}
     if isinstance(args, str):
         try: args = json.loads(args)
-        except ValueError: raise UnusableAnswer(f"the arguments of tool call {call.get('name')!r} are not valid JSON: {args[:200]!r}", provider=provider) from None
+        except (ValueError, RecursionError): raise UnusableAnswer(f"the arguments of tool call {call.get('name')!r} are not valid JSON: {args[:200]!r}", provider=provider) from None
     if not isinstance(args, dict): raise UnusableAnswer(f"the arguments of tool call {call.get('name')!r} must be a JSON object", provider=provider)
     return args
 
@@ -82,7 +82,7 @@ def text_mode_prompt(system:str, tools:list) -> str:
         f"- {t['name']}: {t.get('description', '')}\n  parameters: {json.dumps(t.get('parameters', {}), separators=(',', ':'))}" for t in tools))
     return '\n\n'.join(lines)
 
-# %% ../nbs/10_providers.ipynb #dbd4498d
+# %% ../nbs/10_providers.ipynb #19f0a2f4
 _FENCE = re.compile(r"```[A-Za-z]*\s*\n?(.*?)```", re.S)
 
 def _json_object(text:str, provider:str) -> dict:
@@ -92,7 +92,7 @@ def _json_object(text:str, provider:str) -> dict:
     if 0 <= start < end: candidates.append(text[start:end + 1])
     for c in candidates:
         try: obj = json.loads(c.strip())
-        except ValueError: continue
+        except (ValueError, RecursionError): continue
         if isinstance(obj, dict): return obj
     raise UnusableAnswer("the answer is not one JSON object. " + TEXT_MODE_RULES.split('\n', 1)[1].replace('\n', ' or '), provider=provider)
 
@@ -227,7 +227,7 @@ def _client_for(self:HTTPProvider, asynchronous:bool=False):
 
 HTTPProvider._fail, HTTPProvider._client_for = _fail, _client_for
 
-# %% ../nbs/10_providers.ipynb #883e04f7
+# %% ../nbs/10_providers.ipynb #198cb4a6
 def _check(self:HTTPProvider, r):
     "Raise a ProviderError for an HTTP error status (call after the body was read)."
     if r.status_code < 400: return
@@ -242,7 +242,7 @@ def _parsed(self:HTTPProvider, r) -> Answer:
     "The neutral answer in a whole (non-streamed) response."
     self._check(r)
     try: data = r.json()
-    except ValueError: raise self._fail(f"malformed body: not JSON ({_snippet(r)})", status=r.status_code) from None
+    except (ValueError, RecursionError): raise self._fail(f"malformed body: not JSON ({_snippet(r)})", status=r.status_code) from None
     try: answer = self.parse(data)
     except ProviderError: raise
     except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:

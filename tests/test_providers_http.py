@@ -316,3 +316,11 @@ def test_record_live_session_then_replay_it_offline(servers, tmp_path):
     assert [e['kind'] for e in replayed.events] == [e['kind'] for e in live.events]
     diverged = Agent(ReplayProvider(record), tools=belt()).send('something else')
     assert 'replay diverged at call 1' in diverged.reply
+
+
+def test_deeply_nested_json_from_a_model_is_an_unusable_answer_not_a_crash():
+    "Python's JSON parser raises RecursionError (not ValueError) on deep nesting: a model's answer must never crash the turn with it."
+    from passepartout.providers import _arguments, _json_object, UnusableAnswer
+    deep = '{"a": ' + '[' * 100_000 + ']' * 100_000 + '}'
+    with pytest.raises(UnusableAnswer): _arguments({'name': 'shell', 'arguments': deep}, 'p')
+    with pytest.raises(UnusableAnswer): _json_object(deep, 'p')
