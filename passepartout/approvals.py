@@ -523,7 +523,7 @@ def _describe(r:dict) -> str:
             + "]") if action_runs_code(action, r.get('workspace') or workspace_of(None)) else ''
     return f"{r['token']}  expires in {_ago(left)}  {action!r}" + (f"  ({'; '.join(r['reasons'])})" if r['reasons'] else '') + once
 
-# %% ../nbs/32_approvals.ipynb #3761b853
+# %% ../nbs/32_approvals.ipynb #2c5af1d5
 @click.command('approvals')
 def approvals_command():
     "List the actions waiting for approval."
@@ -556,6 +556,9 @@ def approve_command(token, always):
     except _Unreachable as e:
         try: record = ApprovalStore().approve(token, always)
         except ApprovalError as refused: raise click.ClickException(f"the daemon did not answer ({e}), and {refused.message}") from None
+        from passepartout.audit import AuditLog   # the owner's decision is recorded now, not when a daemon carries it out
+        AuditLog().append({'kind': 'approval-recorded', 'token': record['token'], 'digest': record['digest'], 'always': bool(always),
+                           'action': json.loads(record['action'])})
         changed = _files_problem(record, Action.from_dict(json.loads(record['action'])), record.get('workspace') or workspace_of(None))
         return click.echo(f"approved {record['token']}: the daemon did not answer ({e}); it runs the action and carries on "
                           f"in session {record['meta'].get('session') or 'default'!r} as soon as it notices the approval"

@@ -483,6 +483,9 @@ def test_the_cli_writes_the_decision_when_the_daemon_does_not_answer(home, tmp_p
         assert r.returncode == 0, r.stderr
         assert r.stdout.startswith(f"approved {token}: the daemon did not answer (ProtocolError: handshake refused")
         assert "carries on in session 'work'" in r.stdout
+        from passepartout.audit import AuditLog
+        recorded = AuditLog().recent(50, kind='approval-recorded')   # the owner's decision is in the audit log at once
+        assert [e['data']['token'] for e in recorded] == [token], recorded
         assert wait_for(lambda: agent.transcript('work')[-1]['content'] == 'model saw: approved by the owner: appended notes', 3)
         r = cli(home, tmp_path / 'cli-journal', 'deny', other, '--reason', 'enough')
         assert r.returncode == 0 and 'the daemon did not answer' in r.stdout, (r.stdout, r.stderr)
