@@ -18,6 +18,8 @@ Run: `python -m pytest tests/test_vault_attacks.py -q`.
 import base64, codecs, http.server, json, shlex, sqlite3, subprocess, threading, urllib.parse
 import pytest
 
+from _vault_support import OWNER, real_agent_world
+
 from passepartout import config
 from passepartout.reason import ScriptedProvider
 from passepartout.signals import tool_call, reply
@@ -25,7 +27,6 @@ from passepartout.vault import vault_gate, VAULT_PRIORITY, HANDLE_MARK, redact, 
 
 SECRET = 'vault-secret-Q7x9Lm2Pz4'
 V = '{{vault:API_KEY}}'
-OWNER = '1001'
 
 
 def leak_forms(secret: str) -> set:
@@ -57,13 +58,6 @@ class Receiver:
     def got_secret(self) -> bool: return any(f in r['path'] + r['body'] for r in self.requests for f in leak_forms(SECRET))
 
 
-class Gateway:
-    "A recording `telegram` actuator: who got which text."
-    def __init__(self): self.sent = []
-    def __call__(self, action, ctx):
-        self.sent.append({'to': ctx.signal.meta.get('recipient') or ctx.signal.meta.get('chat_id'), 'text': action.text})
-
-
 @pytest.fixture(scope='module')
 def receiver():
     r = Receiver(); yield r; r.close()
@@ -72,22 +66,9 @@ def receiver():
 @pytest.fixture
 def world(tmp_path, monkeypatch, receiver):
     "The real agent on temporary directories, the vault gate added, API_KEY in the vault (bound to nothing)."
-    receiver.requests.clear()
-    ws = tmp_path / 'ws'; ws.mkdir()
-    for k, v in {'PASSEPARTOUT_HOME': str(tmp_path / 'home'), 'PASSEPARTOUT_WORKSPACE': str(ws),
-                 'PASSEPARTOUT_NETWORK_ALLOW': '127.0.0.1', 'PASSEPARTOUT_TELEGRAM_OWNERS': OWNER}.items():
-        monkeypatch.setenv(k, v)
-    for k in ('PASSEPARTOUT_VAULT_KEY_FILE', 'PASSEPARTOUT_PROVIDERS', 'PASSEPARTOUT_SHELL_NETWORK', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME'):
-        monkeypatch.delenv(k, raising=False)
-    p = config.ensure_dirs()
-    from passepartout.app import build_agent
-    agent = build_agent(provider=ScriptedProvider([]), workspace=ws)
-    agent.gates.add('vault', vault_gate, VAULT_PRIORITY)
-    agent.vault.add('API_KEY', SECRET)
-    gateway = Gateway()
-    agent.actuators.register('telegram', gateway, silent=True)
-    class W: pass
-    w = W(); w.agent, w.gateway, w.receiver, w.data = agent, gateway, receiver, p.data
+    w = real_agent_world(tmp_path, monkeypatch, receiver)
+    w.agent.gates.add('vault', vault_gate, VAULT_PRIORITY)
+    w.agent.vault.add('API_KEY', SECRET)
     return w
 
 

@@ -21,6 +21,8 @@ Run: `python -m pytest tests/test_vault_leaks.py -q`.
 import base64, binascii, html, http.server, json, re, shlex, sqlite3, subprocess, threading, urllib.parse
 import pytest
 
+from _vault_support import OWNER, real_agent_world
+
 from passepartout import config
 from passepartout.reason import ScriptedProvider
 from passepartout.signals import tool_call, reply
@@ -28,7 +30,6 @@ from passepartout.signals import tool_call, reply
 SECRET = 'vault-secret-Q7x9Lm2Pz4'
 SHORT = 'hunt3r7'          # 7 letters and digits: too short for the spread-out search, found only in exact forms
 V, VS = '{{vault:API_KEY}}', '{{vault:PIN}}'
-OWNER = '1001'
 
 
 # --- an independent detector -------------------------------------------------------------------------
@@ -95,12 +96,6 @@ class Receiver:
         return [r for r in self.requests if revealed(r['path'] + ' ' + r['body'], secret)]
 
 
-class Gateway:
-    "A recording `telegram` actuator."
-    def __init__(self): self.sent = []
-    def __call__(self, action, ctx): self.sent.append({'to': ctx.signal.meta.get('recipient') or ctx.signal.meta.get('chat_id'), 'text': action.text})
-
-
 @pytest.fixture(scope='module')
 def receiver():
     r = Receiver(); yield r; r.close()
@@ -109,22 +104,9 @@ def receiver():
 @pytest.fixture
 def world(tmp_path, monkeypatch, receiver):
     "The real agent on temporary directories; API_KEY (long) and PIN (short) in the vault, bound to nothing yet."
-    receiver.requests.clear()
-    ws = tmp_path / 'ws'; ws.mkdir()
-    for k, v in {'PASSEPARTOUT_HOME': str(tmp_path / 'home'), 'PASSEPARTOUT_WORKSPACE': str(ws),
-                 'PASSEPARTOUT_NETWORK_ALLOW': '127.0.0.1', 'PASSEPARTOUT_TELEGRAM_OWNERS': OWNER}.items():
-        monkeypatch.setenv(k, v)
-    for k in ('PASSEPARTOUT_VAULT_KEY_FILE', 'PASSEPARTOUT_PROVIDERS', 'PASSEPARTOUT_SHELL_NETWORK', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME'):
-        monkeypatch.delenv(k, raising=False)
-    p = config.ensure_dirs()
-    from passepartout.app import build_agent
-    agent = build_agent(provider=ScriptedProvider([]), workspace=ws)
-    agent.vault.add('API_KEY', SECRET)
-    agent.vault.add('PIN', SHORT)
-    gateway = Gateway()
-    agent.actuators.register('telegram', gateway, silent=True)
-    class W: pass
-    w = W(); w.agent, w.gateway, w.receiver, w.data, w.config, w.ws = agent, gateway, receiver, p.data, p.config, ws
+    w = real_agent_world(tmp_path, monkeypatch, receiver)
+    w.agent.vault.add('API_KEY', SECRET)
+    w.agent.vault.add('PIN', SHORT)
     return w
 
 
