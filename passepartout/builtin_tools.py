@@ -8,8 +8,8 @@ Docs: https://passepartout-agent.github.io/passepartout/builtin_tools.html.md"""
 __all__ = ['MAX_LINKS', 'READ_LINES', 'MAX_WRITE_BYTES', 'MAX_LIST', 'MAX_MATCHES', 'SEARCH_FILE_BYTES', 'SEARCH_SECONDS',
            'SEARCH_DEPTH', 'SEARCH_LINE_CHARS', 'SEARCH_PROGRAM', 'FETCH_SECONDS', 'SKIP_DIRS', 'RE2_SYNTAX', 'METHODS',
            'BUILTIN_EFFECTS', 'tool_workspace', 'Beneath', 'confine', 'read_file', 'write_file', 'edit_file',
-           'list_dir', 'search_files', 'released_by_owner', 'sandbox_mode', 'shell', 'http_fetch', 'send_message',
-           'builtin_tools']
+           'list_dir', 'search_files', 'owner_approval', 'released_by_owner', 'sandbox_mode', 'shell', 'http_fetch',
+           'send_message', 'builtin_tools']
 
 # %% ../nbs/30_builtin_tools.ipynb #5a88186a
 import os, re, stat, time, errno, fnmatch, secrets, tempfile, contextlib
@@ -378,21 +378,25 @@ def search_files(pattern:str,         # regular expression (RE2 syntax: Python's
             ([f"[... directories deeper than {SEARCH_DEPTH} levels not searched]"] if deep else [])
     return '\n'.join(hits + notes) if hits else '\n'.join([f"no matches for /{pattern}/ in {b.rel}"] + notes)
 
-# %% ../nbs/30_builtin_tools.ipynb #dd7c4406
-def released_by_owner(ctx,          # the step's Context, as Act passes it to the tool
-                      command:str   # the command about to run
-                     ) -> bool:
-    "Is `command` being run because the owner approved exactly it with `approve TOKEN`?"
+# %% ../nbs/30_builtin_tools.ipynb #10de4786
+def owner_approval(ctx,          # the step's Context, as Act passes it to the tool
+                   command:str   # the command about to run
+                  ) -> dict|None:
+    "The approval record under which the owner approved exactly `command` with `approve TOKEN`, or None."
     sig, turn = getattr(ctx, 'signal', None), getattr(ctx, 'turn', None)
-    if sig is None or turn is None or sig.sensor != 'approval-command' or sig.status != 'handled' or sig.payload.get('verb') != 'approve': return False
+    if sig is None or turn is None or sig.sensor != 'approval-command' or sig.status != 'handled' or sig.payload.get('verb') != 'approve': return None
     action, token = sig.approved_action, str(sig.payload.get('token', ''))
-    if action is None or action.kind != 'tool' or action.tool != 'shell' or not token: return False
-    if not any(e.get('token') == token and e.get('digest') == action.digest() for e in turn.of('approval')): return False
+    if action is None or action.kind != 'tool' or action.tool != 'shell' or not token: return None
+    if not any(e.get('token') == token and e.get('digest') == action.digest() for e in turn.of('approval')): return None
     from passepartout.approvals import ApprovalStore
     store = getattr(getattr(ctx, 'agent', None), 'approvals', None) or ApprovalStore()
     record = store.get(token)
-    if record is None or record['state'] != 'used' or record['digest'] != action.digest(): return False
-    return command == _unsealed_command(action, getattr(ctx.agent, 'vault', None))
+    if record is None or record['state'] != 'used' or record['digest'] != action.digest(): return None
+    return record if command == _unsealed_command(action, getattr(ctx.agent, 'vault', None)) else None
+
+def released_by_owner(ctx, command:str) -> bool:
+    "Is `command` being run because the owner approved exactly it with `approve TOKEN`?"
+    return owner_approval(ctx, command) is not None
 
 # %% ../nbs/30_builtin_tools.ipynb #4cc837ef
 def _unsealed_command(action, vault) -> str|None:
@@ -409,7 +413,15 @@ def sandbox_mode(command:str, ctx=None) -> str:
     except Exception: return 'guarded'   # no shell gate to say it only reads: the stricter of the two others
     return 'read-only' if shell_verdict(command, tool_workspace(ctx)).decision == 'allow' else 'guarded'
 
-# %% ../nbs/30_builtin_tools.ipynb #f91fbdd4
+# %% ../nbs/30_builtin_tools.ipynb #713cafe0
+def _approved_scripts(ctx, command:str, into:str) -> list:
+    "Checked read-only copies of the scripts the owner approved `command` to run, as (copy, path) for the sandbox."
+    files = (owner_approval(ctx, command) or {}).get('files') or {}
+    if not files or '!' in files: return []
+    from passepartout.executed_files import verified_copies
+    return verified_copies(files, tool_workspace(ctx), into)
+
+# %% ../nbs/30_builtin_tools.ipynb #bd544698
 def shell(command:str,             # bash command line, run in the workspace
           timeout:float|None=None, # seconds (default and maximum: PASSEPARTOUT_SHELL_TIMEOUT)
           ctx=None) -> str:
@@ -417,7 +429,12 @@ def shell(command:str,             # bash command line, run in the workspace
     limit = float(config.setting('PASSEPARTOUT_SHELL_TIMEOUT'))
     timeout = limit if timeout is None else min(max(float(timeout), 0.1), limit)
     why = sandbox_problem()
-    if why is None: return run_sandboxed(command, tool_workspace(ctx), timeout=timeout, mode=sandbox_mode(command, ctx)).for_model()
+    if why is None:
+        mode = sandbox_mode(command, ctx)
+        if mode != 'full': return run_sandboxed(command, tool_workspace(ctx), timeout=timeout, mode=mode).for_model()
+        with tempfile.TemporaryDirectory(prefix='passepartout-approved-') as into:
+            pinned = _approved_scripts(ctx, command, into)
+            return run_sandboxed(command, tool_workspace(ctx), timeout=timeout, mode=mode, pinned=pinned).for_model()
     if not released_by_owner(ctx, command):
         raise SandboxUnavailable(f"{why}: shell commands cannot be sandboxed here, and only a command the owner approved may run without it")
     return run_unconfined(command, tool_workspace(ctx), timeout=timeout).for_model()

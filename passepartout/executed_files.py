@@ -7,7 +7,7 @@ Docs: https://passepartout-agent.github.io/passepartout/executed_files.html.md""
 # %% auto #0
 __all__ = ['MAX_HASHED', 'MAX_READ', 'MAX_READ_TOTAL', 'MAX_DEPTH', 'MAX_FILES', 'MAX_HASHED_TOTAL', 'MAX_CWDS', 'RUNS',
            'WRAPPERS', 'NO_CODE', 'CODE_TOOLS', 'fingerprint', 'Runs', 'runner', 'Wrapper', 'unwrap', 'executed_files',
-           'runs_code', 'changed_files', 'action_binding', 'action_runs_code']
+           'runs_code', 'changed_files', 'action_binding', 'action_runs_code', 'verified_copies']
 
 # %% ../nbs/32a_executed_files.ipynb #b2232b76
 import ast, fnmatch, glob, hashlib, itertools, json, os, re, stat
@@ -449,3 +449,25 @@ def action_runs_code(action, workspace) -> str|None:
     "`runs_code` of a tool call that runs a command line; None for any other action."
     command = _command_of(action)
     return runs_code(command, workspace) if command is not None else None
+
+# %% ../nbs/32a_executed_files.ipynb #97321a89
+def _copy_checked(path:str, was:str, copy:str):
+    "Copy `path` to `copy` (same permission bits, read-only) and fail unless the copy's hash is `was`."
+    with open(path, 'rb') as f: data, mode = f.read(MAX_HASHED + 1), os.fstat(f.fileno()).st_mode
+    if 'sha256:' + hashlib.sha256(data).hexdigest() != was: raise ValueError(f"{path} changed after the owner approved the command")
+    fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with open(fd, 'wb') as out: out.write(data)
+    os.chmod(copy, stat.S_IMODE(mode) & 0o555)
+
+def verified_copies(binding:dict,  # `executed_files` of the approved command
+                    workspace,     # only files inside it are copied (the rest of the system is read-only in the sandbox)
+                    into) -> list: # a private directory for the copies
+    "`(copy, path)` for each hashed file of `binding` inside `workspace`, its copy checked against the approved fingerprint."
+    ws, pairs = os.path.realpath(workspace), []
+    for i, (path, was) in enumerate(sorted(binding.items())):
+        real = os.path.realpath(path)
+        if not was.startswith('sha256:') or not real.startswith(ws + os.sep): continue
+        copy = os.path.join(into, f"{i}-{os.path.basename(real)}")
+        _copy_checked(real, was, copy)
+        pairs.append((copy, real))
+    return pairs

@@ -140,13 +140,14 @@ def _binds(ws:Path, mode:str, places:tuple) -> list:
     return [a for d in sorted(dict.fromkeys(pins + frozen), key=lambda d: len(d.parts))
             for a in ('--ro-bind-try' if ro(d) else '--bind-try', str(d), str(d))]
 
-# %% ../nbs/31_sandbox.ipynb #d753f693
+# %% ../nbs/31_sandbox.ipynb #38ef81d7
 def bwrap_args(workspace:Path,      # the only writable directory; also the working directory
                network:bool=False,  # share the host's network
                env:dict|None=None,  # environment to scrub (default: os.environ)
                bwrap:str='bwrap',   # the bubblewrap executable
                mode:str='guarded',  # 'full', 'guarded' (autorun places read-only) or 'read-only' (the whole workspace)
-               places:tuple|None=None) -> list: # `autorun_places(workspace)` when already known
+               places:tuple|None=None, # `autorun_places(workspace)` when already known
+               pinned=()) -> list:     # (copy, path) pairs: each copy mounted read-only over its path
     "The bubblewrap command line that confines a command to `workspace`."
     ws = _workspace(workspace)
     if mode not in MODES: raise ValueError(f"unknown sandbox mode {mode!r} (one of {', '.join(MODES)})")
@@ -157,7 +158,8 @@ def bwrap_args(workspace:Path,      # the only writable directory; also the work
             '--cap-drop', 'ALL', '--die-with-parent', '--new-session', *_system_binds(),
             '--proc', '/proc', '--ro-bind', '/proc/sys', '/proc/sys', '--dev', '/dev', *_tmp_size(bwrap), '--tmpfs', '/tmp', '--dir', SANDBOX_HOME,
             bind, str(ws), str(ws), *_binds(ws, mode, places),
-            *_masks(ws), '--remount-ro', '/', '--chdir', str(ws), '--clearenv']
+            *_masks(ws), *[a for copy, path in pinned for a in ('--ro-bind', str(copy), str(path))],
+            '--remount-ro', '/', '--chdir', str(ws), '--clearenv']
     for k, v in scrubbed_env(env).items(): args += ['--setenv', k, v]
     return args + (['--setenv', 'PYTHONDONTWRITEBYTECODE', '1'] if mode != 'full' else [])
 
@@ -656,13 +658,14 @@ def _shell_code(code:int) -> int:
     "An exit status as a shell reports it: 128 + N for a process killed by signal N."
     return 128 - code if code < 0 else code
 
-# %% ../nbs/31_sandbox.ipynb #17accb4e
+# %% ../nbs/31_sandbox.ipynb #427195be
 def run_sandboxed(command:str,              # shell command, run with `bash -c`
                   workspace:Path,           # the only writable directory, and the working directory
                   timeout:float|None=None,  # seconds (default PASSEPARTOUT_SHELL_TIMEOUT)
                   network:bool=False,       # allow network (also PASSEPARTOUT_SHELL_NETWORK=1)
                   max_output:int|None=None, # bytes of stdout+stderr kept (default PASSEPARTOUT_MAX_OUTPUT_BYTES)
-                  mode:str='guarded'        # 'full', 'guarded' or 'read-only': how much of the workspace it may change (see bwrap_args)
+                  mode:str='guarded',       # 'full', 'guarded' or 'read-only': how much of the workspace it may change (see bwrap_args)
+                  pinned=()                 # (copy, path): files the command sees as these read-only copies (an approved script)
                  ) -> ShellResult:
     "Run `command` under bubblewrap, confined to `workspace`, with time, output and resource limits."
     bwrap = shutil.which('bwrap')
@@ -670,7 +673,7 @@ def run_sandboxed(command:str,              # shell command, run with `bash -c`
     timeout, max_output = _settings(timeout, max_output)
     network = network or bool(config.setting('PASSEPARTOUT_SHELL_NETWORK'))
     places = _before_command(workspace, mode)
-    args, filter_fd = bwrap_args(workspace, network, bwrap=bwrap, mode=mode, places=places), _seccomp_fd()
+    args, filter_fd = bwrap_args(workspace, network, bwrap=bwrap, mode=mode, places=places, pinned=pinned), _seccomp_fd()
     info_r, info_w = os.pipe()
     args += ['--info-fd', str(info_w), *(['--seccomp', str(filter_fd)] if filter_fd is not None else []), '--', *_limited(command)]
     limits = CommandLimits(command_budget(), _workspace(workspace))

@@ -448,3 +448,42 @@ def test_the_real_agent_runs_the_approved_script_and_refuses_a_swapped_one(home,
     assert (ws / 'built.txt').read_text() == 'built\n' and not (ws / 'pwned.txt').exists()
     kinds = [r['kind'] for r in AuditLog().recent(200)]
     assert kinds.count('approval-refused') >= 3 and AuditLog().verify()[0]
+
+
+# -- the last milliseconds: a script swapped after the release check, before or while the command starts -------------
+
+def _real_agent_with_held_script(ws, script='echo built > built.txt\n'):
+    from passepartout.app import build_agent
+    from passepartout.sandbox import sandbox_problem
+    if sandbox_problem() is not None: pytest.skip(sandbox_problem())
+    write(ws, 'build.sh', './step.sh\n'); write(ws, 'step.sh', script, 0o755)
+    agent = build_agent(provider=ShellModel(), workspace=ws)
+    return agent, agent.send('run bash build.sh', session='work').pending[0]['token']
+
+
+def test_a_script_swapped_after_the_release_check_does_not_run(home, ws, monkeypatch):
+    "The writer wins the race against resolve_approval's check: the shell tool's own check of its copies refuses."
+    import passepartout.builtin_tools as tools
+    agent, token = _real_agent_with_held_script(ws)
+    real_mode = tools.sandbox_mode
+    def swap_then_decide(command, ctx=None):
+        (ws / 'step.sh').write_text('echo pwned > pwned.txt\n')     # after the approvals code checked, before the start
+        return real_mode(command, ctx)
+    monkeypatch.setattr(tools, 'sandbox_mode', swap_then_decide)
+    turn = agent.send(f'approve {token}', session='work')
+    assert not (ws / 'pwned.txt').exists() and not (ws / 'built.txt').exists(), turn.replies
+    assert 'step.sh changed after the owner approved the command' in ' '.join(turn.replies), turn.replies
+
+
+def test_a_script_swapped_while_the_command_starts_runs_as_approved(home, ws, monkeypatch):
+    "The writer swaps the script once the sandbox is being set up: the command runs the approved bytes, never the new ones."
+    import passepartout.builtin_tools as tools
+    agent, token = _real_agent_with_held_script(ws)
+    real_run = tools.run_sandboxed
+    def swap_then_run(command, workspace, **kw):
+        (ws / 'step.sh').write_text('echo pwned > pwned.txt\n')
+        return real_run(command, workspace, **kw)
+    monkeypatch.setattr(tools, 'run_sandboxed', swap_then_run)
+    turn = agent.send(f'approve {token}', session='work')
+    assert (ws / 'built.txt').read_text() == 'built\n' and not (ws / 'pwned.txt').exists(), turn.replies
+    assert (ws / 'step.sh').read_text() == 'echo pwned > pwned.txt\n'    # the file itself is the writer's; only the run was pinned
