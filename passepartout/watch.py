@@ -20,7 +20,7 @@ def _masks() -> tuple:
     masks = changes | self_gone, f.MODIFY | f.ATTRIB | f.CLOSE_WRITE | self_gone, self_gone, f.IGNORED | self_gone | f.Q_OVERFLOW, f.MASK_ADD
     return tuple(map(int, masks))   # worked out once: arithmetic on enum flags costs microseconds a time
 
-# %% ../nbs/09a_watch.ipynb #59672802
+# %% ../nbs/09a_watch.ipynb #1e681b54
 _watchers_made = 0
 
 def _new_base() -> int:
@@ -33,9 +33,8 @@ class Watcher:
     "One inotify queue for the process, checked without blocking; a generation for every watched path."
     def __init__(self, limit:int=8192): # at most this many watched paths (the kernel's watches are shared by all the user's programs)
         from inotify_simple import INotify
-        import select
         self.inotify = INotify(nonblocking=True)
-        self.poller = select.poll(); self.poller.register(self.inotify.fileno(), select.POLLIN)
+        self.pollers = threading.local()   # a `select.poll` per thread: one object polled by two threads at once raises
         self.watched = {}      # watched path: (its directory's watch descriptor, its own or None)
         self.counts = {}       # watch descriptor: events seen on it
         base = _new_base()     # counters start where no earlier watcher's (this process's, or a parent's before fork) reached
@@ -46,7 +45,15 @@ class Watcher:
 
     def close(self): self.inotify.close(); self.watched.clear()
 
-# %% ../nbs/09a_watch.ipynb #cedf75a4
+    def ready(self) -> bool:
+        "Are events waiting in the queue? (this thread's own poll object, no timeout)"
+        poller = getattr(self.pollers, 'poller', None)
+        if poller is None:
+            import select
+            poller = self.pollers.poller = select.poll(); poller.register(self.inotify.fileno(), select.POLLIN)
+        return bool(poller.poll(0))
+
+# %% ../nbs/09a_watch.ipynb #ed0e2945
 def _take_events(self:Watcher):
     "Read every queued event: count it against its watch, or move the epoch."
     from inotify_simple import parse_events
@@ -64,13 +71,14 @@ def _take_events(self:Watcher):
 
 def _generation(self:Watcher, path:str, poll:bool=True) -> tuple|None:
     "The generation of `path` after every queued event (`poll`), or None if `path` is not watched."
-    if poll and self.poller.poll(0): _take_events(self)
-    wds = self.watched.get(path)
-    return None if wds is None else (self.epoch, self.counts.get(wds[0], 0), self.counts.get(wds[1], 0))
+    if poll and self.ready(): _take_events(self)
+    with self.lock:   # wait for a thread that read events from the queue but has not counted them yet
+        wds = self.watched.get(path)
+        return None if wds is None else (self.epoch, self.counts.get(wds[0], 0), self.counts.get(wds[1], 0))
 
 Watcher.take_events, Watcher.generation = _take_events, _generation
 
-# %% ../nbs/09a_watch.ipynb #ba17c8ec
+# %% ../nbs/09a_watch.ipynb #43c1dc93
 def _add(self:Watcher, target:str, mask:int) -> int:
     "Watch the inode at `target` for `mask`; its watch descriptor (no system call if it already is)."
     wd, added = self.added.get(target, (None, 0))
@@ -82,7 +90,7 @@ def _add(self:Watcher, target:str, mask:int) -> int:
 def _watch(self:Watcher, path:str, file:bool=True) -> tuple|None:
     "Watch `path` (its directory, itself if `file`, the directories above); its generation, or None if it cannot be watched."
     if not os.path.isabs(path) or '\x00' in path: return None   # a relative path changes meaning with the working directory
-    if self.poller.poll(0): self.take_events()   # what `added` says must still be true
+    if self.ready(): self.take_events()   # what `added` says must still be true
     if path not in self.watched and len(self.watched) >= self.limit: return None
     dir_mask, file_mask, above_mask, _, _ = _masks()
     folder = os.path.dirname(path)
@@ -119,7 +127,7 @@ def _forget_after_fork():
 
 if hasattr(os, 'register_at_fork'): os.register_at_fork(after_in_child=_forget_after_fork)
 
-# %% ../nbs/09a_watch.ipynb #058c5385
+# %% ../nbs/09a_watch.ipynb #d65ff20c
 def watch(path, file:bool=True) -> tuple|None:
     "Start watching `path` (`file`: also its contents); its generation, or None when it cannot be watched."
     w = _process_watcher()
@@ -128,14 +136,11 @@ def watch(path, file:bool=True) -> tuple|None:
 def generation(path, poll:bool=True) -> tuple|None:
     "The current generation of a watched `path` (after taking in queued events if `poll`), or None."
     w = _watcher
-    if w is None: return None
-    if poll and w.poller.poll(0): w.take_events()
-    wds = w.watched.get(path)
-    return None if wds is None else (w.epoch, w.counts.get(wds[0], 0), w.counts.get(wds[1], 0))
+    return None if w is None else w.generation(path, poll)
 
 def changes(poll:bool=True) -> int|None:
     "How many events the watcher has seen in all (after taking in queued ones if `poll`); None without a watcher."
     w = _watcher
     if w is None: return None
-    if poll and w.poller.poll(0): w.take_events()
-    return w.changes
+    if poll and w.ready(): w.take_events()
+    with w.lock: return w.changes
