@@ -34,7 +34,7 @@ def new_token() -> str:
     "A fresh approval token from the operating system's secure random source."
     return ''.join(secrets.choice(TOKEN_ALPHABET) for _ in range(TOKEN_LENGTH))
 
-# %% ../nbs/32_approvals.ipynb #c11a79ee
+# %% ../nbs/32_approvals.ipynb #7a467eda
 _SCHEMA = """CREATE TABLE IF NOT EXISTS approvals (
     token TEXT PRIMARY KEY, digest TEXT NOT NULL, action TEXT NOT NULL, reasons TEXT NOT NULL,
     meta TEXT NOT NULL, created REAL NOT NULL, expires REAL NOT NULL, state TEXT NOT NULL,
@@ -56,6 +56,7 @@ class ApprovalStore:
         have = {row[1] for row in self.db.execute('PRAGMA table_info(approvals)')}
         for column, kind in _ADDED.items():
             if column not in have: self.db.execute(f'ALTER TABLE approvals ADD COLUMN {column} {kind}')
+        self.db.execute('CREATE INDEX IF NOT EXISTS approvals_by_state ON approvals (state, expires)')   # pending() and decided()
     def close(self): self.db.close()
     def __repr__(self): return f"ApprovalStore({str(self.path)!r}, {len(self.pending())} pending)"
 
@@ -93,14 +94,17 @@ def bind_files(action:Action, workspace:str) -> dict:
     try: return action_binding(action, workspace)
     except Exception as e: return {'!': f"what it runs could not be determined ({type(e).__name__}: {e})"}
 
-# %% ../nbs/32_approvals.ipynb #b992c7ee
+# %% ../nbs/32_approvals.ipynb #81657026
 _COLUMNS = ('token', 'digest', 'action', 'reasons', 'meta', 'created', 'expires', 'state', 'decided', 'note', 'always', 'depth', 'owner', 'carried',
             'files', 'workspace')
 
 def get(self:ApprovalStore, token:str) -> dict|None:
     "The record of `token` (state `expired` once past its time), or None; `ApprovalError` if the record is corrupted."
     with self.lock: row = self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM approvals WHERE token = ?", (token.strip().lower(),)).fetchone()
-    if row is None: return None
+    return None if row is None else _record(row)
+
+def _record(row:tuple) -> dict:
+    "A stored row as a record; `ApprovalError` if it is corrupted."
     r = dict(zip(_COLUMNS, row))
     try: r['reasons'], r['meta'], r['files'] = json.loads(r['reasons']), json.loads(r['meta']), None if r['files'] is None else json.loads(r['files'])
     except (TypeError, ValueError) as e: raise ApprovalError(f"approval {r['token']}: its record is corrupted ({type(e).__name__}: {e}); ignoring it") from None
@@ -109,17 +113,17 @@ def get(self:ApprovalStore, token:str) -> dict|None:
     if r['state'] in ('pending', 'approved') and r['expires'] <= time.time(): r['state'] = 'expired'
     return r
 
-def _readable(self:ApprovalStore, token:str) -> dict|None:
-    "The record of `token`, or None when it is gone or corrupted (that one is refused with its reason when used)."
-    try: return self.get(token)
-    except ApprovalError: return None
-
 def pending(self:ApprovalStore) -> list:
     "The records still waiting for a decision, oldest first (corrupted ones left out)."
-    with self.lock: rows = self.db.execute("SELECT token FROM approvals WHERE state = 'pending' AND expires > ? ORDER BY created", (time.time(),)).fetchall()
-    return [r for (t,) in rows if (r := self._readable(t)) is not None]
+    with self.lock: rows = self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM approvals WHERE state = 'pending' AND expires > ? ORDER BY created",
+                                           (time.time(),)).fetchall()
+    out = []
+    for row in rows:
+        try: out.append(_record(row))
+        except ApprovalError: pass
+    return out
 
-ApprovalStore.get, ApprovalStore._readable, ApprovalStore.pending = get, _readable, pending
+ApprovalStore.get, ApprovalStore.pending = get, pending
 
 # %% ../nbs/32_approvals.ipynb #ac056364
 def _ago(seconds:float) -> str:
@@ -230,20 +234,19 @@ def claim(self:ApprovalStore, token:str) -> tuple:
 
 ApprovalStore.claim = claim
 
-# %% ../nbs/32_approvals.ipynb #2b7da7f8
+# %% ../nbs/32_approvals.ipynb #855d9a79
 def version(self:ApprovalStore) -> tuple:
     "A value that moves whenever a decision may have been written: by another connection (`PRAGMA data_version`) or through this store."
     with self.lock: return self.db.execute('PRAGMA data_version').fetchone()[0], self.decisions
 
 def decided(self:ApprovalStore) -> list:
     "Decisions waiting to be carried out, oldest first: approved actions not yet run, refusals not yet told to a model."
-    with self.lock: rows = self.db.execute("SELECT token FROM approvals WHERE (state = 'approved' OR (state = 'denied' AND carried = 0)) "
+    with self.lock: rows = self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM approvals WHERE (state = 'approved' OR (state = 'denied' AND carried = 0)) "
                                            "AND expires > ? ORDER BY decided", (time.time(),)).fetchall()
     out = []
-    for (t,) in rows:
-        try: record = self.get(t)
-        except ApprovalError as e: record = {'token': t, 'state': 'corrupted', 'error': e.message}
-        if record is not None: out.append(record)
+    for row in rows:
+        try: out.append(_record(row))
+        except ApprovalError as e: out.append({'token': row[0], 'state': 'corrupted', 'error': e.message})
     return out
 
 ApprovalStore.version, ApprovalStore.decided = version, decided
