@@ -120,3 +120,12 @@ def stop_daemon(proc, timeout=30):
     if proc.poll() is None: proc.send_signal(_signal.SIGTERM)
     try: return proc.wait(timeout)
     except subprocess.TimeoutExpired: proc.kill(); raise
+
+
+def wait_for(predicate, timeout=10.0):
+    "Poll `predicate` until it is true (True) or `timeout` seconds pass (False)."
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate(): return True
+        time.sleep(0.01)
+    return False

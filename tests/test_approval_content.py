@@ -18,6 +18,7 @@ from passepartout.signals import tool_call, reply
 from passepartout.tools import Toolbelt
 
 sys.path.insert(0, os.path.dirname(__file__))
+from _daemon_support import wait_for  # noqa: E402
 
 
 # -- an agent whose shell really runs bash in the workspace (no sandbox: the test is about what is released) ----
@@ -75,13 +76,6 @@ def in_other_process(code):
     "Another session writing in the workspace: a separate process."
     subprocess.run([sys.executable, '-c', textwrap.dedent(code)], check=True, timeout=60)
 
-
-def wait_for(predicate, timeout=10.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate(): return True
-        time.sleep(0.02)
-    return False
 
 
 def hold(agent, store, command):

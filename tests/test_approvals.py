@@ -402,7 +402,7 @@ def test_approval_in_another_session_is_queued_on_the_held_session(home, tmp_pat
 # -- decisions written to the store by another process, while a daemon runs or before it starts -----------------
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _daemon_support import approval_agent, start_approval_daemon, stop_daemon, daemon_in_thread  # noqa: E402
+from _daemon_support import approval_agent, start_approval_daemon, stop_daemon, daemon_in_thread, wait_for  # noqa: E402
 
 
 def in_process(code, **values):
@@ -411,13 +411,6 @@ def in_process(code, **values):
     assert r.returncode == 0, r.stderr
     return r.stdout
 
-
-def wait_for(predicate, timeout=10.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate(): return True
-        time.sleep(0.01)
-    return False
 
 
 APPROVE_ELSEWHERE = '''
