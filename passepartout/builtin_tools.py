@@ -413,29 +413,28 @@ def sandbox_mode(command:str, ctx=None) -> str:
     except Exception: return 'guarded'   # no shell gate to say it only reads: the stricter of the two others
     return 'read-only' if shell_verdict(command, tool_workspace(ctx)).decision == 'allow' else 'guarded'
 
-# %% ../nbs/30_builtin_tools.ipynb #713cafe0
-def _approved_scripts(ctx, command:str, into:str) -> list:
-    "Checked read-only copies of the scripts the owner approved `command` to run, as (copy, path) for the sandbox."
-    files = (owner_approval(ctx, command) or {}).get('files') or {}
+# %% ../nbs/30_builtin_tools.ipynb #7111567d
+def _approved_scripts(approval:dict, ctx, into:str) -> list:
+    "Checked read-only copies of the scripts the owner's `approval` binds, as (copy, path) for the sandbox."
+    files = approval.get('files') or {}
     if not files or '!' in files: return []
     from passepartout.executed_files import verified_copies
     return verified_copies(files, tool_workspace(ctx), into)
 
-# %% ../nbs/30_builtin_tools.ipynb #bd544698
+# %% ../nbs/30_builtin_tools.ipynb #64c8dee5
 def shell(command:str,             # bash command line, run in the workspace
           timeout:float|None=None, # seconds (default and maximum: PASSEPARTOUT_SHELL_TIMEOUT)
           ctx=None) -> str:
     "Run a shell command in a sandbox: the workspace is writable, the rest of the system read-only, no network."
     limit = float(config.setting('PASSEPARTOUT_SHELL_TIMEOUT'))
     timeout = limit if timeout is None else min(max(float(timeout), 0.1), limit)
-    why = sandbox_problem()
+    why, approval = sandbox_problem(), owner_approval(ctx, command)
+    if why is None and approval is None: return run_sandboxed(command, tool_workspace(ctx), timeout=timeout, mode=sandbox_mode(command, ctx)).for_model()
     if why is None:
-        mode = sandbox_mode(command, ctx)
-        if mode != 'full': return run_sandboxed(command, tool_workspace(ctx), timeout=timeout, mode=mode).for_model()
         with tempfile.TemporaryDirectory(prefix='passepartout-approved-') as into:
-            pinned = _approved_scripts(ctx, command, into)
-            return run_sandboxed(command, tool_workspace(ctx), timeout=timeout, mode=mode, pinned=pinned).for_model()
-    if not released_by_owner(ctx, command):
+            pinned = _approved_scripts(approval, ctx, into)
+            return run_sandboxed(command, tool_workspace(ctx), timeout=timeout, mode='full', pinned=pinned).for_model()
+    if approval is None:
         raise SandboxUnavailable(f"{why}: shell commands cannot be sandboxed here, and only a command the owner approved may run without it")
     return run_unconfined(command, tool_workspace(ctx), timeout=timeout).for_model()
 

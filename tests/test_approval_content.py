@@ -459,11 +459,11 @@ def test_a_script_swapped_after_the_release_check_does_not_run(home, ws, monkeyp
     "The writer wins the race against resolve_approval's check: the shell tool's own check of its copies refuses."
     import passepartout.builtin_tools as tools
     agent, token = _real_agent_with_held_script(ws)
-    real_mode = tools.sandbox_mode
-    def swap_then_decide(command, ctx=None):
+    real_approval = tools.owner_approval
+    def swap_then_look(command_ctx, command):
         (ws / 'step.sh').write_text('echo pwned > pwned.txt\n')     # after the approvals code checked, before the start
-        return real_mode(command, ctx)
-    monkeypatch.setattr(tools, 'sandbox_mode', swap_then_decide)
+        return real_approval(command_ctx, command)
+    monkeypatch.setattr(tools, 'owner_approval', swap_then_look)
     turn = agent.send(f'approve {token}', session='work')
     assert not (ws / 'pwned.txt').exists() and not (ws / 'built.txt').exists(), turn.replies
     assert 'step.sh changed after the owner approved the command' in ' '.join(turn.replies), turn.replies
