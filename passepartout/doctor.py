@@ -65,7 +65,7 @@ def check_providers(env, timeout:float=3.0) -> list:
         out.append(Finding('providers', 'fail', f"{spec}: {base} is not reachable ({why})") if why else Finding('providers', 'ok', f"{spec}: {base} answers"))
     return out
 
-# %% ../nbs/54_doctor.ipynb #0bc08ea3
+# %% ../nbs/54_doctor.ipynb #53202117
 def check_sandbox() -> list:
     "The shell sandbox (bubblewrap) works on this machine; its setuid filter and resource limits."
     try: from passepartout import sandbox
@@ -74,12 +74,13 @@ def check_sandbox() -> list:
         return [Finding('sandbox', 'fail', f"{why}: shell commands cannot run sandboxed. Every shell command asks for approval, and an "
                         "approved one runs WITHOUT a sandbox, with the agent's full rights (all its files, the network, its keys); "
                         "install the 'bubblewrap' package")]
-    b, off = sandbox.command_budget(), lambda n, unit, what: f'{n} {unit} {what}' if n else f'no {what} limit'
-    limits = ', '.join([off(b.memory_mb, 'MB', 'memory'), off(b.processes, '', 'processes').replace('  ', ' '),
-                        off(b.disk_mb, 'MB', 'disk'), off(b.cpu_s, 's', 'CPU')])
+    b, how = sandbox.command_budget(), sandbox.limit_enforcement()
+    off = lambda n, amount, what: f'{amount} {what}' if n else f'no {what} limit'
+    limits = ', '.join([off(b.memory_mb, f'{b.memory_mb} MB', 'memory'), off(b.processes, b.processes, 'processes'),
+                        off(b.disk_mb, f'{b.disk_mb} MB', 'disk'), off(b.cpu_s, f'{b.cpu_s} s', 'CPU')])
     out = [Finding('sandbox', 'ok', f"bubblewrap runs sandboxed commands; budget per command, all its processes together: {limits}; "
-                   f"enforced by {sandbox.limit_enforcement()}")]
-    if why := sandbox.limits_problem(): out.append(Finding('sandbox', 'warn', why))
+                   f"enforced by {how}")]
+    if why := sandbox.limits_problem(how): out.append(Finding('sandbox', 'warn', why))
     if sandbox.seccomp_filter() is None:
         out.append(Finding('sandbox', 'warn', f"no setuid filter for this architecture ({sandbox.platform.machine()}): "
                            "a sweep after each command removes setuid/setgid bits from the workspace instead"))

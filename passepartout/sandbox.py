@@ -632,7 +632,7 @@ class CommandLimits:
 
     def note(self) -> str: return LIMIT_NOTES[self.passed].format(b=self.budget) if self.passed else ''
 
-# %% ../nbs/31_sandbox.ipynb #d21eb315
+# %% ../nbs/31_sandbox.ipynb #942a8d51
 def limit_enforcement() -> str:
     "How a command's budget is enforced here, in words (for `doctor`): which cgroup layout, or the /proc poller."
     dirs = _cgroup_make(Budget(64, 64, 0, 0))
@@ -641,9 +641,9 @@ def limit_enforcement() -> str:
     if 'v2' in dirs: return f"cgroup v2 ({dirs['v2'].parent})"
     return f"cgroup v1 ({', '.join(dirs)} under {CGROUP_FS})"
 
-def limits_problem() -> str|None:
+def limits_problem(how:str|None=None) -> str|None: # `limit_enforcement()` when already known
     "Why a command's budget is only approximated here (no writable cgroup), or None when the kernel enforces it."
-    how = limit_enforcement()
+    how = how or limit_enforcement()
     return None if how.startswith('cgroup') else f"shell commands' memory and process budgets are {how}"
 
 # %% ../nbs/31_sandbox.ipynb #e4594d1d
