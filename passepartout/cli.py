@@ -11,7 +11,7 @@ __all__ = ['COMMANDS', 'SUMMARIES', 'LazyGroup', 'main']
 import importlib, importlib.util
 import click
 
-# %% ../nbs/60_cli.ipynb #172d411a
+# %% ../nbs/60_cli.ipynb #f5fdb9ca
 COMMANDS = {
     'demo': 'passepartout.demo:demo_command',
     'send': 'passepartout.app:send_command',
@@ -31,19 +31,19 @@ COMMANDS = {
 }
 
 SUMMARIES = {   # what `passepartout --help` lists, without importing a single command's module
-    'demo': 'Play an offline session through the real loop, gates and sandbox.',
+    'demo': 'Play an offline session through the real pipeline, gates and approvals (no key, no network).',
     'send': 'Send TEXT to the agent and print its answer.',
-    'chat': 'Talk with the agent line by line.',
+    'chat': 'Talk with the agent line by line (end with Ctrl-D or /quit).',
     'policy': 'See what the gates decide about an action, without running it.',
-    'vault': 'Store secrets the agent uses by handle {{vault:NAME}}.',
+    'vault': 'Store secrets the agent may use by handle {{vault:NAME}}, without the model ever seeing them, and say where each may go.',
     'approvals': 'List the actions waiting for approval.',
-    'approve': 'Run the action held under TOKEN.',
+    'approve': 'Run the action held under TOKEN; the agent then carries on with its task.',
     'deny': 'Refuse the action held under TOKEN.',
-    'audit': 'Show or verify the audit log.',
+    'audit': 'Show the most recent records of the audit log (`audit verify` checks its chain, MACs and checkpoint).',
     'daemon': 'Run the agent as a background daemon on loopback.',
-    'repl': 'Evaluate Python in the running daemon (owner only).',
-    'doctor': 'Check providers, sandbox, config, stores and file permissions.',
-    'configure': 'Write settings to $config/.env.',
+    'repl': 'Evaluate Python CODE in the running daemon (interactive without CODE); owner only.',
+    'doctor': 'Check providers, sandbox, config, stores, secret-file permissions and where the agent\'s home lies.',
+    'configure': 'Write $config/.env, from --set NAME=VALUE flags or interactively.',
     'memory': 'Inspect the agent\'s memory.',
     'tui': 'Talk with the agent in a terminal interface.',
 }
