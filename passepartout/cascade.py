@@ -8,14 +8,15 @@ Docs: https://passepartout-agent.github.io/passepartout/cascade.html.md"""
 __all__ = ['PRICES', 'PROVIDER_KINDS', 'Prices', 'load_prices', 'Budget', 'reserve', 'settle', 'estimate_tokens', 'Cascade',
            'propose', 'apropose', 'Consensus', 'make_provider', 'load_selector', 'provider_from_env']
 
-# %% ../nbs/11_cascade.ipynb #30c3d8b6
+# %% ../nbs/11_cascade.ipynb #d8c77b33
 import asyncio, importlib, inspect, json, os, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from .errors import LLMError, BudgetError
 from .reason import Proposal, UnusableAnswer
 from .signals import reply
-from .config import setting
+from .config import setting, PROVIDER_NAMES, _check_text
+from .errors import SetupError
 
 # %% ../nbs/11_cascade.ipynb #2b91b611
 PRICES = {  # USD per million tokens: (input, output). Override with PASSEPARTOUT_PRICES.
@@ -267,15 +268,14 @@ async def _consensus_apropose(self:Consensus, request, on_token=None) -> Proposa
 
 Consensus.propose, Consensus.apropose = _consensus_propose, _consensus_apropose
 
-# %% ../nbs/11_cascade.ipynb #01779135
-PROVIDER_KINDS = ('openai', 'openrouter', 'anthropic', 'ollama', 'replay')
+# %% ../nbs/11_cascade.ipynb #8bd5f168
+PROVIDER_KINDS = PROVIDER_NAMES   # the names `PASSEPARTOUT_PROVIDERS` accepts (09_config)
 
 def make_provider(spec:str, env, timeout:float=60.0, max_tokens:int=1024):
     "One provider from a cascade entry (`openai`, `ollama:text`, ...) and the SYSTEM §9 variables."
     from passepartout import providers as pv
     kind, _, mode = spec.strip().partition(':')
-    if kind not in PROVIDER_KINDS: raise ValueError(f"PASSEPARTOUT_PROVIDERS: unknown provider {kind!r} (known: {', '.join(PROVIDER_KINDS)})")
-    if mode not in ('', 'text', 'native'): raise ValueError(f"PASSEPARTOUT_PROVIDERS: {spec!r}: the mode after ':' must be text or native")
+    _check_text('PASSEPARTOUT_PROVIDERS', spec)   # SetupError: unknown provider (with the known names), or a bad mode
     e = lambda name, default=None: env.get(name) or default
     kw = dict(name=kind, text_mode=mode == 'text', timeout=timeout, max_tokens=max_tokens)
     if kind == 'replay':
@@ -299,17 +299,21 @@ def load_selector(spec:str):
     if not callable(fn): raise ValueError(f"PASSEPARTOUT_MODEL_SELECTOR={spec!r} is not a function")
     return fn
 
-# %% ../nbs/11_cascade.ipynb #48b1c18c
+# %% ../nbs/11_cascade.ipynb #801544c9
 def provider_from_env(env=None):
     "The provider the configuration asks for: a Cascade (or Consensus, or a Recorder around one), with `.budget`."
     env = os.environ if env is None else env
     s = lambda name: setting(name, env)
     specs = [x for x in s('PASSEPARTOUT_PROVIDERS').split(',') if x.strip()] or ['replay']
     members = [make_provider(x, env, s('PASSEPARTOUT_TIMEOUT'), s('PASSEPARTOUT_MAX_TOKENS')) for x in specs]
-    budget, prices = Budget(s('PASSEPARTOUT_BUDGET_USD')), Prices(load_prices(s('PASSEPARTOUT_PRICES')) if s('PASSEPARTOUT_PRICES') else None)
-    common = dict(retry_after_max=s('PASSEPARTOUT_RETRY_AFTER_MAX'), selector=load_selector(s('PASSEPARTOUT_MODEL_SELECTOR')), budget=budget, prices=prices)
+    try: prices, selector = load_prices(s('PASSEPARTOUT_PRICES')) if s('PASSEPARTOUT_PRICES') else None, load_selector(s('PASSEPARTOUT_MODEL_SELECTOR'))
+    except SetupError: raise
+    except ValueError as e: raise SetupError(f"{e}: fix the setting, or leave it empty") from None
+    budget, prices = Budget(s('PASSEPARTOUT_BUDGET_USD')), Prices(prices)
+    common = dict(retry_after_max=s('PASSEPARTOUT_RETRY_AFTER_MAX'), selector=selector, budget=budget, prices=prices)
     n = s('PASSEPARTOUT_CONSENSUS')
-    if n > len(members): raise ValueError(f"PASSEPARTOUT_CONSENSUS={n} but only {len(members)} providers are configured")
+    if n > len(members): raise SetupError(f"PASSEPARTOUT_CONSENSUS={n} but only {len(members)} providers are configured: "
+                                          f"add providers to PASSEPARTOUT_PROVIDERS or lower PASSEPARTOUT_CONSENSUS", 'PASSEPARTOUT_CONSENSUS', n)
     provider = Consensus([Cascade([m], name=m.name, **common) for m in members[:n]], budget=budget) if n > 1 else Cascade(members, **common)
     if s('PASSEPARTOUT_RECORD_FILE'):
         from passepartout.replay import Recorder
