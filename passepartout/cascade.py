@@ -8,14 +8,14 @@ Docs: https://passepartout-agent.github.io/passepartout/cascade.html.md"""
 __all__ = ['PRICES', 'PROVIDER_KINDS', 'Prices', 'load_prices', 'Budget', 'reserve', 'settle', 'estimate_tokens', 'Cascade',
            'propose', 'apropose', 'Consensus', 'make_provider', 'load_selector', 'provider_from_env']
 
-# %% ../nbs/11_cascade.ipynb #d8c77b33
+# %% ../nbs/11_cascade.ipynb #445624d4
 import asyncio, importlib, inspect, json, os, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from .errors import LLMError, BudgetError
 from .reason import Proposal, UnusableAnswer
 from .signals import reply
-from .config import setting, PROVIDER_NAMES, _check_text
+from .config import setting, check_value, PROVIDER_NAMES
 from .errors import SetupError
 
 # %% ../nbs/11_cascade.ipynb #2b91b611
@@ -268,14 +268,14 @@ async def _consensus_apropose(self:Consensus, request, on_token=None) -> Proposa
 
 Consensus.propose, Consensus.apropose = _consensus_propose, _consensus_apropose
 
-# %% ../nbs/11_cascade.ipynb #8bd5f168
+# %% ../nbs/11_cascade.ipynb #da717ca4
 PROVIDER_KINDS = PROVIDER_NAMES   # the names `PASSEPARTOUT_PROVIDERS` accepts (09_config)
 
 def make_provider(spec:str, env, timeout:float=60.0, max_tokens:int=1024):
     "One provider from a cascade entry (`openai`, `ollama:text`, ...) and the SYSTEM §9 variables."
     from passepartout import providers as pv
     kind, _, mode = spec.strip().partition(':')
-    _check_text('PASSEPARTOUT_PROVIDERS', spec)   # SetupError: unknown provider (with the known names), or a bad mode
+    check_value('PASSEPARTOUT_PROVIDERS', spec)   # SetupError: unknown provider (with the known names), or a bad mode
     e = lambda name, default=None: env.get(name) or default
     kw = dict(name=kind, text_mode=mode == 'text', timeout=timeout, max_tokens=max_tokens)
     if kind == 'replay':
@@ -299,12 +299,12 @@ def load_selector(spec:str):
     if not callable(fn): raise ValueError(f"PASSEPARTOUT_MODEL_SELECTOR={spec!r} is not a function")
     return fn
 
-# %% ../nbs/11_cascade.ipynb #801544c9
+# %% ../nbs/11_cascade.ipynb #a51f954c
 def provider_from_env(env=None):
     "The provider the configuration asks for: a Cascade (or Consensus, or a Recorder around one), with `.budget`."
     env = os.environ if env is None else env
     s = lambda name: setting(name, env)
-    specs = [x for x in s('PASSEPARTOUT_PROVIDERS').split(',') if x.strip()] or ['replay']
+    specs = [x for x in check_value('PASSEPARTOUT_PROVIDERS', s('PASSEPARTOUT_PROVIDERS')).split(',') if x.strip()] or ['replay']
     members = [make_provider(x, env, s('PASSEPARTOUT_TIMEOUT'), s('PASSEPARTOUT_MAX_TOKENS')) for x in specs]
     try: prices, selector = load_prices(s('PASSEPARTOUT_PRICES')) if s('PASSEPARTOUT_PRICES') else None, load_selector(s('PASSEPARTOUT_MODEL_SELECTOR'))
     except SetupError: raise

@@ -186,7 +186,7 @@ def write_env(updates:dict, path:Path|None=None) -> Path:
     from passepartout.daemon import write_secret
     return write_secret(path, '\n'.join(lines) + '\n')
 
-# %% ../nbs/54_doctor.ipynb #7457b9ed
+# %% ../nbs/54_doctor.ipynb #f9474ff1
 _KEYS = {'openai': ('OPENAI_API_KEY', 'OPENAI_MODEL'), 'anthropic': ('ANTHROPIC_API_KEY', 'ANTHROPIC_MODEL'),
          'openrouter': ('OPENROUTER_API_KEY', 'OPENROUTER_MODEL'), 'ollama': ('OLLAMA_HOST', 'OLLAMA_MODEL')}
 
@@ -212,6 +212,10 @@ def configure_command(pairs):
         if '=' not in pair: raise click.BadParameter(f"{pair!r} is not NAME=VALUE", param_hint='--set')
         name, value = pair.split('=', 1); updates[name.strip()] = value
     if not updates: updates = _interactive()
+    from passepartout.errors import SetupError
+    for name, value in updates.items():
+        if name in config.SETTINGS: config.check_value(name, value)   # also refuses an unknown provider
     try: path = write_env(updates)
-    except ValueError as e: raise click.ClickException(str(e)) from None
+    except SetupError: raise   # the command line prints its sentence, exit status 2
+    except ValueError as e: raise SetupError(f"{e}: nothing was written") from None
     click.echo(f"wrote {len(updates)} settings to {path}")
