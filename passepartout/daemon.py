@@ -11,13 +11,13 @@ __all__ = ['OWNER', 'LOOPBACK', 'SOCK_DIAG_BY_FAMILY', 'NETLINK_SOCK_DIAG', 'NO_
            'daemon_running', 'client_send', 'client_status', 'AsyncClient', 'log_to_stderr', 'daemon_command',
            'start_command', 'stop_command', 'status_command']
 
-# %% ../nbs/51_daemon.ipynb #4763161d
+# %% ../nbs/51_daemon.ipynb #a463fdd5
 import asyncio, hmac, json, logging, os, secrets, signal as signals_module, socket, struct, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import click
 from . import config
-from .errors import PassepartoutError, ProtocolError
+from .errors import PassepartoutError, ProtocolError, SetupError
 from .protocol import BrokenStream, encode_frame, read_frame, send_frame, recv_frame
 from .perceive import perceive
 from .act import deliver_reply
@@ -95,7 +95,7 @@ def _prepare_agent(agent:Agent) -> Agent:
     install_repl(agent)
     return agent
 
-# %% ../nbs/51_daemon.ipynb #0cd6cf01
+# %% ../nbs/51_daemon.ipynb #840a0011
 async def start(self:Daemon) -> Daemon:
     "Build the agent, bind the socket, write the pid, port and token files, start background services."
     source = self.agent_source if self.agent_source is not None else default_agent
@@ -103,7 +103,9 @@ async def start(self:Daemon) -> Daemon:
     self.loop, self.agent.follow = asyncio.get_running_loop(), self._follow
     self.pool, self.stopping = ThreadPoolExecutor(self.threads, 'passepartout-turn'), asyncio.Event()
     self.token = secrets.token_urlsafe(32)
-    self.server = await asyncio.start_server(self._serve_client, self.host, self.port, limit=2 ** 16, backlog=ACCEPT_BACKLOG)
+    try: self.server = await asyncio.start_server(self._serve_client, self.host, self.port, limit=2 ** 16, backlog=ACCEPT_BACKLOG)
+    except OSError as e: raise SetupError(f"the daemon cannot listen on {self.host}:{self.port} ({os.strerror(e.errno) if e.errno else e}): set PASSEPARTOUT_DAEMON_PORT "
+                                          "(or --port) to a free port, or to 0 for any free port", 'PASSEPARTOUT_DAEMON_PORT', self.port) from None
     self.port, self.started = self.server.sockets[0].getsockname()[1], time.time()
     write_secret(self.files['token'], self.token)
     write_secret(self.files['port'], f"{self.host} {self.port}\n")
@@ -548,10 +550,10 @@ def _foreground(port:int|None):
     ready = lambda d: click.echo(f"passepartout daemon {os.getpid()} listening on {d.host}:{d.port}", err=True)
     asyncio.run(daemon.serve(ready))
 
-# %% ../nbs/51_daemon.ipynb #1d111284
+# %% ../nbs/51_daemon.ipynb #fda02361
 @daemon_command.command('start')
 @click.option('--foreground', is_flag=True, help='Stay in the foreground (logs to the terminal).')
-@click.option('--port', type=int, default=None, help='TCP port on 127.0.0.1 (default: PASSEPARTOUT_DAEMON_PORT; 0: any).')
+@click.option('--port', type=click.IntRange(0, 65535), default=None, help='TCP port on 127.0.0.1 (default: PASSEPARTOUT_DAEMON_PORT; 0: any).')
 @click.option('--wait', type=float, default=30.0, help='Seconds to wait for a background daemon to listen.')
 def start_command(foreground, port, wait):
     "Start the daemon (in the background unless --foreground)."
@@ -566,6 +568,8 @@ def start_command(foreground, port, wait):
         proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     deadline = time.time() + wait
     while time.time() < deadline and proc.poll() is None and not daemon_running(): time.sleep(0.05)
+    if proc.poll() == 2:   # a setup mistake (a port in use, ...): its sentence is the log's last line
+        raise SetupError(files['log'].read_text(errors='replace').strip().splitlines()[-1].removeprefix('Error: '))
     if not daemon_running(): raise click.ClickException(f"the daemon did not start; see {files['log']}")
     click.echo(f"passepartout daemon {proc.pid} listening on {':'.join(map(str, read_address()))}")
 
