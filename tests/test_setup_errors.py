@@ -68,6 +68,9 @@ def dotenv_unreadable(s):
     if ROOT_USER: pytest.skip('root reads any file')
     s.dotenv('PASSEPARTOUT_MAX_DEPTH=3\n').chmod(0)
 
+def dotenv_dangling(s):   # unreadable even for root: the same branch as a permission error
+    (s.home / 'config').mkdir(parents=True); (s.home / 'config' / '.env').symlink_to(s.tmp / 'gone.env')
+
 def dotenv_directory(s): (s.home / 'config' / '.env').mkdir(parents=True)
 
 def workspace_missing(s): s.env['PASSEPARTOUT_WORKSPACE'] = str(s.tmp / 'nowhere')
@@ -104,6 +107,7 @@ CASES = [   # id, break, command, stdin, what the one line must contain
     ('dotenv-directory', dotenv_directory, ['approvals'], '', [ENV_FILE, 'is a directory']),
     ('dotenv-directory-configure', dotenv_directory, ['configure', '--set', 'PASSEPARTOUT_MAX_DEPTH=3'], '', [ENV_FILE, 'is a directory']),
     ('dotenv-unreadable', dotenv_unreadable, ['send', 'hi'], '', [ENV_FILE, 'Permission denied']),
+    ('dotenv-dangling-link', dotenv_dangling, ['approvals'], '', [ENV_FILE, 'cannot be read (No such file or directory)']),
     ('home-file-send', home_is_a_file, ['send', 'hi'], '', ['PASSEPARTOUT_HOME={home}', 'is a file']),
     ('home-file-chat', home_is_a_file, ['chat'], 'hi\n', ['PASSEPARTOUT_HOME={home}', 'is a file']),
     ('home-file-approvals', home_is_a_file, ['approvals'], '', ['PASSEPARTOUT_HOME={home}', 'is a file']),
