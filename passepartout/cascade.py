@@ -299,7 +299,7 @@ def load_selector(spec:str):
     if not callable(fn): raise ValueError(f"PASSEPARTOUT_MODEL_SELECTOR={spec!r} is not a function")
     return fn
 
-# %% ../nbs/11_cascade.ipynb #a51f954c
+# %% ../nbs/11_cascade.ipynb #4fdc31f0
 def provider_from_env(env=None):
     "The provider the configuration asks for: a Cascade (or Consensus, or a Recorder around one), with `.budget`."
     env = os.environ if env is None else env
@@ -312,7 +312,7 @@ def provider_from_env(env=None):
     budget, prices = Budget(s('PASSEPARTOUT_BUDGET_USD')), Prices(prices)
     common = dict(retry_after_max=s('PASSEPARTOUT_RETRY_AFTER_MAX'), selector=selector, budget=budget, prices=prices)
     n = s('PASSEPARTOUT_CONSENSUS')
-    if n > len(members): raise SetupError(f"PASSEPARTOUT_CONSENSUS={n} but only {len(members)} providers are configured: "
+    if n > len(members): raise SetupError(f"PASSEPARTOUT_CONSENSUS={n} but only {len(members)} provider{'s are' if len(members) > 1 else ' is'} configured: "
                                           f"add providers to PASSEPARTOUT_PROVIDERS or lower PASSEPARTOUT_CONSENSUS", 'PASSEPARTOUT_CONSENSUS', n)
     provider = Consensus([Cascade([m], name=m.name, **common) for m in members[:n]], budget=budget) if n > 1 else Cascade(members, **common)
     if s('PASSEPARTOUT_RECORD_FILE'):

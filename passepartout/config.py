@@ -36,31 +36,29 @@ def paths(env=None) -> Paths:
     xdg = lambda var, default: Path(env.get(var) or home / default) / 'passepartout'
     return Paths(xdg('XDG_CONFIG_HOME', '.config'), xdg('XDG_DATA_HOME', '.local/share'), xdg('XDG_STATE_HOME', '.local/state'))
 
-# %% ../nbs/09_config.ipynb #4a3ef6d4
+# %% ../nbs/09_config.ipynb #1fd4c25f
 def _blocker(d:Path) -> Path|None:
     "The nearest existing ancestor of `d` (or `d` itself) that is not a directory."
     for a in (d, *d.parents):
         if a.exists(): return None if a.is_dir() else a
     return None
 
-def _unusable(d:Path, problem:str, env) -> SetupError:
-    "The sentence for directory `d` of the home, which cannot be used because of `problem`."
-    if env.get('PASSEPARTOUT_HOME'):
-        name, value = 'PASSEPARTOUT_HOME', env['PASSEPARTOUT_HOME']
-        return SetupError(f"PASSEPARTOUT_HOME={value} cannot be used: {problem}; fix that, or set PASSEPARTOUT_HOME "
-                          "to a directory you can write", name, value)
-    return SetupError(f"the directory {d} cannot be used: {problem}; fix that, or set PASSEPARTOUT_HOME to a directory "
-                      "you can write", 'PASSEPARTOUT_HOME', str(d))
+def _unusable(d:Path, problem:str, fix:str, env) -> SetupError:
+    "The sentence for directory `d` of the home, which cannot be used because of `problem`; `fix` says what to do."
+    value = env.get('PASSEPARTOUT_HOME')
+    where = f"PASSEPARTOUT_HOME={value}" if value else f"the directory {d}"
+    return SetupError(f"{where} cannot be used: {problem}; {fix}, or set PASSEPARTOUT_HOME to a directory you can write",
+                      'PASSEPARTOUT_HOME', value or str(d))
 
 def ensure_dirs(p:Paths|None=None, env=None) -> Paths:
     "Create the directories (mode 0700) if missing; `SetupError` if one cannot be made or written."
     env = os.environ if env is None else env
     p = p or paths(env)
     for d in (p.config, p.data, p.state):
-        if (b := _blocker(d)) is not None: raise _unusable(d, f"{b} is a file, not a directory", env)
+        if (b := _blocker(d)) is not None: raise _unusable(d, f"{b} is a file, not a directory", "move the file away", env)
         try: d.mkdir(parents=True, exist_ok=True, mode=0o700)
-        except OSError as e: raise _unusable(d, f"{d} cannot be created ({e.strerror})", env) from None
-        if not os.access(d, os.W_OK | os.X_OK): raise _unusable(d, f"{d} is not writable", env)
+        except OSError as e: raise _unusable(d, f"{d} cannot be created ({e.strerror})", "make its parent writable", env) from None
+        if not os.access(d, os.W_OK | os.X_OK): raise _unusable(d, f"{d} is not writable", "make it writable", env)
     return p
 
 # %% ../nbs/09_config.ipynb #76528c6d
@@ -155,16 +153,16 @@ def check_settings(env=None):
     env = os.environ if env is None else env
     for name in SETTINGS: check_value(name, env.get(name))
 
-# %% ../nbs/09_config.ipynb #da2d7cc3
+# %% ../nbs/09_config.ipynb #f4ad3a2b
 def workspace(env=None, check:bool=False) -> Path: # check: it must be an existing directory we can write
     "The directory tools may write: PASSEPARTOUT_WORKSPACE, else the current directory."
     raw = setting('PASSEPARTOUT_WORKSPACE', env)
     name = f"PASSEPARTOUT_WORKSPACE={raw}" if raw else "the workspace (PASSEPARTOUT_WORKSPACE is not set, so the current directory)"
     try: ws = Path(raw or os.getcwd()).expanduser().resolve()
     except (OSError, RuntimeError) as e: raise SetupError(f"{name} cannot be used ({e}): set PASSEPARTOUT_WORKSPACE to an existing directory", 'PASSEPARTOUT_WORKSPACE', raw) from None
-    problem = (None if not check else f"{ws} does not exist" if not ws.exists() else f"{ws} is not a directory" if not ws.is_dir()
-               else f"{ws} is not writable" if not os.access(ws, os.W_OK | os.X_OK) else None)
-    if problem: raise SetupError(f"{name} cannot be used: {problem}; set PASSEPARTOUT_WORKSPACE to a directory you can write", 'PASSEPARTOUT_WORKSPACE', raw)
+    problem = (None if not check else f"{ws} does not exist; create it" if not ws.exists() else f"{ws} is not a directory; move it away"
+               if not ws.is_dir() else f"{ws} is not writable; make it writable" if not os.access(ws, os.W_OK | os.X_OK) else None)
+    if problem: raise SetupError(f"{name} cannot be used: {problem}, or set PASSEPARTOUT_WORKSPACE to a directory you can write", 'PASSEPARTOUT_WORKSPACE', raw)
     return ws
 
 # %% ../nbs/09_config.ipynb #4bd4a910
