@@ -7,8 +7,8 @@ Docs: https://passepartout-agent.github.io/passepartout/cli.html.md"""
 # %% auto #0
 __all__ = ['COMMANDS', 'SUMMARIES', 'CHECKS', 'LazyGroup', 'SetupFailed', 'main']
 
-# %% ../nbs/60_cli.ipynb #8fcb47a6
-import importlib, importlib.util, os, traceback
+# %% ../nbs/60_cli.ipynb #36de0d02
+import importlib, importlib.util, os
 import click
 
 # %% ../nbs/60_cli.ipynb #f5fdb9ca
@@ -48,7 +48,7 @@ SUMMARIES = {   # what `passepartout --help` lists, without importing a single c
     'tui': 'Talk with the agent in a terminal interface.',
 }
 
-# %% ../nbs/60_cli.ipynb #23a3d902
+# %% ../nbs/60_cli.ipynb #6c4acbe8
 def _present(name:str) -> bool:
     "Is the module behind command `name` part of this installation?"
     return importlib.util.find_spec(COMMANDS[name].split(':')[0]) is not None
@@ -68,7 +68,7 @@ class LazyGroup(click.Group):
         from passepartout.errors import SetupError
         try: return super().invoke(ctx)
         except SetupError as e:
-            if ctx.params.get('debug') or _debug_env(): traceback.print_exc()
+            if ctx.params.get('debug') or _debug_env(): import traceback; traceback.print_exc()
             raise SetupFailed(e.message) from None
 
 # %% ../nbs/60_cli.ipynb #a13230c2
