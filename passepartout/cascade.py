@@ -299,7 +299,7 @@ def load_selector(spec:str):
     if not callable(fn): raise ValueError(f"PASSEPARTOUT_MODEL_SELECTOR={spec!r} is not a function")
     return fn
 
-# %% ../nbs/11_cascade.ipynb #4fdc31f0
+# %% ../nbs/11_cascade.ipynb #e11aa785
 def provider_from_env(env=None):
     "The provider the configuration asks for: a Cascade (or Consensus, or a Recorder around one), with `.budget`."
     env = os.environ if env is None else env
@@ -315,7 +315,9 @@ def provider_from_env(env=None):
     if n > len(members): raise SetupError(f"PASSEPARTOUT_CONSENSUS={n} but only {len(members)} provider{'s are' if len(members) > 1 else ' is'} configured: "
                                           f"add providers to PASSEPARTOUT_PROVIDERS or lower PASSEPARTOUT_CONSENSUS", 'PASSEPARTOUT_CONSENSUS', n)
     provider = Consensus([Cascade([m], name=m.name, **common) for m in members[:n]], budget=budget) if n > 1 else Cascade(members, **common)
-    if s('PASSEPARTOUT_RECORD_FILE'):
+    if (record := s('PASSEPARTOUT_RECORD_FILE')):
         from passepartout.replay import Recorder
-        provider = Recorder(provider, s('PASSEPARTOUT_RECORD_FILE'), env=env)
+        try: provider = Recorder(provider, record, env=env)
+        except OSError as e: raise SetupError(f"PASSEPARTOUT_RECORD_FILE={record} cannot be written ({e.strerror}): set it to a file in a "
+                                              "directory you can write, or leave it empty", 'PASSEPARTOUT_RECORD_FILE', record) from None
     return provider

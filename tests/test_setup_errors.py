@@ -101,6 +101,8 @@ CASES = [   # id, break, command, stdin, what the one line must contain
     ('port-too-big', env(PASSEPARTOUT_DAEMON_PORT='70000'), ['daemon', 'start'], '', ['PASSEPARTOUT_DAEMON_PORT', "'70000'", '65535']),
     ('consensus', env(PASSEPARTOUT_PROVIDERS='replay', PASSEPARTOUT_CONSENSUS='2'), ['send', 'hi'], '', ['PASSEPARTOUT_CONSENSUS=2', 'PASSEPARTOUT_PROVIDERS']),
     ('selector', env(PASSEPARTOUT_MODEL_SELECTOR='no_such_module:pick'), ['send', 'hi'], '', ['PASSEPARTOUT_MODEL_SELECTOR', 'no_such_module:pick']),
+    ('record-file', env(PASSEPARTOUT_RECORD_FILE='/proc/none/calls.jsonl'), ['send', 'hi'], '', ['PASSEPARTOUT_RECORD_FILE=/proc/none/calls.jsonl']),
+    ('prices-file', env(PASSEPARTOUT_PRICES='/no/prices.json'), ['send', 'hi'], '', ['PASSEPARTOUT_PRICES', '/no/prices.json']),
     ('dotenv-binary', dotenv(b'PASSEPARTOUT_MAX_DEPTH=3\n\xff\xfe\x00\x01'), ['send', 'hi'], '', [ENV_FILE, 'not UTF-8']),
     ('dotenv-nul', dotenv(b'PASSEPARTOUT_MAX_DEPTH=3\x00\n'), ['chat'], 'hi\n', [ENV_FILE, 'NUL']),
     ('dotenv-garbage', dotenv('PASSEPARTOUT_MAX_DEPTH=3\nthis is not a setting\n'), ['approvals'], '', [ENV_FILE, 'line 2', 'this is not a setting']),
