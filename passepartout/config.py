@@ -153,16 +153,20 @@ def check_settings(env=None):
     env = os.environ if env is None else env
     for name in SETTINGS: check_value(name, env.get(name))
 
-# %% ../nbs/09_config.ipynb #f4ad3a2b
-def workspace(env=None, check:bool=False) -> Path: # check: it must be an existing directory we can write
+# %% ../nbs/09_config.ipynb #9b4ec3b7
+def workspace(env=None,
+              check:bool=False) -> Path: # it must be an existing directory we can write
     "The directory tools may write: PASSEPARTOUT_WORKSPACE, else the current directory."
     raw = setting('PASSEPARTOUT_WORKSPACE', env)
     name = f"PASSEPARTOUT_WORKSPACE={raw}" if raw else "the workspace (PASSEPARTOUT_WORKSPACE is not set, so the current directory)"
+    fail = lambda problem: SetupError(f"{name} cannot be used: {problem}, or set PASSEPARTOUT_WORKSPACE to a directory you can write",
+                                      'PASSEPARTOUT_WORKSPACE', raw)
     try: ws = Path(raw or os.getcwd()).expanduser().resolve()
-    except (OSError, RuntimeError) as e: raise SetupError(f"{name} cannot be used ({e}): set PASSEPARTOUT_WORKSPACE to an existing directory", 'PASSEPARTOUT_WORKSPACE', raw) from None
-    problem = (None if not check else f"{ws} does not exist; create it" if not ws.exists() else f"{ws} is not a directory; move it away"
-               if not ws.is_dir() else f"{ws} is not writable; make it writable" if not os.access(ws, os.W_OK | os.X_OK) else None)
-    if problem: raise SetupError(f"{name} cannot be used: {problem}, or set PASSEPARTOUT_WORKSPACE to a directory you can write", 'PASSEPARTOUT_WORKSPACE', raw)
+    except (OSError, RuntimeError) as e: raise fail(f"{getattr(e, 'strerror', None) or e}; fix it") from None   # `~nobody`, a deleted current directory
+    if not check: return ws
+    if not ws.exists(): raise fail(f"{ws} does not exist; create it")
+    if not ws.is_dir(): raise fail(f"{ws} is not a directory; move it away")
+    if not os.access(ws, os.W_OK | os.X_OK): raise fail(f"{ws} is not writable; make it writable")
     return ws
 
 # %% ../nbs/09_config.ipynb #4bd4a910
