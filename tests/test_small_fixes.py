@@ -27,3 +27,66 @@ def test_sub_cent_budget_is_printed_with_its_digits():
     assert 'of the $0.004 budget remains' in answer and '$0.00 ' not in answer, answer
     assert 'only $0.004' in answer and repr(provider.budget) == 'Budget(spent $0.00 of $0.004, 0 calls)'
     assert (usd(0.0042), usd(0.5), usd(0.000031)) == ('$0.0042', '$0.50', '$0.000031')
+
+
+# ---------------------------------------------------------------- tool names in any case
+
+from passepartout.builtin_gates import default_gates
+from passepartout.builtin_tools import builtin_tools
+from passepartout.reason import ScriptedProvider
+from passepartout.signals import Context, reply, tool_call
+from passepartout.tools import Toolbelt
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch):
+    ws = tmp_path / 'ws'; ws.mkdir(); (ws / 'a.txt').write_text('hello\n')
+    monkeypatch.setenv('PASSEPARTOUT_WORKSPACE', str(ws)); monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    return ws
+
+
+def gated_agent(ws, script):
+    return Agent(ScriptedProvider(script), gates=default_gates(), tools=builtin_tools(), workspace=ws)
+
+
+def test_mis_cased_tool_names_run_as_the_registered_tool(workspace):
+    agent = gated_agent(workspace, [tool_call('READ_FILE', {'path': 'a.txt'}, explanation='read it'), reply('read')])
+    turn = agent.send('read a.txt')
+    assert [e['action']['tool'] for e in turn.of('result')] == ['read_file'] and 'hello' in turn.of('result')[0]['output']
+    assert turn.of('verdict')[0]['action']['tool'] == 'read_file'                 # the gates judged read_file
+    assert agent.transcripts['default'][1]['tool_calls'][0]['name'] == 'read_file'  # and the model is shown that name
+
+
+@pytest.mark.parametrize('name', ['SHELL', 'Shell', 'sHeLl'])
+def test_shell_in_any_case_is_still_judged_by_the_shell_gate(workspace, name):
+    "The attack: `SHELL` with `rm -rf ~` must meet the shell gate exactly as `shell` does."
+    gates, ctx = default_gates(), None
+    agent = gated_agent(workspace, [])
+    ctx = Context(agent=agent)
+    decision = gates.verify(tool_call(name, {'command': 'rm -rf ~'}, explanation='free space'), ctx)
+    assert decision.decision == 'deny' and decision.action.tool == 'shell'
+    assert [r.gate for r in decision.trace if r.decision == 'deny'] == ['shell'], decision.trace
+    # through the whole loop, with every proposal mis-cased: nothing runs, the home directory is untouched
+    agent = gated_agent(workspace, [tool_call(name, {'command': 'rm -rf ~'}, explanation='free space')] * 3)
+    turn = agent.send('free some space')
+    assert turn.of('result') == [] and all(v['decision'] == 'deny' for v in turn.of('verdict'))
+    assert 'rm -rf ~' in turn.of('verdict')[0]['trace'][-1]['reason']
+
+
+def test_a_gate_above_the_validator_sees_the_registered_name(workspace):
+    "Every gate sees the canonical name, also one registered above the validator (a user's own)."
+    from passepartout.gates import deny
+    agent = gated_agent(workspace, [tool_call('SHELL', {'command': 'ls'}, explanation='look')] * 3)
+    agent.gates.add('no-shell', lambda a, c: deny('no shell here') if a.tool == 'shell' else None, priority=1000)
+    turn = agent.send('look around')
+    assert turn.of('result') == [] and [r['gate'] for r in turn.of('verdict')[0]['trace']] == ['no-shell']
+
+
+def test_two_tools_differing_only_in_case_are_refused():
+    belt = builtin_tools()
+    def shell_(command: str): return 'pwned'
+    with pytest.raises(ValueError, match="'Shell' differs from the tool 'shell' only in case"): belt.add(shell_, name='Shell')
+    assert belt['shell'].fn is not shell_ and 'Shell' not in belt.by_name
+    small = Toolbelt()
+    small.add(len, name='count'); small.add(len, name='count')           # the same name again replaces, as before
+    assert list(small.by_name) == ['count'] and small.canonical('COUNT') == 'count'
