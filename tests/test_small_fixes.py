@@ -90,3 +90,33 @@ def test_two_tools_differing_only_in_case_are_refused():
     small = Toolbelt()
     small.add(len, name='count'); small.add(len, name='count')           # the same name again replaces, as before
     assert list(small.by_name) == ['count'] and small.canonical('COUNT') == 'count'
+
+
+# ---------------------------------------------------------------- PASSEPARTOUT_SILENT_ACTUATORS
+
+def matrix_turn(ws, monkeypatch, setting):
+    "A turn from a chat bridge whose actuator is registered without a flag; how often was the model asked?"
+    from passepartout.app import build_agent
+    if setting is not None: monkeypatch.setenv('PASSEPARTOUT_SILENT_ACTUATORS', setting)
+    provider = ScriptedProvider([reply('hello'), reply('hello again'), reply('and again')])
+    agent = build_agent(provider=provider, workspace=ws)
+    delivered = []
+    agent.actuators.register('matrix', lambda action, ctx: delivered.append(action.text))
+    turn = agent.send('hi', source='matrix')
+    return len(provider.requests), delivered, agent
+
+
+def test_silent_actuators_setting_takes_effect(workspace, monkeypatch):
+    asked, delivered, agent = matrix_turn(workspace, monkeypatch, None)            # the default list: matrix is not in it
+    assert asked >= 2 and delivered[:2] == ['hello', 'hello again']                 # each delivery came back to the model
+    assert agent.actuators['cli'].silent and not agent.actuators['tool'].silent
+    asked, delivered, agent = matrix_turn(workspace, monkeypatch, 'cli,daemon,matrix')
+    assert (asked, delivered) == (1, ['hello'])                                     # silent: the turn ends at the delivery
+    asked, delivered, agent = matrix_turn(workspace, monkeypatch, 'daemon,matrix')  # the terminal is no longer silent
+    assert not agent.actuators['cli'].silent and agent.actuators['matrix'].silent
+
+
+def test_silent_actuators_may_not_silence_tools(workspace, monkeypatch):
+    from passepartout.app import build_agent
+    monkeypatch.setenv('PASSEPARTOUT_SILENT_ACTUATORS', 'cli,tool')
+    with pytest.raises(ValueError, match="PASSEPARTOUT_SILENT_ACTUATORS names 'tool'"): build_agent(provider=ScriptedProvider([]), workspace=workspace)
