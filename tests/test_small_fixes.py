@@ -120,3 +120,44 @@ def test_silent_actuators_may_not_silence_tools(workspace, monkeypatch):
     from passepartout.app import build_agent
     monkeypatch.setenv('PASSEPARTOUT_SILENT_ACTUATORS', 'cli,tool')
     with pytest.raises(ValueError, match="PASSEPARTOUT_SILENT_ACTUATORS names 'tool'"): build_agent(provider=ScriptedProvider([]), workspace=workspace)
+
+
+# ---------------------------------------------------------------- a client's envelope depth
+
+from passepartout.daemon import Client, request
+from passepartout.reason import Proposal
+from _daemon_support import daemon_in_thread
+
+
+class CountingModel:
+    "Calls `count` until the loop stops it, then (never, unless the depth limit was not reached) replies."
+    name = 'counting'
+    def __init__(self): self.calls = 0
+    def propose(self, request):
+        self.calls += 1
+        return Proposal(tool_call('count', {}))
+
+
+def counting_agent():
+    belt = Toolbelt()
+    steps = []
+    @belt.tool
+    def count():
+        "Count one step."
+        steps.append(1); return len(steps)
+    return Agent(CountingModel(), tools=belt, max_depth=10), steps
+
+
+@pytest.mark.parametrize('depth', [9, -100, 10**6, True, 2.5, '0'])
+def test_a_clients_envelope_cannot_choose_its_depth(tmp_path, depth):
+    agent, steps = counting_agent()
+    with daemon_in_thread(agent, state_dir=tmp_path) as d, Client(tmp_path) as c:
+        envelope = {**request('count for me', id=1), 'depth': depth}
+        reply_text = c.ask(envelope)['turn']['reply']
+        assert reply_text == f"Protocol error: 'depth' is {depth!r}, but a message always starts at depth 0: leave 'depth' out", reply_text
+        assert agent.provider.calls == 0 and steps == []                 # the model was never asked, nothing ran
+        # the same client, without a depth (or with 0), gets the full number of steps: 0..10, eleven tool runs
+        for plain in (request('count for me', id=2), {**request('count for me', id=3), 'depth': 0}):
+            steps.clear()
+            turn = c.ask(plain)['turn']
+            assert len(steps) == 11 and turn['events'][-1]['kind'] == 'dropped', turn['events'][-1]
