@@ -161,3 +161,41 @@ def test_a_clients_envelope_cannot_choose_its_depth(tmp_path, depth):
             steps.clear()
             turn = c.ask(plain)['turn']
             assert len(steps) == 11 and turn['events'][-1]['kind'] == 'dropped', turn['events'][-1]
+
+
+# ---------------------------------------------------------------- the default recorded session in any workspace
+
+CLI = [sys.executable, '-c', 'from passepartout.cli import main; main()']
+
+
+def send(text, workspace, home):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(('PASSEPARTOUT_', 'OPENAI_', 'ANTHROPIC_', 'OLLAMA_'))}
+    env.update(PYTHONPATH=str(ROOT), PASSEPARTOUT_HOME=str(home))              # no provider configured: the demo recording
+    done = subprocess.run(CLI + ['send', text], cwd=workspace, env=env, capture_output=True, text=True, timeout=120)
+    return done.stdout + done.stderr
+
+
+def test_default_replay_lists_what_is_really_there(tmp_path):
+    empty = tmp_path / 'empty'; empty.mkdir()
+    answer = send('What is in my workspace?', empty, tmp_path / 'home')
+    assert answer.splitlines() == ['Here is what your workspace holds:', './ (0 entries)'], answer
+    full = tmp_path / 'full'; (full / 'src').mkdir(parents=True); (full / 'README.md').write_text('hi\n')
+    answer = send('What is in my workspace?', full, tmp_path / 'home')
+    assert answer.splitlines() == ['Here is what your workspace holds:', './ (2 entries)', 'README.md  (3 bytes)', 'src/'], answer
+    answer = send('what files are here?', full, tmp_path / 'home')                   # not the demo's question: said so
+    assert 'the recording answers user message' in answer and 'set PASSEPARTOUT_PROVIDERS' in answer
+
+
+def test_default_replay_does_not_summarise_a_file_it_never_read(workspace):
+    "The recording's summary of notes.txt holds only for the notes it read; other notes stop the replay instead."
+    from passepartout.app import build_agent
+    from passepartout.demo import REQUESTS
+    from passepartout.replay import ReplayProvider
+    (workspace / 'notes.txt').write_text('Groceries: milk, eggs.\n')
+    agent = build_agent(provider=ReplayProvider(), workspace=workspace)
+    listing, cleanup, summary = [agent.send(text) for text in REQUESTS[:3]]
+    assert 'notes.txt  (23 bytes)' in listing.reply and 'a.txt' in listing.reply
+    assert cleanup.reply.startswith('I measured the workspace') and './notes.txt' in cleanup.reply
+    assert [e['action']['tool'] for e in summary.of('proposal')] == ['read_file']     # no planted command was "obeyed"
+    assert summary.reply.startswith('replay diverged at call 7') and 'Summary' not in summary.reply, summary.reply
+    assert "but the session sent the result of tool 'read_file' reading 'Groceries: milk, eggs." in summary.reply
