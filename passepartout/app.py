@@ -13,7 +13,7 @@ import click
 from . import config
 from .loop import Agent
 
-# %% ../nbs/62_app.ipynb #1828c036
+# %% ../nbs/62_app.ipynb #aa18ebc4
 def build_agent(env=None, **overrides) -> Agent:
     "The agent a user gets: configured provider, default gates, built-in tools, approvals, audit and vault."
     from passepartout.cascade import provider_from_env
@@ -26,6 +26,7 @@ def build_agent(env=None, **overrides) -> Agent:
                   max_depth=s('PASSEPARTOUT_MAX_DEPTH'), max_attempts=s('PASSEPARTOUT_MAX_ATTEMPTS'),
                   max_result_chars=s('PASSEPARTOUT_MAX_RESULT_CHARS'), default_actuator=s('PASSEPARTOUT_DEFAULT_ACTUATOR'),
                   workspace=overrides.pop('workspace', None) or config.workspace(env, check=True))
+    agent.actuators.set_silent(s('PASSEPARTOUT_SILENT_ACTUATORS').split(','))
     _attach_stores(agent)
     for k, v in overrides.items(): setattr(agent, k, v)
     return agent

@@ -18,14 +18,15 @@ __all__ = ['log', 'VALIDATOR_PRIORITY', 'BUDGET_PRIORITY', 'POLICY_PRIORITY', 'A
            'autorun_why', 'self_protection_gate', 'pin_home', 'home_problem', 'budget_gate', 'sandbox_ready',
            'sandbox_gate', 'ask_every_shell_command', 'default_gates']
 
-# %% ../nbs/20_builtin_gates.ipynb #99c59c9f
-import os, re, json, time, stat, socket, logging, fnmatch, functools, ipaddress
+# %% ../nbs/20_builtin_gates.ipynb #9622d1fa
+import os, re, json, time, stat, socket, logging, fnmatch, functools, ipaddress, dataclasses
 from pathlib import Path, PurePath
 from urllib.parse import urlsplit
 from . import config, watch
 from .autorun import autorun_reason, home_within
 from .gates import GateEngine, Verdict, ALLOW, ASK, DENY, TOOL_CALLS, ToolsExcept, allow, ask, deny, current_verification, _RANK
 from .signals import Action, Context, from_owner, sender_of, OWNER_SOURCES
+from .tools import canonical_name
 
 log = logging.getLogger('passepartout.gates')
 
@@ -179,7 +180,7 @@ def _object_error(value:dict, schema:dict, where:str) -> str|None:
         if e: return e
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #a514e6c2
+# %% ../nbs/20_builtin_gates.ipynb #558a2888
 def validator_gate(action:Action, ctx:Context) -> Verdict|None:
     "The action is well formed: a reply with text to a known actuator, or a known tool with arguments matching its schema."
     if action.kind == 'reply': return _reply_error(action, ctx)
@@ -189,12 +190,13 @@ def validator_gate(action:Action, ctx:Context) -> Verdict|None:
     try: tools = ctx.agent.tools
     except AttributeError: tools = None
     if tools is None: return deny("there is no tool belt to check this tool call against")
-    t = getattr(tools, 'by_name', {}).get(action.tool) if isinstance(action.tool, str) else None
-    if t is None: return deny(f"there is no tool named {action.tool!r}; the tools are: {', '.join(sorted(tools.by_name)) or 'none'}")
+    name = canonical_name(getattr(tools, 'by_name', {}), action.tool)
+    if name is None: return deny(f"there is no tool named {action.tool!r}; the tools are: {', '.join(sorted(tools.by_name)) or 'none'}")
+    t = tools.by_name[name]
     if not isinstance(action.args, dict): return deny(f"the arguments must be an object, not {_json_name(action.args)}")
-    if _surely_valid(action.args, t.schema): return None
-    e = schema_error(action.args, t.schema)
-    return deny(f"{action.tool}: {e}") if e else None
+    e = None if _surely_valid(action.args, t.schema) else schema_error(action.args, t.schema)
+    if e: return deny(f"{name}: {e}")
+    return None if name == action.tool else allow(f"{action.tool!r} is the tool {name!r}", dataclasses.replace(action, tool=name))
 
 # %% ../nbs/20_builtin_gates.ipynb #e9db875a
 _PY_TYPES = {'string': (str,), 'integer': (int,), 'number': (int,), 'boolean': (bool,), 'array': (list,), 'object': (dict,)}

@@ -32,7 +32,7 @@ def text_signal(text:str, **meta) -> Signal:
                                       'token': token, 'always': bool(always), 'reason': (reason or '').strip()})
     return Signal('EVENT', meta, {'sensor': 'user-input', 'text': text})
 
-# %% ../nbs/03_perceive.ipynb #dc8aaa1c
+# %% ../nbs/03_perceive.ipynb #b1dd60ab
 def envelope_signal(d:dict, **meta) -> Signal:
     "A signal from a JSON envelope `{type, meta, payload, depth}` or a loose `{text: ...}` dict."
     if isinstance(d.get('meta'), dict) and 'owner' in d['meta']:   # only the gateway says who the owner is
@@ -44,7 +44,8 @@ def envelope_signal(d:dict, **meta) -> Signal:
     if typ not in SIGNAL_TYPES: return protocol_error(f"unknown signal type {typ!r}", d, **meta)
     if not isinstance(m, dict): return protocol_error("'meta' must be an object", d, **meta)
     if not isinstance(payload, dict): return protocol_error("'payload' must be an object", d, **meta)
-    if type(depth) is not int or depth < 0: return protocol_error("'depth' must be a non-negative integer", d, **meta)
+    if depth != 0 or type(depth) is not int:   # the loop counts feedback steps; a message from outside starts them
+        return protocol_error(f"'depth' is {depth!r}, but a message always starts at depth 0: leave 'depth' out", d, **meta)
     if payload.get('sensor') in (None, 'user-input') and isinstance(payload.get('text'), str) and typ == 'EVENT':
         sig = text_signal(payload['text'], **{**m, **meta})
         sig.depth = depth

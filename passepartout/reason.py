@@ -154,7 +154,7 @@ def _hold(agent, signal:Signal, decision, ctx:Context, transcript:list) -> Signa
     _notify_owner(agent, f"{sender_of(signal)} (not you) started this. {notice}", ctx, token)
     return _settle(signal, 'pending', reply(STRANGER_HOLD_REPLY), decision.trace)
 
-# %% ../nbs/05_reason.ipynb #c141b05a
+# %% ../nbs/05_reason.ipynb #7908105e
 def _propose(agent, signal:Signal, transcript:list, rejections:list, turn) -> Action:
     "One attempt of think: the provider's action, with a call id if it is a tool call."
     proposal = agent.provider.propose(ProposalRequest(agent, signal, transcript, rejections))
@@ -164,6 +164,9 @@ def _propose(agent, signal:Signal, transcript:list, rejections:list, turn) -> Ac
     action = proposal.action
     if action.kind == 'tool' and not action.call_id:
         action = Action(action.kind, action.tool, action.args, action.text, action.target, action.explanation, f"call_{len(transcript)}")
+    canonical = getattr(agent.tools, 'canonical', None)   # `SHELL` is `shell` for every gate, the transcript and the turn
+    if action.kind == 'tool' and canonical is not None and (name := canonical(action.tool)) not in (None, action.tool):
+        action = dataclasses.replace(action, tool=name)
     return action
 
 # %% ../nbs/05_reason.ipynb #5d4afa37

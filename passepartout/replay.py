@@ -8,24 +8,25 @@ Docs: https://passepartout-agent.github.io/passepartout/replay.html.md"""
 __all__ = ['REDACTED', 'DEFAULT_SESSION', 'SECRET_PATTERNS', 'request_fingerprint', 'fingerprint_matches', 'load_session',
            'ReplayProvider', 'rewind', 'env_secrets', 'redact_secrets', 'Recorder']
 
-# %% ../nbs/12_replay.ipynb #80d0284f
-import json, os, re, threading, time
+# %% ../nbs/12_replay.ipynb #3a1e0c53
+import dataclasses, json, os, re, threading, time
 from importlib import resources
 from pathlib import Path
 from .errors import LLMError
 from .signals import Action
 from .reason import Proposal, UnusableAnswer
 
-# %% ../nbs/12_replay.ipynb #70cdcbe8
+# %% ../nbs/12_replay.ipynb #5fd954e7
 REDACTED = '[REDACTED]'
 
-def request_fingerprint(request) -> dict:
+def request_fingerprint(request, content:bool=False) -> dict: # content: a tool result's text too
     "What a recording checks of a live request: the role and gist of the last transcript message."
     m = request.messages[-1] if request.messages else {}
-    if m.get('role') == 'tool': return {'role': 'tool', 'tool': m.get('name'), 'is_error': bool(m.get('is_error'))}
+    if m.get('role') == 'tool':
+        return {'role': 'tool', 'tool': m.get('name'), 'is_error': bool(m.get('is_error')), **({'content': m.get('content')} if content else {})}
     return {'role': m.get('role'), 'content': m.get('content')}
 
-# %% ../nbs/12_replay.ipynb #6c05b266
+# %% ../nbs/12_replay.ipynb #4271a960
 def fingerprint_matches(recorded, live) -> bool:
     "Does a recorded fingerprint match a live one (`[REDACTED]` in a recorded string matches anything)?"
     if recorded == live: return True
@@ -36,11 +37,12 @@ def fingerprint_matches(recorded, live) -> bool:
     return False
 
 def _describe(fp:dict) -> str:
-    if fp.get('role') == 'tool': return f"the result of tool {fp.get('tool')!r}"
-    text = str(fp.get('content'))
-    return f"{fp.get('role')} message {text[:80] + ('…' if len(text) > 80 else '')!r}"
+    text = str(fp.get('content')).replace(REDACTED, '…')
+    text = repr(text[:80] + ('…' if len(text) > 80 else ''))
+    if fp.get('role') == 'tool': return f"the result of tool {fp.get('tool')!r}" + (f" reading {text}" if 'content' in fp else '')
+    return f"{fp.get('role')} message {text}"
 
-# %% ../nbs/12_replay.ipynb #95cde55c
+# %% ../nbs/12_replay.ipynb #069cbc2f
 DEFAULT_SESSION = 'data/demo_session.jsonl'  # inside the package
 
 def _record(path:Path, lineno:int, line:str) -> dict|None:
@@ -54,6 +56,8 @@ def _record(path:Path, lineno:int, line:str) -> dict|None:
     if 'action' in rec:
         try: Action.from_dict(rec['action'])
         except (ValueError, TypeError) as e: raise LLMError(f"replay: {path}:{lineno}: {e}", provider='replay') from None
+    if rec.get('template') and (rec.get('action') or {}).get('kind') != 'reply':
+        raise LLMError(f"replay: {path}:{lineno}: only a reply can be a template", provider='replay')
     return rec
 
 # %% ../nbs/12_replay.ipynb #8aa16c61
@@ -86,7 +90,7 @@ class ReplayProvider:
         return (". No live model is configured, so this is the offline demo recording, which only answers the demo's "
                 "questions: set PASSEPARTOUT_PROVIDERS (see `passepartout configure` and `passepartout doctor`)")
 
-# %% ../nbs/12_replay.ipynb #ec17a7e1
+# %% ../nbs/12_replay.ipynb #c599ad1b
 def _next(self:ReplayProvider, request) -> tuple:
     "The next recorded call, after checking it answers this request."
     with self._lock:
@@ -96,18 +100,26 @@ def _next(self:ReplayProvider, request) -> tuple:
         lineno, rec = calls[self.played]
         self.played += 1
     if self.check and 'request' in rec:
-        live = request_fingerprint(request)
+        live = request_fingerprint(request, content='content' in rec['request'])
         if not fingerprint_matches(rec['request'], live):
             raise LLMError(f"replay diverged at call {self.played} ({self.path.name}:{lineno}): the recording answers "
                            f"{_describe(rec['request'])}, but the session sent {_describe(live)}{self.hint}", provider=self.name)
     return lineno, rec
 
-# %% ../nbs/12_replay.ipynb #575042e4
+# %% ../nbs/12_replay.ipynb #9d2778e9
+def _fill(action:Action, request, where:str, provider:str) -> Action:
+    "A template reply with the live tool result it answers in place of `{{result}}`."
+    m = request.messages[-1] if request.messages else {}
+    if m.get('role') != 'tool': raise LLMError(f"replay: {where} quotes a tool result, but the session sent {_describe(request_fingerprint(request))}", provider=provider)
+    return dataclasses.replace(action, text=action.text.replace('{{result}}', str(m.get('content') or '').strip()))
+
+# %% ../nbs/12_replay.ipynb #975522c0
 def _replay_propose(self:ReplayProvider, request, on_token=None) -> Proposal:
     "The next recorded proposal (its reply text goes to `on_token` in one piece)."
-    _, rec = self._next(request)
+    lineno, rec = self._next(request)
     if 'error' in rec: raise (UnusableAnswer if rec.get('unusable') else LLMError)(str(rec['error']), provider=self.name)
     action = Action.from_dict(rec['action'])
+    if rec.get('template'): action = _fill(action, request, f"{self.path.name}:{lineno}", self.name)
     if on_token is not None and action.kind == 'reply': on_token(action.text)
     return Proposal(action, raw=rec.get('raw', ''), usage=dict(rec.get('usage') or {}), provider=rec.get('provider') or self.name)
 

@@ -280,7 +280,7 @@ def test_budget_refuses_before_any_request(servers):
     assert p.budget.remaining == pytest.approx(0.01)
     with pytest.raises(BudgetError) as e: p.propose(request())
     assert e.value.remaining == pytest.approx(0.01) and e.value.requested > 0.01 and len(s.requests) == 1
-    assert 'only $0.0100 of the $0.27 budget remains' in e.value.message
+    assert 'only $0.01 of the $0.27 budget remains' in e.value.message
     agent = Agent(p)
     assert 'budget remains' in agent.send('again').reply and len(s.requests) == 1
 
