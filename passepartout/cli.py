@@ -48,7 +48,7 @@ SUMMARIES = {   # what `passepartout --help` lists, without importing a single c
     'tui': 'Talk with the agent in a terminal interface.',
 }
 
-# %% ../nbs/60_cli.ipynb #6c4acbe8
+# %% ../nbs/60_cli.ipynb #34178e0e
 def _present(name:str) -> bool:
     "Is the module behind command `name` part of this installation?"
     return importlib.util.find_spec(COMMANDS[name].split(':')[0]) is not None
@@ -66,6 +66,7 @@ class LazyGroup(click.Group):
     def invoke(self, ctx):
         "Run the command; a setup mistake ends in its one sentence and exit status 2."
         from passepartout.errors import SetupError
+        ctx.meta['help'] = bool(set(ctx.help_option_names) & set(ctx.args))   # `COMMAND --help`: no checks
         try: return super().invoke(ctx)
         except SetupError as e:
             if ctx.params.get('debug') or _debug_env(): import traceback; traceback.print_exc()
@@ -86,7 +87,7 @@ CHECKS = {   # what a command checks before it runs (default: all three)
     'demo': ('env', 'settings'),  # plays in a home of its own
 }
 
-# %% ../nbs/60_cli.ipynb #c801cbb3
+# %% ../nbs/60_cli.ipynb #0372e936
 @click.group(cls=LazyGroup, context_settings={'help_option_names': ['-h', '--help']})
 @click.option('--debug', is_flag=True, help='Show the traceback of a setup mistake (also PASSEPARTOUT_DEBUG=1).')
 @click.version_option(package_name='passepartout')
@@ -95,7 +96,7 @@ def main(ctx, debug):
     "Passepartout: an agent harness where the model proposes and deterministic code decides."
     from passepartout import config
     from passepartout.errors import SetupError
-    checks = CHECKS.get(ctx.invoked_subcommand, ('env', 'settings', 'home'))
+    checks = () if ctx.meta.get('help') else CHECKS.get(ctx.invoked_subcommand, ('env', 'settings', 'home'))
     try: config.load_env()
     except SetupError:
         if 'env' in checks: raise

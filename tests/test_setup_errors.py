@@ -206,3 +206,11 @@ def test_a_port_in_use_is_one_sentence(tmp_path):
                 assert f"127.0.0.1:{port} (Address already in use)" in lines[0] and 'PASSEPARTOUT_DAEMON_PORT' in lines[0], lines[0]
             finally: _stop(s)
     finally: taken.close()
+
+
+def test_help_works_with_a_broken_setup(tmp_path):
+    "How to use a command is shown whatever the setup: `--help` runs no checks."
+    s = Setup(tmp_path); home_is_a_file(s); s.env['PASSEPARTOUT_MAX_DEPTH'] = 'ten'
+    for args in (['--help'], ['send', '--help'], ['daemon', 'start', '--help'], ['--version']):
+        r = run(s, args)
+        assert r.returncode == 0 and r.stderr == '' and r.stdout, (args, r.stderr)
