@@ -30,11 +30,12 @@ def build_agent(env=None, **overrides) -> Agent:
     for k, v in overrides.items(): setattr(agent, k, v)
     return agent
 
-# %% ../nbs/62_app.ipynb #75ca9f15
+# %% ../nbs/62_app.ipynb #5b9ba446
 def _attach_stores(agent:Agent):
-    "Persistent approvals, the audit log, the vault and the budget, from the data directory."
+    "Persistent approvals, the audit log, the vault, the sessions and the budget, from the data directory."
     from passepartout.approvals import ApprovalStore, install_approvals
     from passepartout.audit import AuditLog
+    from passepartout.sessions import SessionStore
     from passepartout.vault import Vault
     config.ensure_dirs()
     store = ApprovalStore()
@@ -43,6 +44,7 @@ def _attach_stores(agent:Agent):
     log = AuditLog()
     log.begin_anchoring()   # the audit key exists from the moment the agent does, not from its first record
     agent.audit, agent.vault = log.append, Vault()
+    if agent.sessions is None: agent.sessions = SessionStore(vault=agent.vault)   # conversations continue in any process
     agent.budget = getattr(agent.provider, 'budget', None)
 
 # %% ../nbs/62_app.ipynb #359a7767
