@@ -73,12 +73,16 @@ def send_command(text, as_json, session):
     else: click.echo(turn_text(turn))
     sys.exit(1 if turn.get('failed') else 0)
 
-# %% ../nbs/62_app.ipynb #cebcb460
+# %% ../nbs/62_app.ipynb #ca2812da
 @click.command('chat')
-@click.option('--session', default='default', help='Conversation to continue.')
-def chat_command(session):
+@click.option('--session', default=None, help='Conversation to continue (default: a new one).')
+@click.option('--resume', is_flag=True, help='Continue the most recent conversation begun here.')
+def chat_command(session, resume):
     "Talk with the agent line by line (end with Ctrl-D or /quit)."
+    from passepartout.sessions import latest_session, new_session_id
+    session = session or (latest_session() if resume else None) or new_session_id()
     interactive = sys.stdin.isatty()
+    if interactive: click.echo(f"session {session} (continue it later with `passepartout chat --session {session}` or `--resume`)")
     while True:
         try: text = input('you> ' if interactive else '')
         except EOFError: break
