@@ -93,7 +93,7 @@ def _title(messages) -> str:
             return line if len(line) <= 80 else line[:79] + '…'
     return ''
 
-# %% ../nbs/34_sessions.ipynb #4a6f74b9
+# %% ../nbs/34_sessions.ipynb #608e62ba
 def save(self:SessionStore, t:Transcript, source:str='') -> bool:
     "Write what `t` added or replaced since it was loaded or saved, in one transaction; False when another writer had moved the session."
     replaced, added = changes(t)
@@ -110,7 +110,7 @@ def save(self:SessionStore, t:Transcript, source:str='') -> bool:
                 self.db.executemany('UPDATE messages SET body = ? WHERE session = ? AND seq = ?', [(b, t.session, s) for b, s in replaced])
             self.db.executemany('INSERT INTO messages VALUES (?,?,?)', [(t.session, count + i, b) for i, b in enumerate(bodies)])
             self.db.execute('INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?)',
-                            (t.session, created, now, count + len(bodies), version + 1, title or _title(added), began))
+                            (t.session, created, now, count + len(bodies), version + 1, title or _title(json.loads(b) for b in bodies), began))
             self.db.execute('COMMIT')
         except BaseException: self.db.execute('ROLLBACK'); raise
     if in_step: t.saved, t.created, t.version = list(t), created, version + 1
