@@ -344,10 +344,11 @@ async def _work(self:Daemon, session:str):
 
 Daemon._run_batch, Daemon._work, Daemon._follow = _run_batch, _work, _follow
 
-# %% ../nbs/51_daemon.ipynb #fb72076a
+# %% ../nbs/51_daemon.ipynb #f65394d9
 def evict_sessions(self:Daemon) -> list:
     "Drop idle transcripts from the agent's memory (never a running session's), and the least recently used beyond `max_sessions`."
-    dropped = self.agent.evict(self.session_idle, busy=set(self.workers), keep=self.max_sessions * 7 // 8)
+    try: dropped = self.agent.evict(self.session_idle, busy=set(self.workers), keep=self.max_sessions * 7 // 8)
+    except Exception as e: self.agent.syslog.log('ERROR', f"could not evict idle sessions: {type(e).__name__}: {e}"); return []
     self.evicted += len(dropped)
     self.seen_sessions.difference_update(dropped)
     if len(self.seen_sessions) > self.max_sessions: self.seen_sessions = set(self.agent.transcripts) | set(self.workers)
@@ -357,8 +358,7 @@ async def _evict_idle(self:Daemon):
     "Evict idle sessions every half idle period (at most every minute) while serving."
     while not self.stopping.is_set():
         await asyncio.sleep(min(max(self.session_idle / 2, 0.05), 60))
-        try: self.evict_sessions()
-        except Exception as e: self.agent.syslog.log('ERROR', f"could not evict idle sessions: {type(e).__name__}: {e}")
+        self.evict_sessions()
 
 Daemon.evict_sessions, Daemon._evict_idle = evict_sessions, _evict_idle
 
