@@ -201,14 +201,15 @@ def sessions_command(ctx):
     rows = list_sessions()
     click.echo('\n'.join(_row(s) for s in rows) if rows else "no conversations are stored yet")
 
-# %% ../nbs/34_sessions.ipynb #b1c6640f
+# %% ../nbs/34_sessions.ipynb #e5d7335b
 def _shown(m:dict) -> str:
-    "One message, on one line per paragraph, for a person."
-    if m['role'] == 'tool': return f"  [{m.get('name')} {'failed' if m.get('is_error') else 'returned'}] {m.get('content', '')}"
-    if m.get('tool_calls'):
+    "One message for a person: who spoke (or which tool was called or answered), then the text, later lines indented."
+    if m['role'] == 'tool': head, text = f"  [{m.get('name')} {'failed' if m.get('is_error') else 'returned'}]", m.get('content')
+    elif m.get('tool_calls'):
         c = m['tool_calls'][0]
-        return f"  [{c['name']}({json.dumps(c['args'], ensure_ascii=False)[1:-1]})]" + (f" {m['content']}" if m.get('content') else '')
-    return f"{'you' if m.get('owner') else 'them' if m['role'] == 'user' else 'agent'}> {m.get('content', '')}"
+        head, text = f"  [{c['name']}({', '.join(f'{k}={json.dumps(v, ensure_ascii=False)}' for k, v in c['args'].items())})]", m.get('content')
+    else: head, text = 'you>' if m.get('owner') else 'them>' if m['role'] == 'user' else 'agent>', m.get('content')
+    return f"{head} {text or ''}".rstrip().replace('\n', '\n    ')
 
 @sessions_command.command('show')
 @click.argument('session')
