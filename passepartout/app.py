@@ -73,10 +73,10 @@ def send_command(text, as_json, session):
     else: click.echo(turn_text(turn))
     sys.exit(1 if turn.get('failed') else 0)
 
-# %% ../nbs/62_app.ipynb #ca2812da
+# %% ../nbs/62_app.ipynb #c8d6d9fc
 @click.command('chat')
 @click.option('--session', default=None, help='Conversation to continue (default: a new one).')
-@click.option('--resume', is_flag=True, help='Continue the most recent conversation begun here.')
+@click.option('--resume', is_flag=True, help='Continue the most recent conversation begun in the terminal.')
 def chat_command(session, resume):
     "Talk with the agent line by line (end with Ctrl-D or /quit)."
     from passepartout.sessions import latest_session, new_session_id

@@ -91,6 +91,25 @@ def test_approve_without_a_daemon_continues_the_conversation(env, model):
     assert [c for _, c in shown(model.requests[2])][-3:] == [continued[2][1], 'Deleted notes.txt.', 'Thanks!']
 
 
+HOLD_ELSEWHERE = textwrap.dedent('''
+    from passepartout.approvals import ApprovalStore
+    from passepartout.gates import Decision
+    from passepartout.signals import Context, Signal, tool_call
+    action = tool_call('shell', {'command': 'rm notes.txt'}, explanation='clean up')
+    print(ApprovalStore().hold(action, Decision('ask', action, []), Context(Signal(meta={'source': 'cli', 'session': 'lost'}))))
+''')
+
+
+def test_approve_with_no_stored_conversation_tells_the_model_the_outcome_once(env, model):
+    (Path(env['PASSEPARTOUT_WORKSPACE']) / 'notes.txt').write_text('old notes\n')
+    token = subprocess.run([sys.executable, '-c', HOLD_ELSEWHERE], capture_output=True, text=True, env=env, timeout=60).stdout.strip()
+    model.add(openai_text('The notes are gone.'))
+    r = cli(env, 'approve', token)
+    assert r.stdout.rstrip().endswith('The notes are gone.'), r.stdout + r.stderr
+    told = [m['content'] for m in model.requests[0]['json']['messages'][1:]]
+    assert len(told) == 1 and told[0].startswith("[outcome of your earlier call shell(command='rm notes.txt')] approved by the owner"), told
+
+
 def test_deny_without_a_daemon_tells_the_model(env, model):
     token = hold_rm(env, model)
     model.add(openai_text('Understood, I left notes.txt alone.'))
