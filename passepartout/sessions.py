@@ -36,7 +36,7 @@ def changes(t:Transcript) -> tuple:
     kept = min(len(t), len(t.saved))
     return [(t.base + i, t[i]) for i in range(kept) if t[i] is not t.saved[i]], list(t[len(t.saved):])
 
-# %% ../nbs/34_sessions.ipynb #d4f16716
+# %% ../nbs/34_sessions.ipynb #a50d8ff7
 _SCHEMA = ("""CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, created REAL NOT NULL, used REAL NOT NULL,
                messages INTEGER NOT NULL DEFAULT 0, version INTEGER NOT NULL DEFAULT 0, title TEXT NOT NULL DEFAULT '',
                source TEXT NOT NULL DEFAULT '')""",
@@ -45,9 +45,11 @@ _SCHEMA = ("""CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, created 
            "CREATE INDEX IF NOT EXISTS sessions_by_use ON sessions (used)")
 
 def _private(path:Path):
-    "Create `path` empty with mode 0600 if it does not exist (SQLite gives its -wal and -shm files the same mode)."
+    "Create `path` with mode 0600, or make an existing one 0600 (SQLite gives its -wal and -shm files the same mode)."
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try: os.fchmod(fd, 0o600)
+    finally: os.close(fd)
 
 class SessionStore:
     "Every session's transcript, in SQLite, shared by every process of the user."

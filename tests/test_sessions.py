@@ -187,7 +187,8 @@ def test_concurrent_writers_and_a_killed_one_leave_a_whole_conversation(tmp_path
     assert pairs_are_whole(messages), [m['content'] for m in messages][:20]
     assert store.get('shared')['messages'] == len(messages)
     for n in range(3): assert [m['content'] for m in messages if m['content'].startswith(f"w{n} ")] == [f"w{n} {i}" for i in range(60)]
-    assert oct(db.stat().st_mode & 0o777) == '0o600'
+    assert {p.name: oct(p.stat().st_mode & 0o777) for p in tmp_path.glob('sessions.db*')} == \
+           {'sessions.db': '0o600', 'sessions.db-wal': '0o600', 'sessions.db-shm': '0o600'}
 
 
 def test_a_daemon_with_many_sessions_keeps_few_in_memory_and_restores_them(tmp_path):
