@@ -95,30 +95,32 @@ def _title(messages) -> str:
             return line if len(line) <= 80 else line[:79] + '…'
     return ''
 
-# %% ../nbs/34_sessions.ipynb #608e62ba
+# %% ../nbs/34_sessions.ipynb #080d86e4
 def save(self:SessionStore, t:Transcript, source:str='') -> bool:
     "Write what `t` added or replaced since it was loaded or saved, in one transaction; False when another writer had moved the session."
     replaced, added = changes(t)
     if not replaced and not added: return True
-    replaced = [(self._redacted(m), seq) for seq, m in replaced]
-    bodies, now = [self._redacted(m) for m in added], time.time()
-    with self.lock:
-        self.db.execute('BEGIN IMMEDIATE')
-        try:
-            row = self.db.execute('SELECT created, messages, version, title, source FROM sessions WHERE id = ?', (t.session,)).fetchone()
-            created, count, version, title, began = row or (now, 0, 0, '', source)
-            in_step = (created, version) == (t.created, t.version) if row else t.created is None
-            if row is not None and created == t.created:   # the same session (not forgotten and begun again): replace in place
-                self.db.executemany('UPDATE messages SET body = ? WHERE session = ? AND seq = ?', [(b, t.session, s) for b, s in replaced])
-            self.db.executemany('INSERT INTO messages VALUES (?,?,?)', [(t.session, count + i, b) for i, b in enumerate(bodies)])
-            self.db.execute('INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?)',
-                            (t.session, created, now, count + len(bodies), version + 1, title or _title(json.loads(b) for b in bodies), began))
-            self.db.execute('COMMIT')
-        except BaseException: self.db.execute('ROLLBACK'); raise
-    if in_step: t.saved, t.created, t.version = list(t), created, version + 1
+    replaced, bodies = [(self._redacted(m), seq) for seq, m in replaced], [self._redacted(m) for m in added]
+    with self.lock: created, version, in_step = self._write(t, replaced, bodies, source)
+    if in_step: t.saved, t.created, t.version = list(t), created, version
     return in_step
 
-SessionStore.save = save
+def _write(self:SessionStore, t:Transcript, replaced:list, bodies:list, source:str) -> tuple:
+    "The transaction of `save`: replace in place, append after the last stored message, move the version; `(created, version, in_step)`."
+    self.db.execute('BEGIN IMMEDIATE')
+    try:
+        row = self.db.execute('SELECT created, messages, version, title, source FROM sessions WHERE id = ?', (t.session,)).fetchone()
+        created, count, version, title, began = row or (time.time(), 0, 0, '', source)
+        if row is not None and created == t.created:   # the same session (not forgotten and begun again): replace in place
+            self.db.executemany('UPDATE messages SET body = ? WHERE session = ? AND seq = ?', [(b, t.session, s) for b, s in replaced])
+        self.db.executemany('INSERT INTO messages VALUES (?,?,?)', [(t.session, count + i, b) for i, b in enumerate(bodies)])
+        self.db.execute('INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?)', (t.session, created, time.time(), count + len(bodies),
+                        version + 1, title or _title(json.loads(b) for b in bodies), began))
+        self.db.execute('COMMIT')
+    except BaseException: self.db.execute('ROLLBACK'); raise
+    return created, version + 1, ((created, version) == (t.created, t.version) if row else t.created is None)
+
+SessionStore.save, SessionStore._write = save, _write
 
 # %% ../nbs/34_sessions.ipynb #f776f066
 def load(self:SessionStore, session:str, limit:int=200) -> Transcript:
