@@ -6,7 +6,8 @@ Docs: https://passepartout-agent.github.io/passepartout/sessions.html.md"""
 
 # %% auto #0
 __all__ = ['Transcript', 'changes', 'SessionStore', 'save', 'load', 'current', 'sessions', 'get', 'messages', 'forget',
-           'new_session_id', 'list_sessions', 'latest_session', 'sessions_command', 'show_command', 'forget_command']
+           'new_session_id', 'list_sessions', 'latest_session', 'session_line', 'sessions_command', 'message_line',
+           'show_command', 'forget_command']
 
 # %% ../nbs/34_sessions.ipynb #7178cd46
 import json, os, secrets, threading, time
@@ -177,9 +178,9 @@ def forget(self:SessionStore, session:str) -> bool:
 
 SessionStore.sessions, SessionStore.get, SessionStore.messages, SessionStore.forget = sessions, get, messages, forget
 
-# %% ../nbs/34_sessions.ipynb #ce86b4b9
+# %% ../nbs/34_sessions.ipynb #e3879abb
 def new_session_id(prefix:str='chat') -> str:
-    "A fresh session id, readable and sortable: `chat-20261124-2105-k7m2`."
+    "A fresh session id, readable and sortable: `chat-20261124-2105-4f1c`."
     return f"{prefix}-{datetime.now().strftime('%Y%m%d-%H%M')}-{secrets.token_hex(2)}"
 
 def list_sessions(limit:int|None=None, source:str|None=None) -> list:
@@ -191,10 +192,11 @@ def latest_session(source:str|None='cli') -> str|None:
     rows = list_sessions(1, source)
     return rows[0]['id'] if rows else None
 
-# %% ../nbs/34_sessions.ipynb #0e1d9b81
+# %% ../nbs/34_sessions.ipynb #1dcb4067
 def _when(t:float) -> str: return datetime.fromtimestamp(t).strftime('%Y-%m-%d %H:%M')
 
-def _row(s:dict) -> str:
+def session_line(s:dict) -> str:
+    "One stored session for a list: id, last used, how many messages, title."
     return f"{s['id']}  {_when(s['used'])}  {s['messages']:>4} messages  {s['title'] or '(no message from you)'}"
 
 @click.group('sessions', invoke_without_command=True)
@@ -203,10 +205,10 @@ def sessions_command(ctx):
     "List the stored conversations, most recent first (`sessions show ID`, `sessions forget ID`)."
     if ctx.invoked_subcommand is not None: return
     rows = list_sessions()
-    click.echo('\n'.join(_row(s) for s in rows) if rows else "no conversations are stored yet")
+    click.echo('\n'.join(session_line(s) for s in rows) if rows else "no conversations are stored yet")
 
-# %% ../nbs/34_sessions.ipynb #e5d7335b
-def _shown(m:dict) -> str:
+# %% ../nbs/34_sessions.ipynb #b8d50534
+def message_line(m:dict) -> str:
     "One message for a person: who spoke (or which tool was called or answered), then the text, later lines indented."
     if m['role'] == 'tool': head, text = f"  [{m.get('name')} {'failed' if m.get('is_error') else 'returned'}]", m.get('content')
     elif m.get('tool_calls'):
@@ -221,7 +223,7 @@ def show_command(session):
     "Print the conversation SESSION."
     store = SessionStore(vault=False)
     if store.get(session) is None: raise click.ClickException(f"no session {session!r} (see `passepartout sessions`)")
-    click.echo('\n'.join(_shown(m) for m in store.messages(session)))
+    click.echo('\n'.join(message_line(m) for m in store.messages(session)))
 
 @sessions_command.command('forget')
 @click.argument('session')
