@@ -248,3 +248,23 @@ def test_secrets_are_redacted_before_they_are_stored(tmp_path, monkeypatch):
     agent.send('my token is ghp_sessionSecret123456, keep it safe', session='vaulted')
     raw = b''.join(p.read_bytes() for p in (tmp_path / 'home' / 'data').glob('sessions.db*'))
     assert b'ghp_sessionSecret' not in raw and b'{{vault:GITHUB_TOKEN}}' in raw
+
+
+def test_a_session_forgotten_elsewhere_is_not_remembered_by_the_daemon(tmp_path):
+    from passepartout.daemon import client_send
+    from passepartout.loop import Agent
+    from passepartout.reason import Proposal
+    from passepartout.sessions import SessionStore
+    from passepartout.signals import reply
+
+    class Recall:
+        name = 'recall'
+        def propose(self, req): return Proposal(reply(' / '.join(m['content'] for m in req.messages if m['role'] == 'user')))
+
+    agent, state = Agent(Recall(), sessions=SessionStore(tmp_path / 'sessions.db', vault=False)), tmp_path / 'state'
+    with daemon_in_thread(agent, state_dir=state):
+        assert client_send('my PIN is 1234', session='private', state_dir=state)['reply'] == 'my PIN is 1234'
+        assert 'private' in agent.transcripts
+        assert SessionStore(tmp_path / 'sessions.db', vault=False).forget('private')   # `passepartout sessions forget`, another process
+        assert client_send('what do you know?', session='private', state_dir=state)['reply'] == 'what do you know?'
+    assert [m['content'] for m in SessionStore(tmp_path / 'sessions.db', vault=False).messages('private')] == ['what do you know?', 'what do you know?']
