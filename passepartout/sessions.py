@@ -9,8 +9,8 @@ __all__ = ['Transcript', 'changes', 'SessionStore', 'save', 'load', 'current', '
            'new_session_id', 'list_sessions', 'latest_session', 'session_line', 'sessions_command', 'message_line',
            'show_command', 'forget_command']
 
-# %% ../nbs/34_sessions.ipynb #7178cd46
-import json, os, secrets, threading, time
+# %% ../nbs/34_sessions.ipynb #e7891f2f
+import json, operator, os, secrets, threading, time
 from datetime import datetime
 from pathlib import Path
 import click
@@ -31,11 +31,11 @@ class Transcript(list):
         super().__delitem__(key)
     def clear(self): del self[:]
 
-# %% ../nbs/34_sessions.ipynb #3c42a4ca
+# %% ../nbs/34_sessions.ipynb #03980f0b
 def changes(t:Transcript) -> tuple:
     "What `t` holds that the store does not: `(replaced, added)`, replaced as `(position, message)` pairs."
-    kept = min(len(t), len(t.saved))
-    return [(t.base + i, t[i]) for i in range(kept) if t[i] is not t.saved[i]], list(t[len(t.saved):])
+    moved = any(map(operator.is_not, t, t.saved))   # in C: the usual turn only appends
+    return [(t.base + i, m) for i, (m, was) in enumerate(zip(t, t.saved)) if m is not was] if moved else [], list(t[len(t.saved):])
 
 # %% ../nbs/34_sessions.ipynb #a50d8ff7
 _SCHEMA = ("""CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, created REAL NOT NULL, used REAL NOT NULL,
