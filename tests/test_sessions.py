@@ -135,6 +135,20 @@ def test_a_daemon_restart_keeps_the_conversation(env, model):
                                         ('user', 'What is the door code?')]
 
 
+def test_approve_after_a_daemon_restart_continues_the_conversation(env, model):
+    try:
+        assert cli(env, 'daemon', 'start').returncode == 0
+        token = hold_rm(env, model)   # held in the daemon
+        assert cli(env, 'daemon', 'stop').returncode == 0 and cli(env, 'daemon', 'start').returncode == 0
+        model.add(openai_text('Deleted notes.txt.'))
+        r = cli(env, 'approve', token)   # handed to the new daemon, which reads the session back
+        assert r.stdout.rstrip().endswith('Deleted notes.txt.'), r.stdout + r.stderr
+    finally: cli(env, 'daemon', 'stop')
+    continued = shown(model.requests[1])
+    assert continued[:2] == [('user', 'Delete notes.txt please.'), ('assistant', 'call rm notes.txt')], continued
+    assert continued[2][0] == 'tool' and continued[2][1].startswith('approved by the owner') and len(continued) == 3, continued
+
+
 def test_forget_deletes_the_conversation(env, model):
     model.add(openai_text('Noted.'), openai_text('I do not know.'))
     cli(env, 'send', '--session', 'secret-plans', 'The surprise party is on Sunday.')
