@@ -171,7 +171,7 @@ def _save_sessions(self:Agent, touched:dict):
 
 Agent._begin, Agent._save_sessions = _begin, _save_sessions
 
-# %% ../nbs/08_loop.ipynb #d2a439cb
+# %% ../nbs/08_loop.ipynb #c8274af0
 def evict(self:Agent, idle:float, busy=(), # seconds unused; sessions in use (never dropped)
           keep:int|None=None) -> list: # most transcripts left in memory (None: no bound)
     "Drop from memory the transcripts unused for `idle` seconds, then the least recently used beyond `keep`; return the sessions dropped."
@@ -181,13 +181,15 @@ def evict(self:Agent, idle:float, busy=(), # seconds unused; sessions in use (ne
     drop = [s for t, s in stamps if now - t >= idle]
     if keep is not None and len(self.transcripts) - len(drop) > keep:
         drop += [s for t, s in stamps if now - t < idle][:len(self.transcripts) - len(drop) - keep]
+    dropped = []
     for session in drop:
         held = self.transcripts.get(session)
         if self.sessions is not None and hasattr(held, 'saved') and any(changes(held)):
             self._save_sessions({session: ''})
             if self.transcripts.get(session) is held and any(changes(held)): continue   # not saved: keep it rather than lose it
-        self.transcripts.pop(session, None); self.used.pop(session, None)
-    return drop
+        self.transcripts.pop(session, None); self.used.pop(session, None); dropped.append(session)
+    for session in used.keys() - self.transcripts.keys(): self.used.pop(session, None)   # dropped elsewhere (a stale copy)
+    return dropped
 
 Agent.evict = evict
 
