@@ -31,11 +31,12 @@ def build_agent(env=None, **overrides) -> Agent:
     for k, v in overrides.items(): setattr(agent, k, v)
     return agent
 
-# %% ../nbs/62_app.ipynb #75ca9f15
+# %% ../nbs/62_app.ipynb #5b9ba446
 def _attach_stores(agent:Agent):
-    "Persistent approvals, the audit log, the vault and the budget, from the data directory."
+    "Persistent approvals, the audit log, the vault, the sessions and the budget, from the data directory."
     from passepartout.approvals import ApprovalStore, install_approvals
     from passepartout.audit import AuditLog
+    from passepartout.sessions import SessionStore
     from passepartout.vault import Vault
     config.ensure_dirs()
     store = ApprovalStore()
@@ -44,6 +45,7 @@ def _attach_stores(agent:Agent):
     log = AuditLog()
     log.begin_anchoring()   # the audit key exists from the moment the agent does, not from its first record
     agent.audit, agent.vault = log.append, Vault()
+    if agent.sessions is None: agent.sessions = SessionStore(vault=agent.vault)   # conversations continue in any process
     agent.budget = getattr(agent.provider, 'budget', None)
 
 # %% ../nbs/62_app.ipynb #359a7767
@@ -72,12 +74,16 @@ def send_command(text, as_json, session):
     else: click.echo(turn_text(turn))
     sys.exit(1 if turn.get('failed') else 0)
 
-# %% ../nbs/62_app.ipynb #cebcb460
+# %% ../nbs/62_app.ipynb #c8d6d9fc
 @click.command('chat')
-@click.option('--session', default='default', help='Conversation to continue.')
-def chat_command(session):
+@click.option('--session', default=None, help='Conversation to continue (default: a new one).')
+@click.option('--resume', is_flag=True, help='Continue the most recent conversation begun in the terminal.')
+def chat_command(session, resume):
     "Talk with the agent line by line (end with Ctrl-D or /quit)."
+    from passepartout.sessions import latest_session, new_session_id
+    session = session or (latest_session() if resume else None) or new_session_id()
     interactive = sys.stdin.isatty()
+    if interactive: click.echo(f"session {session} (continue it later with `passepartout chat --session {session}` or `--resume`)")
     while True:
         try: text = input('you> ' if interactive else '')
         except EOFError: break

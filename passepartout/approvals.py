@@ -352,7 +352,7 @@ def resolve_approval(agent, store:ApprovalStore, token:str, always:bool=False) -
     feedback = act(signal, ctx)
     return _resolution(agent, store, record, signal, feedback, rule, turn)
 
-# %% ../nbs/32_approvals.ipynb #3ea3fb94
+# %% ../nbs/32_approvals.ipynb #5b299c0a
 def _note(store:ApprovalStore, token:str, note:str):
     "Keep the outcome of a used token (empty: it ran fine), for another process that asks."
     with store.lock: store.db.execute("UPDATE approvals SET note = ? WHERE token = ?", (note, token))
@@ -365,10 +365,10 @@ def _resolution(agent, store:ApprovalStore, record:dict, signal:Signal, feedback
     if error: _note(store, token, f"failed: {error}")   # a token is claimed with an empty note: a success costs no write
     text = f"approved by the owner, but it failed: {error}" if error else f"approved by the owner: {output if output is not None else '(no output)'}"
     outcome = outcome_signal(record, action, text, error is not None)
-    transcripts = getattr(agent, 'transcripts', None)
-    if outcome is not None and transcripts is not None and outcome.session in transcripts:
+    transcripts, stored = getattr(agent, 'transcripts', None), getattr(agent, 'sessions', None) is not None
+    if outcome is not None and transcripts is not None and (stored or outcome.session in transcripts):
         from passepartout.reason import note_release
-        note_release(transcripts[outcome.session], outcome)   # at once: the model reads it even if it cannot be asked now
+        note_release(agent.transcript(outcome.session), outcome)   # at once: the model reads it even if it cannot be asked now
     return Resolution(token, action, output, error, rule, turn, outcome)
 
 def carry_on(agent, feedback:Signal|None):
@@ -582,7 +582,7 @@ def approve_command(token, always):
     _echo_turn(carry_on(agent, res.feedback))
     if not res.ok: raise SystemExit(1)
 
-# %% ../nbs/32_approvals.ipynb #50a2b2f8
+# %% ../nbs/32_approvals.ipynb #5e442413
 @click.command('deny')
 @click.argument('token')
 @click.option('--reason', default='', help="Why (recorded in the audit log).")
@@ -599,3 +599,17 @@ def deny_command(token, reason):
     except ApprovalError as e: raise click.ClickException(e.message) from None
     click.echo(f"denied {record['token']}: {Action.from_dict(json.loads(record['action']))!r} will not run"
                + (f" (the daemon did not answer ({unreachable}); it tells the model as soon as it notices)" if unreachable else ''))
+    if unreachable is None and _stored_conversation(record): _echo_turn(_tell_refusal(record))
+
+def _stored_conversation(record:dict) -> bool:
+    "Is the session `record` was held in a conversation the session store keeps?"
+    try: from passepartout.sessions import SessionStore
+    except ImportError: return False
+    return SessionStore(vault=False).get(record['meta'].get('session') or 'default') is not None
+
+def _tell_refusal(record:dict):
+    "Without a daemon: remember the refusal, tell the model of the held session once, and let it answer (its turn)."
+    agent = _agent()
+    refuse(agent, record)
+    if not (getattr(agent, 'approvals', None) or ApprovalStore()).take_refusal(record['token']): return None
+    return carry_on(agent, refused_outcome(record, record['note']))

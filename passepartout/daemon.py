@@ -7,9 +7,9 @@ Docs: https://passepartout-agent.github.io/passepartout/daemon.html.md"""
 # %% auto #0
 __all__ = ['OWNER', 'LOOPBACK', 'SOCK_DIAG_BY_FAMILY', 'NETLINK_SOCK_DIAG', 'NO_COOKIE', 'ACCEPT_BACKLOG', 'HANDSHAKE_BYTES',
            'is_owner', 'write_secret', 'state_files', 'Daemon', 'default_agent', 'start', 'peer_uid', 'Connection',
-           'response', 'RefusalLog', 'enqueue', 'status', 'shutdown', 'serve', 'read_address', 'request', 'Client',
-           'daemon_running', 'client_send', 'client_status', 'AsyncClient', 'log_to_stderr', 'daemon_command',
-           'start_command', 'stop_command', 'status_command']
+           'response', 'RefusalLog', 'enqueue', 'evict_sessions', 'status', 'shutdown', 'serve', 'read_address',
+           'request', 'Client', 'daemon_running', 'client_send', 'client_status', 'AsyncClient', 'log_to_stderr',
+           'daemon_command', 'start_command', 'stop_command', 'status_command']
 
 # %% ../nbs/51_daemon.ipynb #a463fdd5
 import asyncio, hmac, json, logging, os, secrets, signal as signals_module, socket, struct, sys, threading, time
@@ -50,7 +50,7 @@ def state_files(state_dir=None) -> dict:
     d = Path(state_dir) if state_dir is not None else config.paths().state
     return {k: d / f'daemon.{k}' for k in ('pid', 'port', 'token', 'log')}
 
-# %% ../nbs/51_daemon.ipynb #a1ad799a
+# %% ../nbs/51_daemon.ipynb #4e7a05a3
 class Daemon:
     "An agent served on loopback TCP to clients holding the token."
     def __init__(self, agent=None, # an Agent, or a function returning one (None: `default_agent`)
@@ -61,7 +61,8 @@ class Daemon:
                  save_hooks=(), # callables run at shutdown (memory snapshot, ...)
                  background=(), # `async fn(daemon)` services run while serving (heartbeat, cron, ...)
                  grace:float=10.0, threads:int=16, # seconds to finish turns at shutdown; turn threads
-                 approval_poll:float=0.5): # seconds between two looks for approval decisions written elsewhere
+                 approval_poll:float=0.5, # seconds between two looks for approval decisions written elsewhere
+                 session_idle:float|None=None, max_sessions:int=1024): # None: PASSEPARTOUT_SESSION_IDLE_SECONDS; most transcripts in memory
         if host not in LOOPBACK: raise ValueError(f"the daemon listens on loopback only, not {host!r}")
         self.agent_source, self.agent, self.host = agent, None, host
         self.port = config.setting('PASSEPARTOUT_DAEMON_PORT') if port is None else port
@@ -76,6 +77,8 @@ class Daemon:
         self.queues, self.workers, self.seen_sessions, self.connections, self.tasks = {}, {}, set(), set(), []
         self.server, self.token, self.started, self.stopping, self.replies = None, None, None, None, 0
         self.approval_poll, self.approvals_seen, self.carrying, self.watch_error = approval_poll, None, set(), None
+        self.session_idle = config.setting('PASSEPARTOUT_SESSION_IDLE_SECONDS') if session_idle is None else session_idle
+        self.max_sessions, self.evicted = max_sessions, 0
     def __repr__(self): return f"Daemon({self.host}:{self.port}, {'serving' if self.server else 'stopped'})"
 
 # %% ../nbs/51_daemon.ipynb #75dca6bd
@@ -95,7 +98,7 @@ def _prepare_agent(agent:Agent) -> Agent:
     install_repl(agent)
     return agent
 
-# %% ../nbs/51_daemon.ipynb #840a0011
+# %% ../nbs/51_daemon.ipynb #45ab56e6
 async def start(self:Daemon) -> Daemon:
     "Build the agent, bind the socket, write the pid, port and token files, start background services."
     source = self.agent_source if self.agent_source is not None else default_agent
@@ -112,6 +115,7 @@ async def start(self:Daemon) -> Daemon:
     write_secret(self.files['pid'], f"{os.getpid()}\n")
     self.tasks = [asyncio.create_task(service(self)) for service in self.background]
     if _watches_approvals(self.agent): self.tasks.append(asyncio.create_task(self._watch_approvals()))
+    self.tasks.append(asyncio.create_task(self._evict_idle()))
     return self
 
 Daemon.start = start
@@ -306,7 +310,7 @@ def enqueue(self:Daemon, signal, conn:Connection|None=None, reply_meta:dict|None
 
 Daemon._dispatch, Daemon.enqueue = _dispatch, enqueue
 
-# %% ../nbs/51_daemon.ipynb #05adce09
+# %% ../nbs/51_daemon.ipynb #21d9e969
 _serving = threading.local()   # per turn thread: the session it is running
 
 def _run_batch(self:Daemon, batch:list) -> list:
@@ -338,8 +342,27 @@ async def _work(self:Daemon, session:str):
     finally:
         del self.workers[session]
         if not queue: self.queues.pop(session, None)
+        if len(self.agent.transcripts) > self.max_sessions: self.evict_sessions()
 
 Daemon._run_batch, Daemon._work, Daemon._follow = _run_batch, _work, _follow
+
+# %% ../nbs/51_daemon.ipynb #f65394d9
+def evict_sessions(self:Daemon) -> list:
+    "Drop idle transcripts from the agent's memory (never a running session's), and the least recently used beyond `max_sessions`."
+    try: dropped = self.agent.evict(self.session_idle, busy=set(self.workers), keep=self.max_sessions * 7 // 8)
+    except Exception as e: self.agent.syslog.log('ERROR', f"could not evict idle sessions: {type(e).__name__}: {e}"); return []
+    self.evicted += len(dropped)
+    self.seen_sessions.difference_update(dropped)
+    if len(self.seen_sessions) > self.max_sessions: self.seen_sessions = set(self.agent.transcripts) | set(self.workers)
+    return dropped
+
+async def _evict_idle(self:Daemon):
+    "Evict idle sessions every half idle period (at most every minute) while serving."
+    while not self.stopping.is_set():
+        await asyncio.sleep(min(max(self.session_idle / 2, 0.05), 60))
+        self.evict_sessions()
+
+Daemon.evict_sessions, Daemon._evict_idle = evict_sessions, _evict_idle
 
 # %% ../nbs/51_daemon.ipynb #8da46413
 def _watches_approvals(agent) -> bool:
@@ -375,7 +398,7 @@ async def _watch_approvals(self:Daemon):
 
 Daemon._decisions, Daemon._watch_approvals = _decisions, _watch_approvals
 
-# %% ../nbs/51_daemon.ipynb #59efb52f
+# %% ../nbs/51_daemon.ipynb #11025568
 def _rss_kb() -> int|None:
     "This process's resident memory in KiB (Linux), or None."
     try:
@@ -387,7 +410,7 @@ def status(self:Daemon) -> dict:
     "What `daemon status` shows: pid, address, uptime, sessions, connections, memory."
     return {'pid': os.getpid(), 'address': f"{self.host}:{self.port}", 'host': self.host, 'port': self.port,
             'uptime': round(time.time() - self.started, 3) if self.started else 0.0,
-            'sessions': len(self.seen_sessions), 'active_sessions': len(self.workers),
+            'sessions': len(self.seen_sessions), 'active_sessions': len(self.workers), 'evicted_sessions': self.evicted,
             'connections': len(self.connections), 'pending': len(self.pending), 'refused': self.refusals.total,
             'replies': self.replies, 'memory_kb': _rss_kb()}
 

@@ -6,7 +6,7 @@ Docs: https://passepartout-agent.github.io/passepartout/loop.html.md"""
 
 # %% auto #0
 __all__ = ['SKIP', 'ABORT', 'SystemLog', 'Recovery', 'fallback', 'Agent', 'transcript', 'hold', 'on_error', 'audit_message',
-           'audit_batch', 'process', 'follow', 'send', 'asend']
+           'audit_batch', 'evict', 'process', 'follow', 'send', 'asend']
 
 # %% ../nbs/08_loop.ipynb #33ff8ff8
 import asyncio, contextlib, logging, secrets, threading, time
@@ -44,14 +44,15 @@ class Recovery:
 SKIP, ABORT = Recovery('skip'), Recovery('abort')
 def fallback(text:str) -> Recovery: return Recovery('fallback', text)
 
-# %% ../nbs/08_loop.ipynb #6c6c966d
+# %% ../nbs/08_loop.ipynb #836987f5
 class Agent:
     "A provider, gates, tools and actuators, joined by the metabolic loop."
     def __init__(self, provider=None, *, gates:GateEngine|None=None, tools:Toolbelt|None=None,
                  name:str='Passepartout', mandates=(), max_depth:int=10, max_attempts:int=3,
                  max_result_chars:int=20000, max_transcript:int=200, default_actuator:str='cli', log_size:int=1000,
-                 workspace=None): # the directory tools may write (None: `config.workspace()` when needed)
-        self.provider, self.name, self.mandates, self.workspace = provider, name, list(mandates), workspace
+                 workspace=None, # the directory tools may write (None: `config.workspace()` when needed)
+                 sessions=None): # a `SessionStore` (`34_sessions`) the transcripts persist in (None: memory only)
+        self.provider, self.name, self.mandates, self.workspace, self.sessions = provider, name, list(mandates), workspace, sessions
         self.gates = gates if gates is not None else GateEngine()
         self.tools = tools if tools is not None else Toolbelt()
         self.handlers, self.actuators, self.syslog = PreReasonHandlers(), Actuators(), SystemLog(log_size)
@@ -59,15 +60,18 @@ class Agent:
         self.max_transcript, self.default_actuator = max_transcript, default_actuator
         self.actuators.register('tool', run_tool)
         self.actuators.register('cli', deliver_reply, silent=True)
-        self.recovery, self.transcripts, self.held = [], {}, {}
+        self.recovery, self.transcripts, self.used, self.held = [], {}, {}, {}   # used: session -> when its transcript was last read
         self.interrupt, self.rollback = threading.Event(), None  # rollback: set by the memory store
         self.audit = None  # audit(event): called for every event of every turn (set by the audit log)
     def __repr__(self): return f"Agent({self.name!r}, provider={getattr(self.provider, 'name', None)!r}, {len(self.gates)} gates, {len(self.tools)} tools)"
 
-# %% ../nbs/08_loop.ipynb #c4418df5
+# %% ../nbs/08_loop.ipynb #4cd455e2
 def transcript(self:Agent, session:str) -> list:
-    "The session's message list, trimmed to `max_transcript` messages at a user message."
-    msgs = self.transcripts.setdefault(session, [])
+    "The session's message list (read from the session store the first time), trimmed to `max_transcript` messages at a user message."
+    msgs = self.transcripts.get(session)
+    if msgs is None:
+        msgs = self.transcripts.setdefault(session, self.sessions.load(session, self.max_transcript) if self.sessions is not None else [])
+    self.used[session] = time.monotonic()
     if len(msgs) > self.max_transcript:
         cut = len(msgs) - self.max_transcript
         while cut < len(msgs) and msgs[cut]['role'] != 'user': cut += 1
@@ -143,7 +147,53 @@ def audit_batch(sink):
     batch = getattr(getattr(sink, '__self__', sink), 'batch', None)
     return batch() if batch is not None else contextlib.nullcontext()
 
-# %% ../nbs/08_loop.ipynb #a77f0aee
+# %% ../nbs/08_loop.ipynb #c0183578
+def _begin(self:Agent, signal:Signal, touched:dict):
+    "Note that the chain touches `signal`'s session; drop a copy in memory that another writer has made stale."
+    session = signal.session
+    if session in touched: return
+    touched[session] = signal.source or ''
+    held = self.transcripts.get(session)
+    if self.sessions is None or held is None or not hasattr(held, 'saved'): return
+    try: fresh = self.sessions.current(held)
+    except Exception as e: self.syslog.log('ERROR', f"session {session!r}: cannot read the session store: {type(e).__name__}: {e}"); return
+    if not fresh and self.transcripts.get(session) is held: del self.transcripts[session]
+
+def _save_sessions(self:Agent, touched:dict):
+    "Write the sessions a chain touched to the session store (one transaction each)."
+    for session, source in touched.items():
+        held = self.transcripts.get(session)
+        if self.sessions is None or held is None or not hasattr(held, 'saved'): continue
+        try: in_step = self.sessions.save(held, source)
+        except Exception as e:
+            self.syslog.log('ERROR', f"session {session!r}: could not be saved (kept in memory, tried again next turn): {type(e).__name__}: {e}"); continue
+        if not in_step and self.transcripts.get(session) is held: del self.transcripts[session]   # another writer moved it: read it again
+
+Agent._begin, Agent._save_sessions = _begin, _save_sessions
+
+# %% ../nbs/08_loop.ipynb #c8274af0
+def evict(self:Agent, idle:float, busy=(), # seconds unused; sessions in use (never dropped)
+          keep:int|None=None) -> list: # most transcripts left in memory (None: no bound)
+    "Drop from memory the transcripts unused for `idle` seconds, then the least recently used beyond `keep`; return the sessions dropped."
+    from passepartout.sessions import changes
+    now, used = time.monotonic(), self.used.copy()
+    stamps = sorted((used.get(s, 0.0), s) for s in list(self.transcripts) if s not in busy)
+    drop = [s for t, s in stamps if now - t >= idle]
+    if keep is not None and len(self.transcripts) - len(drop) > keep:
+        drop += [s for t, s in stamps if now - t < idle][:len(self.transcripts) - len(drop) - keep]
+    dropped = []
+    for session in drop:
+        held = self.transcripts.get(session)
+        if self.sessions is not None and hasattr(held, 'saved') and any(changes(held)):
+            self._save_sessions({session: ''})
+            if self.transcripts.get(session) is held and any(changes(held)): continue   # not saved: keep it rather than lose it
+        self.transcripts.pop(session, None); self.used.pop(session, None); dropped.append(session)
+    for session in used.keys() - self.transcripts.keys(): self.used.pop(session, None)   # dropped elsewhere (a stale copy)
+    return dropped
+
+Agent.evict = evict
+
+# %% ../nbs/08_loop.ipynb #08f1caa4
 _chains = threading.local()   # per thread: the follow-up lists of the `process` calls in progress
 
 def process(self:Agent, signal:Signal, turn:Turn|None=None) -> Turn:
@@ -153,11 +203,11 @@ def process(self:Agent, signal:Signal, turn:Turn|None=None) -> Turn:
 
 def _chain(self:Agent, signal:Signal, turn:Turn) -> Turn:
     "The loop proper: `signal`, its feedback, then the follow-ups, each chain's first signal handed to the audit log."
-    current, later = signal, []
+    current, later, touched = signal, [], {}
     stack = _chains.__dict__.setdefault('stack', [])
     stack.append(later)
     try:
-        audit_message(current, turn)
+        self._begin(current, touched); audit_message(current, turn)
         while current is not None:
             if current.depth > self.max_depth:
                 self.syslog.log('WARNING', f"dropped a {current.sensor} signal at depth {current.depth} (limit {self.max_depth})")
@@ -170,8 +220,8 @@ def _chain(self:Agent, signal:Signal, turn:Turn) -> Turn:
                 except Exception as exc:
                     current = self._recover(exc, current, turn)
                     if current is _ABORT: turn.record('aborted'); break
-            if current is None and later: current = later.pop(0); audit_message(current, turn)
-    finally: stack.pop()
+            if current is None and later: current = later.pop(0); self._begin(current, touched); audit_message(current, turn)
+    finally: stack.pop(); self._save_sessions(touched)
     return turn
 
 def follow(self:Agent, signal:Signal):

@@ -73,7 +73,7 @@ class ScriptedProvider:
             except ValueError as e: raise UnusableAnswer(str(e), provider=self.name) from None
         return Proposal(item, raw=repr(item), provider=self.name)
 
-# %% ../nbs/05_reason.ipynb #f49b8274
+# %% ../nbs/05_reason.ipynb #2505844c
 def note_signal(transcript:list, signal:Signal):
     "Add what `signal` tells the model to the session transcript; only the owner's messages are marked `owner: True`."
     p, sensor = signal.payload, signal.sensor
@@ -99,7 +99,8 @@ def note_release(transcript:list, signal:Signal):
         if i == len(transcript) - 1: transcript[i] = result; return
         transcript[i] = {**result, 'content': "decided by the owner later: the outcome is at the end of the conversation"}
         break
-    transcript.append({'role': 'user', 'owner': False, 'content': f"[outcome of your earlier call {p.get('action') or p.get('tool')}] {signal.text}"})
+    transcript.append({'role': 'user', 'owner': False, 'content': f"[outcome of your earlier call {p.get('action') or p.get('tool')}] {signal.text}",
+                       'held': token, 'released': True})   # marked, so the same outcome is never written twice
 
 def note_action(transcript:list, action:Action):
     "Add an action the agent took to the transcript."
