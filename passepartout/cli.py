@@ -11,11 +11,11 @@ __all__ = ['COMMANDS', 'SUMMARIES', 'LazyGroup', 'main']
 import importlib, importlib.util
 import click
 
-# %% ../nbs/60_cli.ipynb #f5fdb9ca
+# %% ../nbs/60_cli.ipynb #985ae291
 COMMANDS = {
     'demo': 'passepartout.demo:demo_command',
     'send': 'passepartout.app:send_command',
-    'chat': 'passepartout.app:chat_command',
+    'chat': 'passepartout.chat:chat_command',
     'policy': 'passepartout.policy:policy_command',
     'vault': 'passepartout.vault:vault_command',
     'approvals': 'passepartout.approvals:approvals_command',
@@ -33,7 +33,7 @@ COMMANDS = {
 SUMMARIES = {   # what `passepartout --help` lists, without importing a single command's module
     'demo': 'Play an offline session through the real pipeline, gates and approvals (no key, no network).',
     'send': 'Send TEXT to the agent and print its answer.',
-    'chat': 'Talk with the agent line by line (end with Ctrl-D or /quit).',
+    'chat': 'Talk with the agent, watching it work (end with Ctrl-D or /quit).',
     'policy': 'See what the gates decide about an action, without running it.',
     'vault': 'Store secrets the agent may use by handle {{vault:NAME}}, without the model ever seeing them, and say where each may go.',
     'approvals': 'List the actions waiting for approval.',
