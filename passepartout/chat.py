@@ -49,13 +49,13 @@ def call_line(verdict:dict, width:int=120) -> str:
     label = {'ask': 'needs approval', 'deny': 'refused'}.get(verdict.get('decision'), '')
     return shorten(f"{what} {mark}" + (f" {label}: {why}" if why else f" {label}" if label else ''), width)
 
-# %% ../nbs/63_chat.ipynb #9ebe4e7a
+# %% ../nbs/63_chat.ipynb #2fdb4ea7
 def result_line(result:dict, width:int=120) -> str:
     "One line under a tool call: the start of its output (or its error) and how many lines it had."
     if result.get('error'): return '  ⎿ ' + shorten(f"error: {result['error']}", width - 4)
-    lines = str(result.get('output') or '').strip().splitlines()
-    more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ''
-    return '  ⎿ ' + shorten(lines[0] if lines else '(no output)', width - 4 - len(more)) + more
+    lines = [l for l in str(result.get('output') or '').splitlines() if l.strip()]
+    more = f" ({len(lines)} lines)" if len(lines) > 1 else ''
+    return '  ⎿ ' + shorten(' · '.join(lines) or '(no output)', width - 4 - len(more)) + more
 
 # %% ../nbs/63_chat.ipynb #df0eb4f9
 def money(usd:float) -> str:
@@ -261,7 +261,7 @@ def local(self:Chat, line:str) -> bool|None:
 
 Chat.local = local
 
-# %% ../nbs/63_chat.ipynb #b93095c4
+# %% ../nbs/63_chat.ipynb #316d7615
 def talk(self:Chat):
     "Read lines until end of input, `/quit` or a second Ctrl-C at the prompt; each line is a turn or a local command."
     if self.interactive:
@@ -270,9 +270,11 @@ def talk(self:Chat):
     interrupted = False
     while True:
         try: line = self.ask('you> ' if self.interactive else '')
-        except EOFError: break
+        except EOFError:
+            if self.interactive: self.screen.say('')
+            break
         except KeyboardInterrupt:
-            if interrupted: break
+            if interrupted: self.screen.say(''); break
             interrupted = True; self.screen.say('\n(Ctrl-C again to quit)', 'note'); continue
         interrupted = False
         if not line.strip(): continue
