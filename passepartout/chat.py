@@ -143,7 +143,7 @@ def _daemon(self:Chat) -> bool:
 
 Chat._daemon = _daemon
 
-# %% ../nbs/63_chat.ipynb #6f8ac6a7
+# %% ../nbs/63_chat.ipynb #af7259a3
 def _send(self:Chat, text:str, stop:threading.Event) -> dict:
     "One turn, through the daemon when it runs, else in this process; the turn as JSON data."
     s = self.screen
@@ -156,7 +156,7 @@ def _send(self:Chat, text:str, stop:threading.Event) -> dict:
     if self.agent is None:
         from passepartout.app import build_agent
         self.agent = build_agent()
-    return self.agent.send(text, source='cli', session=self.session, on_token=s.token, on_event=s.event, stop=stop).to_dict()
+    return self.agent.send(text, source='cli', session=self.session, on_token=s.token if s.live else None, on_event=s.event, stop=stop).to_dict()
 
 Chat._send = _send
 
@@ -210,7 +210,7 @@ def approve_in_place(self:Chat, pending:dict) -> str|None:
 
 Chat.approve_in_place = approve_in_place
 
-# %% ../nbs/63_chat.ipynb #0e38615f
+# %% ../nbs/63_chat.ipynb #edeed35f
 def _help(chat, arg): chat.screen.say('\n'.join(f"{name:<11} {what}" for name, (what, _) in LOCAL.items()) +
                                       "\n/approve T  approve the held action T (/deny T refuses it)\nCtrl-C      stop the turn (twice at the prompt: quit)")
 
@@ -226,7 +226,7 @@ def _model(chat, arg):
 
 def _cost(chat, arg):
     u = chat.usage
-    line = (f"{chat.turns} turns: {u.get('input_tokens', 0)} tokens in, {u.get('output_tokens', 0)} out, {money(u.get('cost_usd', 0))}")
+    line = (f"{chat.turns} turn{'' if chat.turns == 1 else 's'}: {u.get('input_tokens', 0)} tokens in, {u.get('output_tokens', 0)} out, {money(u.get('cost_usd', 0))}")
     budget = getattr(chat.agent, 'budget', None)
     chat.screen.say(line + (f"; budget {money(budget.remaining)} left of {money(budget.cap)}" if budget is not None and budget.cap > 0 else ''))
 

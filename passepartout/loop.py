@@ -143,7 +143,7 @@ def audit_batch(sink):
     batch = getattr(getattr(sink, '__self__', sink), 'batch', None)
     return batch() if batch is not None else contextlib.nullcontext()
 
-# %% ../nbs/08_loop.ipynb #f3b6ebc9
+# %% ../nbs/08_loop.ipynb #b18c5142
 class StopTurn(Exception):
     "The person watching a turn asked to stop it: the loop ends the turn, recording `stopped`."
 
@@ -158,9 +158,21 @@ def stoppable(on_token, stop):
     def token(text):
         if stop.is_set(): raise StopTurn()
         on_token(text)
+        if stop.is_set(): raise StopTurn()   # the watcher may have found out just now (its client left)
     return token
 
-# %% ../nbs/08_loop.ipynb #8d22bdbd
+def _stop(self:Agent, signal:Signal, turn:Turn, unseen:bool=False, # `signal` is feedback the model has not been shown
+          unrun=None): # the approved action that will not run
+    "End a stopped turn; every tool call in the transcript keeps a result next to it (its output, or that it did not run)."
+    msgs = self.transcript(signal.session)
+    if unseen and signal.sensor in ('tool-output', 'tool-error'): note_signal(msgs, signal)
+    if unrun is not None and unrun.kind == 'tool':
+        msgs.append({'role': 'tool', 'call_id': unrun.call_id, 'name': unrun.tool, 'content': 'not run: the owner stopped the turn', 'is_error': True})
+    turn.record('stopped', sensor=signal.sensor, depth=signal.depth)
+
+Agent._stop = _stop
+
+# %% ../nbs/08_loop.ipynb #d3ce8cad
 _chains = threading.local()   # per thread: the follow-up lists of the `process` calls in progress
 
 def process(self:Agent, signal:Signal, turn:Turn|None=None, *,
@@ -185,13 +197,15 @@ def _chain(self:Agent, signal:Signal, turn:Turn, stop=None) -> Turn:
                 turn.record('dropped', reason='depth limit', depth=current.depth); current = None
             elif self.interrupt.is_set():
                 self.syslog.log('INFO', "interrupted: stopping between cycles"); turn.record('interrupted'); break
-            elif stop is not None and stop.is_set():
-                if current.sensor in ('tool-output', 'tool-error'): note_signal(self.transcript(current.session), current)  # next to its call
-                turn.record('stopped', sensor=current.sensor, depth=current.depth); break
+            elif stop is not None and stop.is_set(): self._stop(current, turn, unseen=True); break
             else:
                 ctx = Context(current, self, turn)
-                try: current = act(reason(perceive(current), ctx), ctx)
-                except StopTurn: turn.record('stopped', sensor=current.sensor, depth=current.depth); break
+                try:
+                    settled = reason(perceive(current), ctx)
+                    if stop is not None and stop.is_set():
+                        self._stop(current, turn, unrun=settled.approved_action if settled.status == 'approved' else None); break
+                    current = act(settled, ctx)
+                except StopTurn: self._stop(current, turn); break
                 except Exception as exc:
                     current = self._recover(exc, current, turn)
                     if current is _ABORT: turn.record('aborted'); break
