@@ -6,7 +6,7 @@ Each test can fail: the streaming test holds the model's stream open until it ha
 on the screen, the approval test judges the file system, the local-command tests count the requests
 the model server received.
 """
-import io, os, re, subprocess, sys, threading, time
+import importlib.util, io, os, re, subprocess, sys, threading, time
 from pathlib import Path
 import pytest
 
@@ -193,3 +193,13 @@ def test_through_the_daemon_it_streams_and_ctrl_c_stops_the_turn_there(env, serv
     finally:
         never.set()
         subprocess.run(cli + ['daemon', 'stop'], capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_piped_chat_never_asks_and_prints_the_token(env, server):
+    build = Path(env['PASSEPARTOUT_WORKSPACE']) / 'build'; build.mkdir()
+    server.add(openai_tool('shell', {'command': 'rm -r build'}, text='Removing build.'))
+    r = subprocess.run(CHAT + ['--resume'], input='remove build\ny\n', env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r'Approve with `approve [a-z0-9]+`', r.stdout) and 'Approve?' not in r.stdout, r.stdout
+    assert build.exists() and len(server.requests) == 2      # the 'y' was an ordinary message, not an approval
+    if importlib.util.find_spec('passepartout.sessions') is None: assert 'keeps no sessions' in r.stderr, r.stderr
