@@ -62,14 +62,14 @@ def money(usd:float) -> str:
     "USD with cents, or with four decimals below a cent."
     return f"${usd:.2f}" if usd == 0 or usd >= 0.01 else f"${usd:.4f}"
 
-# %% ../nbs/63_chat.ipynb #6b959a86
+# %% ../nbs/63_chat.ipynb #637409c7
 class Screen:
     "What a person sees of a turn: streamed text, a waiting indicator, a line per tool call and result."
     def __init__(self, out=None, colour:bool|None=None, live:bool|None=None): # live: stream and animate (a terminal)
         from rich.console import Console
         self.out = out or sys.stdout
         self.colour = use_colour(self.out) if colour is None else colour
-        self.live = bool(getattr(self.out, 'isatty', lambda: False)()) if live is None else live
+        self.live = use_colour(self.out, {'TERM': os.environ.get('TERM', '')}) if live is None else live   # a terminal that can animate
         self.console = Console(file=self.out, force_terminal=self.live, color_system='auto' if self.colour else None,
                                highlight=False, markup=False, emoji=False, soft_wrap=True)
         self.spinner, self.streamed, self.shown, self.last_stream, self.lock = None, '', '', None, threading.RLock()
@@ -210,7 +210,7 @@ def approve_in_place(self:Chat, pending:dict) -> str|None:
 
 Chat.approve_in_place = approve_in_place
 
-# %% ../nbs/63_chat.ipynb #edeed35f
+# %% ../nbs/63_chat.ipynb #e9ad207c
 def _help(chat, arg): chat.screen.say('\n'.join(f"{name:<11} {what}" for name, (what, _) in LOCAL.items()) +
                                       "\n/approve T  approve the held action T (/deny T refuses it)\nCtrl-C      stop the turn (twice at the prompt: quit)")
 
@@ -227,7 +227,7 @@ def _model(chat, arg):
 def _cost(chat, arg):
     u = chat.usage
     line = (f"{chat.turns} turn{'' if chat.turns == 1 else 's'}: {u.get('input_tokens', 0)} tokens in, {u.get('output_tokens', 0)} out, {money(u.get('cost_usd', 0))}")
-    budget = getattr(chat.agent, 'budget', None)
+    budget = chat.agent.budget if chat.agent is not None else None
     chat.screen.say(line + (f"; budget {money(budget.remaining)} left of {money(budget.cap)}" if budget is not None and budget.cap > 0 else ''))
 
 # %% ../nbs/63_chat.ipynb #684ef8f7

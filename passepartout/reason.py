@@ -155,7 +155,7 @@ def _hold(agent, signal:Signal, decision, ctx:Context, transcript:list) -> Signa
     _notify_owner(agent, f"{sender_of(signal)} (not you) started this. {notice}", ctx, token)
     return _settle(signal, 'pending', reply(STRANGER_HOLD_REPLY), decision.trace)
 
-# %% ../nbs/05_reason.ipynb #c6a0bb73
+# %% ../nbs/05_reason.ipynb #17d50095
 def streams(provider) -> bool:
     "Does `provider.propose` take an `on_token` callback?"
     try: return 'on_token' in inspect.signature(provider.propose).parameters
@@ -163,7 +163,7 @@ def streams(provider) -> bool:
 
 def _propose(agent, signal:Signal, transcript:list, rejections:list, turn) -> Action:
     "One attempt of think: the provider's action, with a call id if it is a tool call; its text streams to `turn.on_token` if set."
-    request, on_token = ProposalRequest(agent, signal, transcript, rejections), getattr(turn, 'on_token', None)
+    request, on_token = ProposalRequest(agent, signal, transcript, rejections), turn.on_token if turn is not None else None
     proposal = agent.provider.propose(request, on_token=on_token) if on_token is not None and streams(agent.provider) else agent.provider.propose(request)
     if turn is not None:
         if proposal.usage: _add_usage(turn, proposal.usage)
