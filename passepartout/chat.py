@@ -120,7 +120,7 @@ def event(self:Screen, e:dict):
 
 Screen.event = event
 
-# %% ../nbs/63_chat.ipynb #07221e2f
+# %% ../nbs/63_chat.ipynb #5ff0a767
 def read_line(prompt:str='') -> str:
     "A line of standard input without its newline (`input` on a terminal); `EOFError` at its end."
     if sys.stdin.isatty(): return input(prompt)
@@ -132,7 +132,8 @@ class Chat:
     "One conversation in the terminal: its session, the agent (here, or the daemon's), what it cost."
     def __init__(self, session:str='default', screen:Screen|None=None, ask=read_line): # ask(prompt): read a line
         self.session, self.screen, self.ask = session, screen or Screen(), ask
-        self.agent, self.client, self.worker, self.turns, self.usage = None, None, None, 0, {}
+        self.agent, self.client, self.turns, self.usage = None, None, 0, {}
+        self.idle = threading.Event(); self.idle.set()   # cleared while a turn (even a stopped one) still runs
         self.interactive = sys.stdin.isatty()
 
 def _daemon(self:Chat) -> bool:
@@ -143,37 +144,40 @@ def _daemon(self:Chat) -> bool:
 
 Chat._daemon = _daemon
 
-# %% ../nbs/63_chat.ipynb #af7259a3
+# %% ../nbs/63_chat.ipynb #4b30588b
 def _send(self:Chat, text:str, stop:threading.Event) -> dict:
     "One turn, through the daemon when it runs, else in this process; the turn as JSON data."
-    s = self.screen
+    shown = lambda draw: lambda x: None if stop.is_set() else draw(x)   # a stopped turn draws nothing more
+    token, event = shown(self.screen.token), shown(self.screen.event)
     if self._daemon():
         from passepartout.daemon import Client, request, _expect
         self.client = Client()
-        show = lambda p: s.token(p['token']) if 'token' in p else s.event(p.get('event') or {})
-        try: return _expect(self.client.ask(request(text, self.session, 'cli'), show), 'turn')['turn']
+        progress = lambda p: token(p['token']) if 'token' in p else event(p.get('event') or {})
+        try: return _expect(self.client.ask(request(text, self.session, 'cli'), progress), 'turn')['turn']
         finally: self.client.close(); self.client = None
     if self.agent is None:
         from passepartout.app import build_agent
         self.agent = build_agent()
-    return self.agent.send(text, source='cli', session=self.session, on_token=s.token if s.live else None, on_event=s.event, stop=stop).to_dict()
+    return self.agent.send(text, source='cli', session=self.session, on_token=token if self.screen.live else None,
+                           on_event=event, stop=stop).to_dict()
 
 Chat._send = _send
 
-# %% ../nbs/63_chat.ipynb #66f553ec
+# %% ../nbs/63_chat.ipynb #a4826676
 def run(self:Chat, text:str) -> dict|None:
     "Run one turn in a worker thread while the screen shows it; Ctrl-C stops it (None: stopped)."
-    stop, box = threading.Event(), {}
+    stop, done, box = threading.Event(), threading.Event(), {}
     def work():
         try: box['turn'] = self._send(text, stop)
         except Exception as e: box['error'] = e
+        finally: done.set()
     try:
-        if self.worker is not None and self.worker.is_alive():
+        if not self.idle.is_set():
             self.screen.waiting('waiting for the stopped turn to end…')
-            while self.worker.is_alive(): self.worker.join(0.05)
-        self.worker = threading.Thread(target=work, daemon=True, name='chat-turn')
-        self.screen.waiting(); self.worker.start()
-        while self.worker.is_alive(): self.worker.join(0.05)
+            while not self.idle.wait(0.05): pass
+        self.idle = done
+        self.screen.waiting(); threading.Thread(target=work, daemon=True, name='chat-turn').start()
+        while not done.wait(0.05): pass
     except KeyboardInterrupt:
         stop.set()
         if self.client is not None: self.client.close()   # the daemon stops the turn when its client goes

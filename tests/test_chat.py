@@ -133,8 +133,10 @@ def test_ctrl_c_stops_the_turn_and_twice_quits(env, server):
         child.sendintr()
         child.expect('stopped')
         child.expect('you> ')
+        never.set()                                # the model goes on writing: the stopped turn ends at that piece
         child.sendline('are you there?')
         child.expect('Still here.')
+        assert 'never told' not in child.logfile_read.getvalue()
         child.expect('you> ')
         child.sendintr()
         child.expect('Ctrl-C again to quit')
@@ -203,3 +205,23 @@ def test_piped_chat_never_asks_and_prints_the_token(env, server):
     assert re.search(r'Approve with `approve [a-z0-9]+`', r.stdout) and 'Approve?' not in r.stdout, r.stdout
     assert build.exists() and len(server.requests) == 2      # the 'y' was an ordinary message, not an approval
     if importlib.util.find_spec('passepartout.sessions') is None: assert 'keeps no sessions' in r.stderr, r.stderr
+
+
+def test_enter_leaves_the_approval_waiting_for_another_channel(env, server):
+    build = Path(env['PASSEPARTOUT_WORKSPACE']) / 'build'; build.mkdir()
+    server.add(openai_stream(['Removing build.'], tool=('shell', {'command': 'rm -r build'})))
+    child = spawn(env)
+    try:
+        child.sendline('remove build')
+        child.expect(r'approve ([a-z0-9]+)`')
+        token = child.match.group(1)
+        child.expect(re.escape('[y]es / [n]o / [a]lways / [s]how'))
+        child.sendline('')
+        child.expect('left waiting')
+        child.expect('you> ')
+        child.sendline('/approvals')
+        child.expect(token + r'\s+expires in')
+        child.expect('you> ')
+        assert quit_chat(child) == 0
+    finally: child.close(force=True)
+    assert build.exists() and len(server.requests) == 1
