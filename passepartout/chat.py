@@ -7,7 +7,7 @@ Docs: https://passepartout-agent.github.io/passepartout/chat.html.md"""
 # %% auto #0
 __all__ = ['MARKS', 'STYLES', 'ANSWERS', 'LOCAL', 'use_colour', 'shorten', 'action_text', 'verdict_reasons', 'call_line',
            'result_line', 'money', 'Screen', 'waiting', 'token', 'event', 'read_line', 'Chat', 'run',
-           'approve_in_place', 'local', 'talk', 'chat_command']
+           'approve_in_place', 'new_session', 'local', 'talk', 'chat_command']
 
 # %% ../nbs/63_chat.ipynb #e7b04490
 import json, os, secrets, sys, threading, time
@@ -214,12 +214,18 @@ def approve_in_place(self:Chat, pending:dict) -> str|None:
 
 Chat.approve_in_place = approve_in_place
 
-# %% ../nbs/63_chat.ipynb #e9ad207c
+# %% ../nbs/63_chat.ipynb #ac4cbebc
 def _help(chat, arg): chat.screen.say('\n'.join(f"{name:<11} {what}" for name, (what, _) in LOCAL.items()) +
                                       "\n/approve T  approve the held action T (/deny T refuses it)\nCtrl-C      stop the turn (twice at the prompt: quit)")
 
+def new_session() -> str:
+    "A fresh session id (the session store's, when this installation has one)."
+    try: from passepartout.sessions import new_session_id
+    except ImportError: return f"chat-{time.strftime('%Y%m%d-%H%M')}-{secrets.token_hex(2)}"
+    return new_session_id()
+
 def _clear(chat, arg):
-    chat.session = f"chat-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+    chat.session = new_session()
     chat.screen.say(f"new session {chat.session}", 'note')
 
 def _model(chat, arg):
@@ -234,17 +240,18 @@ def _cost(chat, arg):
     budget = chat.agent.budget if chat.agent is not None else None
     chat.screen.say(line + (f"; budget {money(budget.remaining)} left of {money(budget.cap)}" if budget is not None and budget.cap > 0 else ''))
 
-# %% ../nbs/63_chat.ipynb #684ef8f7
+# %% ../nbs/63_chat.ipynb #cfe1d039
 def _approvals(chat, arg):
     from passepartout.approvals import ApprovalStore, _describe
     rows = ApprovalStore().pending()
     chat.screen.say('\n'.join(_describe(r) for r in rows) if rows else "no actions are waiting for approval")
 
 def _sessions(chat, arg):
-    try: from passepartout import sessions
+    try: from passepartout.sessions import list_sessions, _row
     except ImportError: return chat.screen.say(f"this installation keeps no list of sessions; this chat is session {chat.session!r}", 'note')
-    listing = getattr(sessions, 'list_sessions', None)
-    chat.screen.say('\n'.join(map(str, listing())) if listing else f"this chat is session {chat.session!r}")
+    rows = list_sessions(20)
+    chat.screen.say('\n'.join(_row(r) for r in rows) if rows else "no conversations are stored yet")
+    chat.screen.say(f"this chat is session {chat.session!r}; `passepartout chat --session ID` continues another", 'note')
 
 LOCAL = {'/help': ("these commands", _help), '/clear': ("start a new session (the model forgets this one)", _clear),
          '/model': ("the model providers answering", _model), '/cost': ("tokens and money spent in this chat", _cost),
@@ -265,12 +272,13 @@ def local(self:Chat, line:str) -> bool|None:
 
 Chat.local = local
 
-# %% ../nbs/63_chat.ipynb #316d7615
+# %% ../nbs/63_chat.ipynb #30af7aa2
 def talk(self:Chat):
     "Read lines until end of input, `/quit` or a second Ctrl-C at the prompt; each line is a turn or a local command."
     if self.interactive:
         import readline   # line editing and history for `input`
-        self.screen.say(f"Passepartout chat, session {self.session!r}: /help for commands, Ctrl-C stops a turn, Ctrl-D quits.", 'note')
+        self.screen.say(f"Passepartout chat, session {self.session} (continue it later with `passepartout chat --session "
+                        f"{self.session}` or `--resume`): /help for commands, Ctrl-C stops a turn, Ctrl-D quits.", 'note')
     interrupted = False
     while True:
         try: line = self.ask('you> ' if self.interactive else '')
@@ -300,14 +308,14 @@ def _turn(self:Chat, line:str) -> bool:
 
 Chat.talk, Chat._turn = talk, _turn
 
-# %% ../nbs/63_chat.ipynb #01e45443
+# %% ../nbs/63_chat.ipynb #7e0ebcd5
 @click.command('chat')
-@click.option('--session', default='default', help='Conversation to continue.')
-@click.option('--resume', is_flag=True, help='Continue the most recent conversation.')
+@click.option('--session', default=None, help='Conversation to continue (default: a new one).')
+@click.option('--resume', is_flag=True, help='Continue the most recent conversation begun here.')
 def chat_command(session, resume):
     "Talk with the agent, watching it work (end with Ctrl-D or /quit)."
-    if resume:
+    if resume and session is None:
         try: from passepartout.sessions import latest_session
-        except ImportError: click.echo("--resume: this installation keeps no sessions; continuing session " + repr(session), err=True)
-        else: session = latest_session() or session
-    Chat(session).talk()
+        except ImportError: click.echo("--resume: this installation keeps no sessions; starting a new one", err=True)
+        else: session = latest_session()
+    Chat(session or new_session()).talk()
