@@ -6,11 +6,11 @@ Docs: https://passepartout-agent.github.io/passepartout/chat.html.md"""
 
 # %% auto #0
 __all__ = ['MARKS', 'STYLES', 'ANSWERS', 'LOCAL', 'use_colour', 'shorten', 'action_text', 'verdict_reasons', 'call_line',
-           'result_line', 'money', 'Screen', 'waiting', 'token', 'event', 'read_line', 'Chat', 'run',
+           'result_line', 'money', 'Screen', 'waiting', 'token', 'event', 'read_line', 'Chat', 'hang_up', 'run',
            'approve_in_place', 'new_session', 'local', 'talk', 'chat_command']
 
-# %% ../nbs/63_chat.ipynb #e7b04490
-import json, os, secrets, sys, threading, time
+# %% ../nbs/63_chat.ipynb #255d6ed4
+import json, os, secrets, socket, sys, threading, time
 import click
 
 # %% ../nbs/63_chat.ipynb #c772d2d6
@@ -144,7 +144,7 @@ def _daemon(self:Chat) -> bool:
 
 Chat._daemon = _daemon
 
-# %% ../nbs/63_chat.ipynb #4b30588b
+# %% ../nbs/63_chat.ipynb #c6eb2806
 def _send(self:Chat, text:str, stop:threading.Event) -> dict:
     "One turn, through the daemon when it runs, else in this process; the turn as JSON data."
     shown = lambda draw: lambda x: None if stop.is_set() else draw(x)   # a stopped turn draws nothing more
@@ -161,9 +161,15 @@ def _send(self:Chat, text:str, stop:threading.Event) -> dict:
     return self.agent.send(text, source='cli', session=self.session, on_token=token if self.screen.live else None,
                            on_event=event, stop=stop).to_dict()
 
+def hang_up(client):
+    "Close a daemon client's connection now, even while another thread waits on it (`close` alone would not wake it)."
+    try: client.sock.shutdown(socket.SHUT_RDWR)
+    except OSError: pass
+    client.close()
+
 Chat._send = _send
 
-# %% ../nbs/63_chat.ipynb #a4826676
+# %% ../nbs/63_chat.ipynb #37b2f7ec
 def run(self:Chat, text:str) -> dict|None:
     "Run one turn in a worker thread while the screen shows it; Ctrl-C stops it (None: stopped)."
     stop, done, box = threading.Event(), threading.Event(), {}
@@ -180,7 +186,7 @@ def run(self:Chat, text:str) -> dict|None:
         while not done.wait(0.05): pass
     except KeyboardInterrupt:
         stop.set()
-        if self.client is not None: self.client.close()   # the daemon stops the turn when its client goes
+        if (client := self.client) is not None: hang_up(client)   # the daemon stops the turn when its client goes
         self.screen.waiting(None); self.screen.say('stopped', 'note'); return None
     self.screen.waiting(None)
     if 'error' in box: self.screen.say(f"the turn failed: {type(box['error']).__name__}: {box['error']}", 'error'); return None

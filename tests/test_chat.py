@@ -167,9 +167,11 @@ def test_through_the_daemon_it_streams_and_ctrl_c_stops_the_turn_there(env, serv
     "With a daemon serving the home, the chat talks to it: progress frames stream, and Ctrl-C stops the daemon's turn."
     cli = CHAT[:-1]
     release, never = threading.Event(), threading.Event()
-    server.add(openai_stream(['Through ', 'the daemon ', release, 'it streams.']), openai_stream(['Endless ', never, 'story.']))
+    server.add(openai_stream(['Through ', 'the daemon ', release, 'it streams.']), openai_stream(['Endless ', never, 'story.']),
+               openai_stream(['After the stop.']))
     out = subprocess.run(cli + ['daemon', 'start', '--port', '0'], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
+    audit = lambda: subprocess.run(cli + ['audit'], capture_output=True, text=True, env=env, timeout=60).stdout
     try:
         child = spawn(env)
         try:
@@ -184,16 +186,17 @@ def test_through_the_daemon_it_streams_and_ctrl_c_stops_the_turn_there(env, serv
             child.sendintr()
             child.expect('stopped')
             child.expect('you> ')
+            never.set()                            # the model goes on: the daemon, its client gone, stops the turn there
+            deadline = time.monotonic() + 15
+            while 'stopped' not in (seen := audit()) and time.monotonic() < deadline: time.sleep(0.3)
+            assert 'stopped' in seen and 'story.' not in seen, seen
+            child.sendline('still there?')
+            child.expect('After the stop.')
+            child.expect('you> ')
+            assert 'story.' not in child.logfile_read.getvalue()
             assert quit_chat(child) == 0
-        finally: release.set(); child.close(force=True)
-        audit = subprocess.run(cli + ['audit'], capture_output=True, text=True, env=env, timeout=60).stdout
-        deadline = time.monotonic() + 10
-        while 'stopped' not in audit and time.monotonic() < deadline:   # the daemon stops at the stream's next piece
-            never.set(); time.sleep(0.2)
-            audit = subprocess.run(cli + ['audit'], capture_output=True, text=True, env=env, timeout=60).stdout
-        assert 'stopped' in audit and 'story.' not in audit, audit
+        finally: release.set(); never.set(); child.close(force=True)
     finally:
-        never.set()
         subprocess.run(cli + ['daemon', 'stop'], capture_output=True, text=True, env=env, timeout=60)
 
 
