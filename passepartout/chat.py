@@ -6,11 +6,11 @@ Docs: https://passepartout-agent.github.io/passepartout/chat.html.md"""
 
 # %% auto #0
 __all__ = ['MARKS', 'STYLES', 'ANSWERS', 'LOCAL', 'use_colour', 'shorten', 'action_text', 'verdict_reasons', 'call_line',
-           'result_line', 'money', 'Screen', 'waiting', 'token', 'event', 'read_line', 'Chat', 'hang_up', 'run',
-           'approve_in_place', 'new_session', 'local', 'talk', 'chat_command']
+           'result_line', 'money', 'Screen', 'waiting', 'token', 'event', 'read_line', 'Chat', 'hang_up', 'no_echo',
+           'run', 'approve_in_place', 'new_session', 'local', 'talk', 'chat_command']
 
-# %% ../nbs/63_chat.ipynb #255d6ed4
-import json, os, secrets, socket, sys, threading, time
+# %% ../nbs/63_chat.ipynb #86c46701
+import contextlib, json, os, secrets, socket, sys, termios, threading, time
 import click
 
 # %% ../nbs/63_chat.ipynb #c772d2d6
@@ -169,7 +169,19 @@ def hang_up(client):
 
 Chat._send = _send
 
-# %% ../nbs/63_chat.ipynb #37b2f7ec
+# %% ../nbs/63_chat.ipynb #e1435f06
+@contextlib.contextmanager
+def no_echo(terminal:bool):
+    "Turn the terminal's echo of typed keys off for the duration (Ctrl-C still interrupts)."
+    fd = sys.stdin.fileno() if terminal else None
+    try: saved = termios.tcgetattr(fd) if terminal else None
+    except (termios.error, OSError): saved = None
+    if saved is None: yield; return
+    termios.tcsetattr(fd, termios.TCSADRAIN, saved[:3] + [saved[3] & ~termios.ECHO] + saved[4:])
+    try: yield
+    finally: termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+# %% ../nbs/63_chat.ipynb #24958263
 def run(self:Chat, text:str) -> dict|None:
     "Run one turn in a worker thread while the screen shows it; Ctrl-C stops it (None: stopped)."
     stop, done, box = threading.Event(), threading.Event(), {}
@@ -178,12 +190,13 @@ def run(self:Chat, text:str) -> dict|None:
         except Exception as e: box['error'] = e
         finally: done.set()
     try:
-        if not self.idle.is_set():
-            self.screen.waiting('waiting for the stopped turn to end…')
-            while not self.idle.wait(0.05): pass
-        self.idle = done
-        self.screen.waiting(); threading.Thread(target=work, daemon=True, name='chat-turn').start()
-        while not done.wait(0.05): pass
+        with no_echo(self.interactive):
+            if not self.idle.is_set():
+                self.screen.waiting('waiting for the stopped turn to end…')
+                while not self.idle.wait(0.05): pass
+            self.idle = done
+            self.screen.waiting(); threading.Thread(target=work, daemon=True, name='chat-turn').start()
+            while not done.wait(0.05): pass
     except KeyboardInterrupt:
         stop.set()
         if (client := self.client) is not None: hang_up(client)   # the daemon stops the turn when its client goes
