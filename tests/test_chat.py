@@ -79,9 +79,13 @@ def test_tokens_reach_the_screen_before_the_turn_ends(env, server):
         child.sendline('hi')
         child.expect('Streaming works ')          # on screen while the server still holds the rest of the answer
         assert not release.is_set() and server.requests[0]['json']['stream'] is True
+        child.send('typed ahead')                  # not echoed into the answer: it waits for the next prompt
+        time.sleep(0.3)
         release.set()
         child.expect('and ends here.')
-        child.expect('you> ')
+        assert 'typed ahead' not in child.before
+        child.expect('you> typed ahead')
+        child.sendcontrol('u')
         assert quit_chat(child) == 0
     finally: release.set(); child.close(force=True)
 
