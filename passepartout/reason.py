@@ -57,7 +57,7 @@ def system_prompt(agent, signal:Signal, rejections:list) -> str:
                      + '\n'.join(f"- {r}" for r in rejections))
     return '\n\n'.join(parts)
 
-# %% ../nbs/05_reason.ipynb #7ac6dc3a
+# %% ../nbs/05_reason.ipynb #200f9537
 class ScriptedProvider:
     "Plays a fixed list of answers: actions, dicts, callables of the request, or exceptions to raise."
     def __init__(self, script, name:str='scripted'):
@@ -71,7 +71,8 @@ class ScriptedProvider:
         if isinstance(item, dict):
             try: item = Action.from_dict(item)
             except ValueError as e: raise UnusableAnswer(str(e), provider=self.name) from None
-        if on_token is not None and (item.text if item.kind == 'reply' else item.explanation): on_token(item.text if item.kind == 'reply' else item.explanation)
+        written = item.text if item.kind == 'reply' else item.explanation   # what a model streams: its text
+        if on_token is not None and written: on_token(written)
         return Proposal(item, raw=repr(item), provider=self.name)
 
 # %% ../nbs/05_reason.ipynb #f49b8274
