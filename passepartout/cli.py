@@ -11,11 +11,11 @@ __all__ = ['COMMANDS', 'SUMMARIES', 'CHECKS', 'LazyGroup', 'SetupFailed', 'main'
 import importlib, importlib.util, os
 import click
 
-# %% ../nbs/60_cli.ipynb #7ab1607a
+# %% ../nbs/60_cli.ipynb #1361539f
 COMMANDS = {
     'demo': 'passepartout.demo:demo_command',
     'send': 'passepartout.app:send_command',
-    'chat': 'passepartout.app:chat_command',
+    'chat': 'passepartout.chat:chat_command',
     'sessions': 'passepartout.sessions:sessions_command',
     'policy': 'passepartout.policy:policy_command',
     'vault': 'passepartout.vault:vault_command',
@@ -34,7 +34,7 @@ COMMANDS = {
 SUMMARIES = {   # what `passepartout --help` lists, without importing a single command's module
     'demo': 'Play an offline session through the real pipeline, gates and approvals (no key, no network).',
     'send': 'Send TEXT to the agent and print its answer.',
-    'chat': 'Talk with the agent line by line (end with Ctrl-D or /quit).',
+    'chat': 'Talk with the agent, watching it work (end with Ctrl-D or /quit).',
     'sessions': 'List the stored conversations, most recent first (`sessions show ID`, `sessions forget ID`).',
     'policy': 'See what the gates decide about an action, without running it.',
     'vault': 'Store secrets the agent may use by handle {{vault:NAME}}, without the model ever seeing them, and say where each may go.',

@@ -275,11 +275,12 @@ async def _read_requests(self:Daemon, reader, conn:Connection):
 
 Daemon._read_requests = _read_requests
 
-# %% ../nbs/51_daemon.ipynb #613f4a87
+# %% ../nbs/51_daemon.ipynb #62fd0899
 def _reply_meta(envelope:dict) -> dict:
-    "The part of a request's meta echoed in its reply: id and session."
+    "The part of a request's meta echoed in its reply: id, session, and whether progress frames were asked for."
     meta = envelope.get('meta') if isinstance(envelope.get('meta'), dict) else {}
-    return {k: meta[k] for k in ('id', 'session') if k in meta and isinstance(meta[k], (str, int, float))}
+    return {k: meta[k] for k in ('id', 'session') if k in meta and isinstance(meta[k], (str, int, float))} | \
+           ({'progress': True} if meta.get('progress') is True else {})
 
 def _request_meta(envelope:dict) -> dict:
     "Session and source of a request, checked; `ProtocolError` if they are not short strings."
@@ -310,18 +311,28 @@ def enqueue(self:Daemon, signal, conn:Connection|None=None, reply_meta:dict|None
 
 Daemon._dispatch, Daemon.enqueue = _dispatch, enqueue
 
-# %% ../nbs/51_daemon.ipynb #21d9e969
+# %% ../nbs/51_daemon.ipynb #9dc043d6
 _serving = threading.local()   # per turn thread: the session it is running
 
 def _run_batch(self:Daemon, batch:list) -> list:
     "Run a session's queued signals one after another (in a pool thread); a failure is one error reply."
     out = []
-    for signal, _, meta in batch:
+    for signal, conn, meta in batch:
         _serving.session = signal.session
-        try: out.append(response('turn', meta, turn=self.agent.process(signal).to_dict()))
+        try: out.append(response('turn', meta, turn=self.agent.process(signal, **self._progress(conn, meta)).to_dict()))
         except Exception as e: out.append(response('error', meta, text=f"the turn failed: {type(e).__name__}: {e}"))
         finally: _serving.session = None
     return out
+
+def _progress(self:Daemon, conn, meta:dict) -> dict:
+    "For a request that asked (`meta.progress`): the turn's tokens and events as `progress` frames to `conn`; the turn stops once `conn` is gone."
+    if conn is None or not meta.get('progress'): return {}
+    stop = threading.Event()
+    def forward(**payload):
+        if not conn.open: stop.set()
+        else: self.loop.call_soon_threadsafe(conn.send, response('progress', meta, **payload))
+    return {'on_token': lambda text: forward(token=text), 'stop': stop,
+            'on_event': lambda event: event['kind'] == 'message' or forward(event=event)}
 
 def _follow(self:Daemon, signal):
     "The agent's `follow` in the daemon: in the running turn if it is of the same session, else queued on its own session."
@@ -344,7 +355,7 @@ async def _work(self:Daemon, session:str):
         if not queue: self.queues.pop(session, None)
         if len(self.agent.transcripts) > self.max_sessions: self.evict_sessions()
 
-Daemon._run_batch, Daemon._work, Daemon._follow = _run_batch, _work, _follow
+Daemon._run_batch, Daemon._work, Daemon._follow, Daemon._progress = _run_batch, _work, _follow, _progress
 
 # %% ../nbs/51_daemon.ipynb #f65394d9
 def evict_sessions(self:Daemon) -> list:
@@ -468,7 +479,7 @@ def request(text:str|None=None, session:str='default', source:str='cli', id=None
     body = {'sensor': sensor, **({'text': text} if text is not None else {}), **payload}
     return {'type': 'EVENT', 'meta': {'session': session, 'source': source, 'id': id}, 'payload': body}
 
-# %% ../nbs/51_daemon.ipynb #68f042d6
+# %% ../nbs/51_daemon.ipynb #b2e94159
 class Client:
     "A blocking client: connect, hand-shake, then one request at a time."
     def __init__(self, state_dir=None, timeout:float|None=300.0, address=None, token:str|None=None):
@@ -482,12 +493,14 @@ class Client:
         if answer.get('payload', {}).get('sensor') != 'handshake':
             self.sock.close(); raise ProtocolError(answer.get('payload', {}).get('text', 'handshake refused'))
         self.next_id = 0
-    def ask(self, envelope:dict) -> dict:
+    def ask(self, envelope:dict, on_progress=None) -> dict: # `on_progress(payload)`: asks for, and gets, the turn's progress frames
         "Send one request and return the reply's payload."
         self.next_id += 1
-        envelope['meta'] = {**envelope.get('meta', {}), 'id': self.next_id}
+        envelope['meta'] = {**envelope.get('meta', {}), 'id': self.next_id, **({'progress': True} if on_progress else {})}
         send_frame(self.sock, envelope)
-        return recv_frame(self.sock)['payload']
+        while (payload := recv_frame(self.sock)['payload']).get('sensor') == 'progress':
+            if on_progress: on_progress(payload)
+        return payload
     def close(self): self.sock.close()
     def __enter__(self): return self
     def __exit__(self, *exc): self.close()
@@ -507,17 +520,18 @@ def daemon_running(state_dir=None) -> bool:
     except OSError: return False
     return True
 
-# %% ../nbs/51_daemon.ipynb #e62b0510
+# %% ../nbs/51_daemon.ipynb #2fe011e8
 def _expect(payload:dict, sensor:str) -> dict:
     "The reply payload if it is of `sensor`; else the error it carries, raised."
     if payload.get('sensor') == 'protocol-error': raise ProtocolError(payload.get('text', 'protocol error'))
     if payload.get('sensor') != sensor: raise PassepartoutError(payload.get('text') or f"unexpected reply: {str(payload)[:200]}")
     return {k: v for k, v in payload.items() if k != 'sensor'}
 
-def client_send(text:str, session:str='default', source:str='cli', timeout:float|None=300.0, state_dir=None) -> dict:
+def client_send(text:str, session:str='default', source:str='cli', timeout:float|None=300.0, state_dir=None,
+                on_progress=None) -> dict: # `on_progress(payload)`: each `progress` frame (`token` or `event`) before the reply
     "Run one turn in the running daemon; the turn as JSON data (the shape of `Turn.to_dict()`)."
     with Client(state_dir, timeout) as client:
-        return _expect(client.ask(request(text, session, source)), 'turn')['turn']
+        return _expect(client.ask(request(text, session, source), on_progress), 'turn')['turn']
 
 def client_status(timeout:float|None=10.0, state_dir=None) -> dict:
     "The running daemon's status."

@@ -6,9 +6,9 @@ Docs: https://passepartout-agent.github.io/passepartout/loop.html.md"""
 
 # %% auto #0
 __all__ = ['SKIP', 'ABORT', 'SystemLog', 'Recovery', 'fallback', 'Agent', 'transcript', 'hold', 'on_error', 'audit_message',
-           'audit_batch', 'evict', 'process', 'follow', 'send', 'asend']
+           'audit_batch', 'evict', 'StopTurn', 'watched', 'stoppable', 'process', 'follow', 'send', 'asend']
 
-# %% ../nbs/08_loop.ipynb #33ff8ff8
+# %% ../nbs/08_loop.ipynb #fdd6b72c
 import asyncio, contextlib, logging, secrets, threading, time
 from collections import deque
 from dataclasses import dataclass
@@ -16,7 +16,7 @@ from .errors import LLMError, BudgetError
 from .signals import Signal, Context, Turn, reply, sender_of, from_owner
 from .perceive import perceive, PreReasonHandlers
 from .gates import GateEngine
-from .reason import reason
+from .reason import reason, note_signal
 from .tools import Toolbelt
 from .act import act, Actuators, run_tool, deliver_reply, resolve_target
 
@@ -193,15 +193,48 @@ def evict(self:Agent, idle:float, busy=(), # seconds unused; sessions in use (ne
 
 Agent.evict = evict
 
-# %% ../nbs/08_loop.ipynb #08f1caa4
+# %% ../nbs/08_loop.ipynb #b18c5142
+class StopTurn(Exception):
+    "The person watching a turn asked to stop it: the loop ends the turn, recording `stopped`."
+
+def watched(audit, on_event):
+    "A turn sink: the audit log, then the watcher's `on_event`."
+    if on_event is None or audit is None: return on_event or audit
+    return lambda event: (audit(event), on_event(event))
+
+def stoppable(on_token, stop):
+    "`on_token`, raising `StopTurn` instead once `stop` is set."
+    if on_token is None or stop is None: return on_token
+    def token(text):
+        if stop.is_set(): raise StopTurn()
+        on_token(text)
+        if stop.is_set(): raise StopTurn()   # the watcher may have found out just now (its client left)
+    return token
+
+def _stop(self:Agent, signal:Signal, turn:Turn, unseen:bool=False, # `signal` is feedback the model has not been shown
+          unrun=None): # the approved action that will not run
+    "End a stopped turn; every tool call in the transcript keeps a result next to it (its output, or that it did not run)."
+    msgs = self.transcript(signal.session)
+    if unseen and signal.sensor in ('tool-output', 'tool-error'): note_signal(msgs, signal)
+    if unrun is not None and unrun.kind == 'tool':
+        msgs.append({'role': 'tool', 'call_id': unrun.call_id, 'name': unrun.tool, 'content': 'not run: the owner stopped the turn', 'is_error': True})
+    turn.record('stopped', sensor=signal.sensor, depth=signal.depth)
+
+Agent._stop = _stop
+
+# %% ../nbs/08_loop.ipynb #61107c68
 _chains = threading.local()   # per thread: the follow-up lists of the `process` calls in progress
 
-def process(self:Agent, signal:Signal, turn:Turn|None=None) -> Turn:
+def process(self:Agent, signal:Signal, turn:Turn|None=None, *,
+            on_token=None, # `on_token(text)`: the model's text as it streams (a new turn only)
+            on_event=None, # `on_event(event)`: every event of the turn as it happens, after the audit log (a new turn only)
+            stop=None      # a `threading.Event`: set, the turn ends at the next token or step, recording `stopped`
+           ) -> Turn:
     "Run Perceive → Reason → Act on `signal` and on every feedback signal it causes, then on the signals queued with `follow`."
-    turn = turn if turn is not None else Turn(sink=self.audit)
-    with audit_batch(self.audit): return self._chain(signal, turn)
+    if turn is None: turn = Turn(sink=watched(self.audit, on_event), on_token=stoppable(on_token, stop))
+    with audit_batch(self.audit): return self._chain(signal, turn, stop)
 
-def _chain(self:Agent, signal:Signal, turn:Turn) -> Turn:
+def _chain(self:Agent, signal:Signal, turn:Turn, stop=None) -> Turn:
     "The loop proper: `signal`, its feedback, then the follow-ups, each chain's first signal handed to the audit log."
     current, later, touched = signal, [], {}
     stack = _chains.__dict__.setdefault('stack', [])
@@ -214,9 +247,15 @@ def _chain(self:Agent, signal:Signal, turn:Turn) -> Turn:
                 turn.record('dropped', reason='depth limit', depth=current.depth); current = None
             elif self.interrupt.is_set():
                 self.syslog.log('INFO', "interrupted: stopping between cycles"); turn.record('interrupted'); break
+            elif stop is not None and stop.is_set(): self._stop(current, turn, unseen=True); break
             else:
                 ctx = Context(current, self, turn)
-                try: current = act(reason(perceive(current), ctx), ctx)
+                try:
+                    settled = reason(perceive(current), ctx)
+                    if stop is not None and stop.is_set():
+                        self._stop(current, turn, unrun=settled.approved_action if settled.status == 'approved' else None); break
+                    current = act(settled, ctx)
+                except StopTurn: self._stop(current, turn); break
                 except Exception as exc:
                     current = self._recover(exc, current, turn)
                     if current is _ABORT: turn.record('aborted'); break
@@ -230,9 +269,9 @@ def follow(self:Agent, signal:Signal):
     if stack: stack[-1].append(signal)
     else: self.process(signal)
 
-def send(self:Agent, raw, source:str='cli', session:str='default', **meta) -> Turn:
-    "Perceive `raw` input from `source` and run the loop on it."
-    return self.process(perceive(raw, source=source, session=session, **meta))
+def send(self:Agent, raw, source:str='cli', session:str='default', *, on_token=None, on_event=None, stop=None, **meta) -> Turn:
+    "Perceive `raw` input from `source` and run the loop on it (watched and stoppable as `process` says)."
+    return self.process(perceive(raw, source=source, session=session, **meta), on_token=on_token, on_event=on_event, stop=stop)
 
 async def asend(self:Agent, raw, source:str='cli', session:str='default', **meta) -> Turn:
     "`send` for async code: the turn runs in a worker thread."

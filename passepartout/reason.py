@@ -6,10 +6,10 @@ Docs: https://passepartout-agent.github.io/passepartout/reason.html.md"""
 
 # %% auto #0
 __all__ = ['MODEL_BLIND', 'STRANGER_HOLD_REPLY', 'STRANGER_REFUSAL', 'UnusableAnswer', 'Proposal', 'ProposalRequest',
-           'system_prompt', 'ScriptedProvider', 'note_signal', 'note_release', 'note_action', 'reason']
+           'system_prompt', 'ScriptedProvider', 'note_signal', 'note_release', 'note_action', 'streams', 'reason']
 
-# %% ../nbs/05_reason.ipynb #134bc3b5
-import dataclasses
+# %% ../nbs/05_reason.ipynb #2b337939
+import dataclasses, inspect
 from collections.abc import Callable
 from .errors import LLMError
 from .signals import Signal, Action, Context, reply, from_owner, sender_of
@@ -57,12 +57,12 @@ def system_prompt(agent, signal:Signal, rejections:list) -> str:
                      + '\n'.join(f"- {r}" for r in rejections))
     return '\n\n'.join(parts)
 
-# %% ../nbs/05_reason.ipynb #4526d8b1
+# %% ../nbs/05_reason.ipynb #200f9537
 class ScriptedProvider:
     "Plays a fixed list of answers: actions, dicts, callables of the request, or exceptions to raise."
     def __init__(self, script, name:str='scripted'):
         self.script, self.name, self.requests = list(script), name, []
-    def propose(self, request:ProposalRequest) -> Proposal:
+    def propose(self, request:ProposalRequest, on_token=None) -> Proposal:
         self.requests.append(request)
         if not self.script: raise LLMError("the script has no more answers", provider=self.name)
         item = self.script.pop(0)
@@ -71,6 +71,8 @@ class ScriptedProvider:
         if isinstance(item, dict):
             try: item = Action.from_dict(item)
             except ValueError as e: raise UnusableAnswer(str(e), provider=self.name) from None
+        written = item.text if item.kind == 'reply' else item.explanation   # what a model streams: its text
+        if on_token is not None and written: on_token(written)
         return Proposal(item, raw=repr(item), provider=self.name)
 
 # %% ../nbs/05_reason.ipynb #2505844c
@@ -155,10 +157,16 @@ def _hold(agent, signal:Signal, decision, ctx:Context, transcript:list) -> Signa
     _notify_owner(agent, f"{sender_of(signal)} (not you) started this. {notice}", ctx, token)
     return _settle(signal, 'pending', reply(STRANGER_HOLD_REPLY), decision.trace)
 
-# %% ../nbs/05_reason.ipynb #7908105e
+# %% ../nbs/05_reason.ipynb #bb16e450
+def streams(provider) -> bool:
+    "Does `provider.propose` take an `on_token` callback?"
+    try: return 'on_token' in inspect.signature(provider.propose).parameters
+    except (AttributeError, TypeError, ValueError): return False
+
 def _propose(agent, signal:Signal, transcript:list, rejections:list, turn) -> Action:
-    "One attempt of think: the provider's action, with a call id if it is a tool call."
-    proposal = agent.provider.propose(ProposalRequest(agent, signal, transcript, rejections))
+    "One attempt of think: the provider's action, with a call id if it is a tool call; its text streams to `turn.on_token` if set."
+    request, on_token = ProposalRequest(agent, signal, transcript, rejections), turn.on_token if turn is not None else None
+    proposal = agent.provider.propose(request, on_token=on_token) if on_token is not None and streams(agent.provider) else agent.provider.propose(request)
     if turn is not None:
         if proposal.usage: _add_usage(turn, proposal.usage)
         turn.record('proposal', action=proposal.action.to_dict(), attempt=len(rejections) + 1, provider=proposal.provider)

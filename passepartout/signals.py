@@ -155,11 +155,12 @@ class Context:
     attempt:int=1           # 1-based proposal attempt within Reason
     verified:object=None    # the action the gates approved in this step (set by Reason, read by Act)
 
-# %% ../nbs/02_signals.ipynb #e1f4817e
+# %% ../nbs/02_signals.ipynb #aa02128a
 class Turn:
     "Everything one user message caused: proposals, verdicts, results, replies, held actions."
-    def __init__(self, sink=None): # `sink(event)`: also called for every event (the audit log)
-        self.events, self.replies, self.pending, self.usage, self.sink = [], [], [], {}, sink
+    def __init__(self, sink=None, # `sink(event)`: also called for every event (the audit log, a chat's display)
+                 on_token=None):       # `on_token(text)`: the model's text as it streams, for a person watching
+        self.events, self.replies, self.pending, self.usage, self.sink, self.on_token = [], [], [], {}, sink, on_token
     def record(self, kind:str, **data):
         "Append an event of `kind` (proposal, verdict, result, reply, pending, error, dropped, ...)."
         data['kind'] = kind
