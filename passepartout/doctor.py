@@ -101,27 +101,32 @@ def env_file_problems(f:Path) -> list:
     return [f"{f}: line{'s' * (len(bad) > 1)} {', '.join(bad)} cannot be parsed and {'are' if len(bad) > 1 else 'is'} ignored: "
             "write NAME=VALUE, with quotes around a value that has spaces"] if bad else []
 
-# %% ../nbs/54_doctor.ipynb #9831921f
+# %% ../nbs/54_doctor.ipynb #9ffe3d01
 _KIND = {'int': 'a whole number', 'float': 'a number'}
 
-def check_config(env, p:config.Paths|None=None) -> list:
-    "`.env` can be read and parses; every PASSEPARTOUT_* setting parses; an unknown PASSEPARTOUT_* name is probably a typo."
-    p = p or config.paths(env)
-    out = [Finding('config', 'fail', why) for why in env_file_problems(p.config / '.env')]
-    for name, (default, typ, _) in config.SETTINGS.items():
+def _bad_setting(name:str, error:ValueError, env_file) -> str:
+    "The sentence for a setting that does not parse: a Passepartout error already says what to do, a bare ValueError gets the fix here."
+    from passepartout.errors import PassepartoutError
+    if isinstance(error, PassepartoutError): return error.message
+    default, typ, _ = config.SETTINGS[name]
+    return f"{error}: set {name} to {_KIND.get(typ.__name__, typ.__name__)} such as {default} (the default) in {env_file} or the environment, or remove it"
+
+def check_config(env, env_file:Path|None=None) -> list:
+    "`env_file` (the `.env`, if given) can be read and parses; every PASSEPARTOUT_* setting parses; an unknown PASSEPARTOUT_* name is probably a typo."
+    out = [Finding('config', 'fail', why) for why in env_file_problems(env_file)] if env_file else []
+    for name in config.SETTINGS:
         try: config.setting(name, env)
-        except ValueError as e: out.append(Finding('config', 'fail', f"{e}: set {name} to {_KIND.get(typ.__name__, typ.__name__)} such as "
-                                                   f"{default} (the default) in {p.config / '.env'} or the environment, or remove it"))
+        except ValueError as e: out.append(Finding('config', 'fail', _bad_setting(name, e, env_file or '$config/.env')))
     unknown = sorted(k for k in env if k.startswith('PASSEPARTOUT_') and k not in config.SETTINGS)
     if unknown: out.append(Finding('config', 'warn', f"unknown settings (typos?): {', '.join(unknown)}"))
     return out or [Finding('config', 'ok', f"all {len(config.SETTINGS)} settings parse")]
 
-# %% ../nbs/54_doctor.ipynb #bae1a6cf
+# %% ../nbs/54_doctor.ipynb #fc10834b
 def workspace_problem(env) -> str|None:
     "Why the workspace (PASSEPARTOUT_WORKSPACE, else the current directory) cannot be used, with what to do; None if it can."
     raw, choose = env.get('PASSEPARTOUT_WORKSPACE'), "set PASSEPARTOUT_WORKSPACE to the project directory the agent may work in"
     try: ws = config.workspace(env)
-    except OSError: return f"the current directory no longer exists, and it is the workspace: cd to a project, or {choose}"
+    except (OSError, ValueError): return f"the current directory no longer exists, and it is the workspace: cd to a project, or {choose}"
     named = f"PASSEPARTOUT_WORKSPACE={raw}" if raw else f"the workspace {ws} (the current directory)"
     if not os.path.lexists(ws): return f"{named} does not exist: create it (mkdir -p {ws}), or {choose}"
     if not ws.is_dir(): return f"{named} is a file, not a directory: {choose}"
@@ -158,7 +163,7 @@ def ask_once(provider) -> float:
     provider._parsed(provider._client_for().post(url, content=content, headers=headers))
     return time.monotonic() - start
 
-# %% ../nbs/54_doctor.ipynb #60fddf6e
+# %% ../nbs/54_doctor.ipynb #f91d690b
 _VARIABLES = {'openai': ('OPENAI_BASE_URL', 'OPENAI_MODEL'), 'openrouter': ('OPENROUTER_BASE_URL', 'OPENROUTER_MODEL'),
               'anthropic': ('ANTHROPIC_BASE_URL', 'ANTHROPIC_MODEL'), 'ollama': ('OLLAMA_HOST', 'OLLAMA_MODEL')}
 
@@ -172,7 +177,7 @@ def _refusal_fix(p, status:int|None) -> str:
     if status == 429: return "the key is rate limited or out of quota: wait, or check the account"
     if status is not None and status >= 500: return "the server is up but failing: see its logs, or try later"
     if status is not None and status >= 400: return f"the server refused a minimal request: check {model_var} and {url_var}"
-    return f"the server answered, but not in the {p.kind} wire format: check that {url_var} points at a {p.kind} API"
+    return f"the server answered, but not in the {p.kind} wire format: check that {url_var} points at the API itself"
 
 # %% ../nbs/54_doctor.ipynb #93909e38
 def probe_provider(spec:str, p, timeout:float) -> Finding:
@@ -189,12 +194,14 @@ def probe_provider(spec:str, p, timeout:float) -> Finding:
     finally: p.close()
     return Finding('providers', 'ok', f"{spec}: ready ({p.model} at {p.url} answered a 1-token request in {took:.1f} s)")
 
-# %% ../nbs/54_doctor.ipynb #928707fc
+# %% ../nbs/54_doctor.ipynb #15a347c9
 def _offline_provider(spec:str, p) -> Finding:
     "A provider with no server (the replay provider): ready when its recorded session can be read."
     from passepartout.errors import PassepartoutError
     try: calls = len(p.load())
-    except (PassepartoutError, ValueError) as e: return Finding('providers', 'fail', f"{spec}: {getattr(e, 'message', e)}")
+    except (PassepartoutError, ValueError) as e:
+        why = getattr(e, 'message', str(e))
+        return Finding('providers', 'fail', why if why.startswith(f"{spec}:") else f"{spec}: {why}")
     demo = ': the packaged demo, which answers only the demo; set PASSEPARTOUT_PROVIDERS for a live model' if getattr(p, 'hint', '') else ''
     return Finding('providers', 'ok', f"{spec}: ready offline ({calls} recorded calls in {p.path}{demo})")
 
@@ -202,9 +209,10 @@ def _unknown_provider(spec:str, error:Exception) -> Finding:
     "A cascade entry `make_provider` refused, with the nearest known name if there is one."
     import difflib
     from passepartout.cascade import PROVIDER_KINDS
+    from passepartout.errors import PassepartoutError
     near = difflib.get_close_matches(spec.partition(':')[0].strip(), PROVIDER_KINDS, n=1)
-    hint = f"did you mean {near[0]!r}? " if near else ''
-    return Finding('providers', 'fail', f"{error}: {hint}correct PASSEPARTOUT_PROVIDERS (`passepartout configure --set PASSEPARTOUT_PROVIDERS=...`)")
+    fix = '' if isinstance(error, PassepartoutError) else ": correct PASSEPARTOUT_PROVIDERS (`passepartout configure --set PASSEPARTOUT_PROVIDERS=...`)"
+    return Finding('providers', 'fail', f"{error}{fix}" + (f" (did you mean {near[0]!r}?)" if near else ''))
 
 # %% ../nbs/54_doctor.ipynb #66c30a0b
 def check_providers(env, timeout:float=3.0, network:bool=False) -> list:
@@ -289,13 +297,13 @@ def check_permissions(p:config.Paths, env, fix:bool=False) -> list:
             out.append(_permission_finding(f, mode, extra, fix))
     return out or [Finding('permissions', 'ok', f"{len(entries)} files and directories the agent keeps are private" if entries else "nothing kept yet")]
 
-# %% ../nbs/54_doctor.ipynb #309e9ff4
+# %% ../nbs/54_doctor.ipynb #27d9aadc
 def run_checks(env=None, fix:bool=False, timeout:float=3.0, network:bool=False) -> list:
     "Every check, in order; a check that crashes is one `fail` naming the error."
     env = dict(os.environ if env is None else env)
     try: p = config.paths(env)
     except Exception as e: return [Finding('home', 'fail', f"the agent's home cannot be found ({type(e).__name__}: {e}): set PASSEPARTOUT_HOME to a directory")]
-    checks = [('home', lambda: check_home(p, env, fix)), ('config', lambda: check_config(env, p)), ('workspace', lambda: check_workspace(env)),
+    checks = [('home', lambda: check_home(p, env, fix)), ('config', lambda: check_config(env, p.config / '.env')), ('workspace', lambda: check_workspace(env)),
               ('providers', lambda: check_providers(env, timeout, network)), ('sandbox', check_sandbox),
               ('stores', lambda: check_stores(p.data)), ('permissions', lambda: check_permissions(p, env, fix))]
     out = []
