@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 from . import config
 
-# %% ../nbs/54_doctor.ipynb #0c5e38be
+# %% ../nbs/54_doctor.ipynb #4ce38e46
 @dataclass(frozen=True, slots=True)
 class Finding:
     "One result of one check."
@@ -26,9 +26,12 @@ class Finding:
 
 def format_report(findings:list, width:int|None=None) -> str:
     "The findings as aligned lines (wrapped to `width` columns if given), then a summary line."
-    import textwrap
+    import re, textwrap
     lines = [f"{f.status:<5}  {f.check:<11}  {f.detail}" for f in findings]
-    if width: lines = [textwrap.fill(l, max(width, 60), subsequent_indent=' ' * 20, break_long_words=False, break_on_hyphens=False) for l in lines]
+    if width:   # a `command` is not cut in two: its spaces do not break while wrapping
+        whole = lambda line: re.sub(r'`[^`]*`', lambda m: m[0].replace(' ', '\xa0'), line)
+        lines = [textwrap.fill(whole(l), max(width, 60), subsequent_indent=' ' * 20, break_long_words=False, break_on_hyphens=False).replace('\xa0', ' ')
+                 for l in lines]
     n = {s: sum(f.status == s for f in findings) for s in ('fail', 'warn', 'ok', 'fixed', 'skip')}
     more = (f", {n['fixed']} fixed" if n['fixed'] else '') + (f", {n['skip']} skipped" if n['skip'] else '')
     return '\n'.join(lines + [f"doctor: {n['fail']} failed, {n['warn']} warnings, {n['ok']} ok{more}"])
@@ -163,7 +166,7 @@ def ask_once(provider) -> float:
     provider._parsed(provider._client_for().post(url, content=content, headers=headers))
     return time.monotonic() - start
 
-# %% ../nbs/54_doctor.ipynb #f91d690b
+# %% ../nbs/54_doctor.ipynb #62ccdc60
 _VARIABLES = {'openai': ('OPENAI_BASE_URL', 'OPENAI_MODEL'), 'openrouter': ('OPENROUTER_BASE_URL', 'OPENROUTER_MODEL'),
               'anthropic': ('ANTHROPIC_BASE_URL', 'ANTHROPIC_MODEL'), 'ollama': ('OLLAMA_HOST', 'OLLAMA_MODEL')}
 
@@ -172,7 +175,7 @@ def _refusal_fix(p, status:int|None) -> str:
     url_var, model_var = _VARIABLES.get(p.name, ('its base URL', 'its model'))
     if status in (401, 403):
         if not p.key_env: return f"the server at {p.base_url} wants credentials: check {url_var}"
-        return f"set a valid key in {p.key_env}" if p._key else f"no key is set: set {p.key_env} (`passepartout configure`)"
+        return f"the key in {p.key_env} was refused: put a valid one there (`passepartout configure`)" if p._key else f"no key is set: set {p.key_env} (`passepartout configure`)"
     if status == 404: return f"check {model_var} (is {p.model!r} available there?) and {url_var}"
     if status == 429: return "the key is rate limited or out of quota: wait, or check the account"
     if status is not None and status >= 500: return "the server is up but failing: see its logs, or try later"
@@ -214,7 +217,7 @@ def _unknown_provider(spec:str, error:Exception) -> Finding:
     fix = '' if isinstance(error, PassepartoutError) else ": correct PASSEPARTOUT_PROVIDERS (`passepartout configure --set PASSEPARTOUT_PROVIDERS=...`)"
     return Finding('providers', 'fail', f"{error}{fix}" + (f" (did you mean {near[0]!r}?)" if near else ''))
 
-# %% ../nbs/54_doctor.ipynb #66c30a0b
+# %% ../nbs/54_doctor.ipynb #65dbec9b
 def check_providers(env, timeout:float=3.0, network:bool=False) -> list:
     "Each provider of PASSEPARTOUT_PROVIDERS is known and has its key; with `network`, each answers one minimal request."
     from concurrent.futures import ThreadPoolExecutor
@@ -225,7 +228,7 @@ def check_providers(env, timeout:float=3.0, network:bool=False) -> list:
         except (ValueError, OSError) as e: out.append(_unknown_provider(spec, e)); continue
         if getattr(p, 'base_url', None) is None: out.append(_offline_provider(spec, p))
         elif p.key_env and not p._key and p._needs_key(): out.append(Finding('providers', 'fail', f"{spec}: no API key: set {p.key_env} (`passepartout configure`)"))
-        elif not network: out.append(Finding('providers', 'skip', f"{spec}: not asked (network checks skipped): {p.model} at {p.base_url}"))
+        elif not network: out.append(Finding('providers', 'skip', f"{spec}: not asked (network checks skipped; `passepartout doctor` asks it): {p.model} at {p.base_url}"))
         else: asks.append((len(out), spec, p)); out.append(None)
     with ThreadPoolExecutor(max(1, len(asks))) as pool:
         for (i, _, _), finding in zip(asks, pool.map(lambda a: probe_provider(a[1], a[2], timeout), asks)): out[i] = finding
@@ -284,7 +287,7 @@ def is_private(f:Path, p:config.Paths, vault_key:Path) -> bool:
     "Must `f` be its owner's alone (0600)? Every store in the data directory, the keys, tokens, `.env` and the vault key."
     return f == vault_key or p.data in f.parents or f.name == '.env' or f.suffix in ('.key', '.token')
 
-# %% ../nbs/54_doctor.ipynb #a1cee924
+# %% ../nbs/54_doctor.ipynb #601b1299
 def check_permissions(p:config.Paths, env, fix:bool=False) -> list:
     "Stores and secrets are the owner's alone (0600), directories 0700, nothing else is writable by others; `fix` removes the extra bits."
     vault_key, out, entries = _vault_key(p, env), [], agent_entries(p, env)
@@ -295,7 +298,9 @@ def check_permissions(p:config.Paths, env, fix:bool=False) -> list:
         mode = stat.S_IMODE(st.st_mode)
         if extra := mode & (0o077 if stat.S_ISDIR(st.st_mode) or is_private(f, p, vault_key) else 0o022):
             out.append(_permission_finding(f, mode, extra, fix))
-    return out or [Finding('permissions', 'ok', f"{len(entries)} files and directories the agent keeps are private" if entries else "nothing kept yet")]
+    dirs = sum(f.is_dir() for f in entries)
+    counted = f"{len(entries) - dirs} file{'s' * (len(entries) - dirs != 1)} and {dirs} director{'ies' if dirs != 1 else 'y'}"
+    return out or [Finding('permissions', 'ok', f"everything the agent keeps is private ({counted})" if entries else "nothing kept yet")]
 
 # %% ../nbs/54_doctor.ipynb #27d9aadc
 def run_checks(env=None, fix:bool=False, timeout:float=3.0, network:bool=False) -> list:
