@@ -6,8 +6,9 @@ Docs: https://passepartout-agent.github.io/passepartout/doctor.html.md"""
 
 # %% auto #0
 __all__ = ['Finding', 'format_report', 'check_home', 'env_file_problems', 'check_config', 'workspace_problem', 'check_workspace',
-           'Ping', 'ask_once', 'probe_provider', 'check_providers', 'check_sandbox', 'agent_entries', 'check_stores',
-           'is_private', 'check_permissions', 'run_checks', 'doctor_command', 'write_env', 'configure_command']
+           'check_daemon', 'Ping', 'ask_once', 'probe_provider', 'check_providers', 'check_sandbox', 'agent_entries',
+           'check_stores', 'is_private', 'check_permissions', 'run_checks', 'doctor_command', 'write_env',
+           'configure_command']
 
 # %% ../nbs/54_doctor.ipynb #c05072e9
 import io, json, os, shutil, sqlite3, stat, sys, time
@@ -16,11 +17,11 @@ from pathlib import Path
 import click
 from . import config
 
-# %% ../nbs/54_doctor.ipynb #4ce38e46
+# %% ../nbs/54_doctor.ipynb #867e13de
 @dataclass(frozen=True, slots=True)
 class Finding:
     "One result of one check."
-    check:str   # home, config, workspace, providers, sandbox, stores, permissions
+    check:str   # home, config, workspace, daemon, providers, sandbox, stores, permissions
     status:str  # ok, warn, fail, skip (not checked, and why) or fixed (repaired by --fix)
     detail:str  # one readable sentence; a failure names the path or setting and the fix
 
@@ -153,6 +154,22 @@ def check_workspace(env) -> list:
                     "~/.local/bin) is in reach. They are protected (the sandbox pins them, the agent stops if they are swapped, "
                     "writing startup files asks), but start the agent from a project directory, or set PASSEPARTOUT_WORKSPACE "
                     "to one (or PASSEPARTOUT_HOME to a directory outside the workspace)")]
+
+# %% ../nbs/54_doctor.ipynb #7aaa4eb5
+def check_daemon(p:config.Paths, env) -> list:
+    "A running daemon answers at its recorded address; otherwise a fixed PASSEPARTOUT_DAEMON_PORT must be free to listen on."
+    import socket
+    from passepartout.daemon import daemon_running, read_address
+    if daemon_running(p.state): return [Finding('daemon', 'ok', "the daemon is running at {}:{}".format(*read_address(p.state)))]
+    try: port = config.setting('PASSEPARTOUT_DAEMON_PORT', env)
+    except ValueError: return []   # the config check says why
+    if port == 0: return [Finding('daemon', 'ok', "the daemon is not running; it will listen on any free port")]
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # as the daemon's server does: a closing connection does not count
+        try: probe.bind(('127.0.0.1', port))
+        except OSError as e: return [Finding('daemon', 'fail', f"PASSEPARTOUT_DAEMON_PORT={port} is taken by another program ({e.strerror}), so the daemon "
+                                              "cannot start: set PASSEPARTOUT_DAEMON_PORT to 0 (any free port) or to a free port")]
+    return [Finding('daemon', 'ok', f"the daemon is not running; port {port} is free for it")]
 
 # %% ../nbs/54_doctor.ipynb #3cb1c424
 class Ping:
@@ -302,14 +319,14 @@ def check_permissions(p:config.Paths, env, fix:bool=False) -> list:
     counted = f"{len(entries) - dirs} file{'s' * (len(entries) - dirs != 1)} and {dirs} director{'ies' if dirs != 1 else 'y'}"
     return out or [Finding('permissions', 'ok', f"everything the agent keeps is private ({counted})" if entries else "nothing kept yet")]
 
-# %% ../nbs/54_doctor.ipynb #27d9aadc
+# %% ../nbs/54_doctor.ipynb #1a6353c1
 def run_checks(env=None, fix:bool=False, timeout:float=3.0, network:bool=False) -> list:
     "Every check, in order; a check that crashes is one `fail` naming the error."
     env = dict(os.environ if env is None else env)
     try: p = config.paths(env)
     except Exception as e: return [Finding('home', 'fail', f"the agent's home cannot be found ({type(e).__name__}: {e}): set PASSEPARTOUT_HOME to a directory")]
     checks = [('home', lambda: check_home(p, env, fix)), ('config', lambda: check_config(env, p.config / '.env')), ('workspace', lambda: check_workspace(env)),
-              ('providers', lambda: check_providers(env, timeout, network)), ('sandbox', check_sandbox),
+              ('daemon', lambda: check_daemon(p, env)), ('providers', lambda: check_providers(env, timeout, network)), ('sandbox', check_sandbox),
               ('stores', lambda: check_stores(p.data)), ('permissions', lambda: check_permissions(p, env, fix))]
     out = []
     for name, check in checks:

@@ -3,7 +3,7 @@ in a process of its own, must end in a failed check that names the path or setti
 status 1 and no traceback; providers are ready only when a real request is answered (loopback servers
 speaking each wire format, tests/llm_servers.py); `--fix` repairs modes and directories, and nothing
 else; `--offline` sends nothing."""
-import hashlib, os, shutil, subprocess, sys
+import hashlib, os, shutil, socket, subprocess, sys
 import httpx, pytest
 
 from llm_servers import LLMServer
@@ -19,7 +19,8 @@ def home(tmp_path):
     "A healthy setup: a home with its three directories (0700), a workspace, the replay provider."
     for d in ('config', 'data', 'state'): (tmp_path / 'home' / d).mkdir(parents=True, mode=0o700)
     (tmp_path / 'ws').mkdir()
-    return {'PASSEPARTOUT_HOME': str(tmp_path / 'home'), 'PASSEPARTOUT_WORKSPACE': str(tmp_path / 'ws'), 'PASSEPARTOUT_PROVIDERS': 'replay'}
+    return {'PASSEPARTOUT_HOME': str(tmp_path / 'home'), 'PASSEPARTOUT_WORKSPACE': str(tmp_path / 'ws'), 'PASSEPARTOUT_PROVIDERS': 'replay',
+            'PASSEPARTOUT_DAEMON_PORT': '0'}   # any free port: another daemon on this machine must not make this home look broken
 
 
 def doctor(env, *args, prefix=(), cwd=None):
@@ -106,6 +107,19 @@ def _rules_writable_by_others(t, env):
     (t / 'home' / 'config' / 'permissions.toml').write_text('# my rules\n'); (t / 'home' / 'config' / 'permissions.toml').chmod(0o666); return env, []
 
 
+def _port_taken(t, env):
+    held = socket.socket(); held.bind(('127.0.0.1', 0)); held.listen(); _HELD.append(held)
+    return {**env, 'PASSEPARTOUT_DAEMON_PORT': str(held.getsockname()[1])}, []
+
+_HELD = []   # sockets held while the doctor runs
+
+
+@pytest.fixture(autouse=True)
+def _release_held_ports():
+    yield
+    while _HELD: _HELD.pop().close()
+
+
 def _readable(relative, content=b'secret'):
     "A store or secret file the agent keeps, left readable by others."
     def arrange(t, env):
@@ -134,6 +148,7 @@ BROKEN = [
     ('.env line does not parse', _env_file_bad_line, 'config', ['/.env: line 2 cannot be parsed', 'write NAME=VALUE']),
     ('replay session missing', _replay_file_missing, 'providers', ['no-session.jsonl', 'PASSEPARTOUT_REPLAY_FILE']),
     ('cloud provider without key', _cloud_provider_without_key, 'providers', ['anthropic: no API key: set ANTHROPIC_API_KEY']),
+    ('daemon port taken', _port_taken, 'daemon', ['is taken by another program', 'set PASSEPARTOUT_DAEMON_PORT to 0 (any free port)']),
     ('rules writable by others', _rules_writable_by_others, 'permissions', ['permissions.toml is 0666: other users can change it', 'chmod 644']),
 ] + [(f"{name} readable by others", _readable(name), 'permissions', [f"/home/{name} is 0644: other users can read it", f"chmod 600 "])
      for name in ('config/.env', 'config/vault.key', 'config/audit.key', 'state/daemon.token', 'data/approvals.db', 'data/audit.db',
