@@ -199,7 +199,7 @@ def _refusal_fix(p, status:int|None) -> str:
     if status is not None and status >= 400: return f"the server refused a minimal request: check {model_var} and {url_var}"
     return f"the server answered, but not in the {p.kind} wire format: check that {url_var} points at the API itself"
 
-# %% ../nbs/54_doctor.ipynb #93909e38
+# %% ../nbs/54_doctor.ipynb #1e25dfd0
 def probe_provider(spec:str, p, timeout:float) -> Finding:
     "`ok` only if provider `p` answered one minimal request in time; else why not and which setting to change."
     import httpx
@@ -209,8 +209,8 @@ def probe_provider(spec:str, p, timeout:float) -> Finding:
     except httpx.ConnectError as e: return Finding('providers', 'fail', f"{spec}: nothing answers at {p.base_url} ({str(e) or type(e).__name__}): start the server, or correct {url_var}")
     except httpx.TimeoutException: return Finding('providers', 'fail', f"{spec}: no answer from {p.url} within {timeout:g} s: check {url_var}; "
                                                   "a local model may still be loading (run doctor again, or give it --timeout 60)")
-    except httpx.HTTPError as e: return Finding('providers', 'fail', f"{spec}: {p.url} failed ({type(e).__name__}: {e}): check {url_var}")
     except ProviderError as e: return Finding('providers', 'fail', f"{spec}: {p.url}: {e.message}: {_refusal_fix(p, e.status)}")
+    except Exception as e: return Finding('providers', 'fail', f"{spec}: {p.url} failed ({type(e).__name__}: {e}): check {url_var}")   # a URL httpx cannot use, ...
     finally: p.close()
     return Finding('providers', 'ok', f"{spec}: ready ({p.model} at {p.url} answered a 1-token request in {took:.1f} s)")
 

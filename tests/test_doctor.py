@@ -232,6 +232,15 @@ def test_nothing_listening_names_the_url_and_its_variable(tmp_path, home):
     assert status == 1
 
 
+@pytest.mark.parametrize('url', ['127.0.0.1:8000/v1', 'http://[::1'])
+def test_a_url_that_cannot_be_used_names_its_variable(tmp_path, home, url):
+    status, out = doctor({**home, 'PASSEPARTOUT_PROVIDERS': 'openai,replay', 'OPENAI_BASE_URL': url})
+    [finding] = lines(out, 'fail', 'providers')
+    assert finding.startswith('openai: ') and finding.endswith('check OPENAI_BASE_URL'), out
+    assert lines(out, 'ok', 'providers'), out   # the other provider is still checked
+    assert status == 1
+
+
 def test_a_slow_provider_is_not_ready_within_the_timeout(tmp_path, home):
     server = LLMServer('openai').add({'delay': 3, 'json': {}})
     try:
