@@ -125,12 +125,14 @@ def check_config(env, env_file:Path|None=None) -> list:
     if unknown: out.append(Finding('config', 'warn', f"unknown settings (typos?): {', '.join(unknown)}"))
     return out or [Finding('config', 'ok', f"all {len(config.SETTINGS)} settings parse")]
 
-# %% ../nbs/54_doctor.ipynb #fc10834b
+# %% ../nbs/54_doctor.ipynb #b44805ec
 def workspace_problem(env) -> str|None:
     "Why the workspace (PASSEPARTOUT_WORKSPACE, else the current directory) cannot be used, with what to do; None if it can."
     raw, choose = env.get('PASSEPARTOUT_WORKSPACE'), "set PASSEPARTOUT_WORKSPACE to the project directory the agent may work in"
     try: ws = config.workspace(env)
-    except (OSError, ValueError): return f"the current directory no longer exists, and it is the workspace: cd to a project, or {choose}"
+    except (OSError, ValueError, RuntimeError) as e:
+        if raw: return f"PASSEPARTOUT_WORKSPACE={raw} cannot be used ({e}): {choose}"
+        return f"the current directory no longer exists, and it is the workspace: cd to a project, or {choose}"
     named = f"PASSEPARTOUT_WORKSPACE={raw}" if raw else f"the workspace {ws} (the current directory)"
     if not os.path.lexists(ws): return f"{named} does not exist: create it (mkdir -p {ws}), or {choose}"
     if not ws.is_dir(): return f"{named} is a file, not a directory: {choose}"
@@ -155,7 +157,7 @@ def check_workspace(env) -> list:
                     "writing startup files asks), but start the agent from a project directory, or set PASSEPARTOUT_WORKSPACE "
                     "to one (or PASSEPARTOUT_HOME to a directory outside the workspace)")]
 
-# %% ../nbs/54_doctor.ipynb #7aaa4eb5
+# %% ../nbs/54_doctor.ipynb #152f1d92
 def check_daemon(p:config.Paths, env) -> list:
     "A running daemon answers at its recorded address; otherwise a fixed PASSEPARTOUT_DAEMON_PORT must be free to listen on."
     import socket
@@ -164,6 +166,7 @@ def check_daemon(p:config.Paths, env) -> list:
     try: port = config.setting('PASSEPARTOUT_DAEMON_PORT', env)
     except ValueError: return []   # the config check says why
     if port == 0: return [Finding('daemon', 'ok', "the daemon is not running; it will listen on any free port")]
+    if not 0 < port < 65536: return [Finding('daemon', 'fail', f"PASSEPARTOUT_DAEMON_PORT={port} is not a port: set it to 0 (any free port) or to one from 1 to 65535")]
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # as the daemon's server does: a closing connection does not count
         try: probe.bind(('127.0.0.1', port))
