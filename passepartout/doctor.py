@@ -125,12 +125,14 @@ def check_config(env, env_file:Path|None=None) -> list:
     if unknown: out.append(Finding('config', 'warn', f"unknown settings (typos?): {', '.join(unknown)}"))
     return out or [Finding('config', 'ok', f"all {len(config.SETTINGS)} settings parse")]
 
-# %% ../nbs/54_doctor.ipynb #b44805ec
+# %% ../nbs/54_doctor.ipynb #a15f2ef1
 def workspace_problem(env) -> str|None:
     "Why the workspace (PASSEPARTOUT_WORKSPACE, else the current directory) cannot be used, with what to do; None if it can."
+    from passepartout.errors import PassepartoutError
     raw, choose = env.get('PASSEPARTOUT_WORKSPACE'), "set PASSEPARTOUT_WORKSPACE to the project directory the agent may work in"
     try: ws = config.workspace(env)
     except (OSError, ValueError, RuntimeError) as e:
+        if isinstance(e, PassepartoutError): return e.message   # already one sentence with its fix
         if raw: return f"PASSEPARTOUT_WORKSPACE={raw} cannot be used ({e}): {choose}"
         return f"the current directory no longer exists, and it is the workspace: cd to a project, or {choose}"
     named = f"PASSEPARTOUT_WORKSPACE={raw}" if raw else f"the workspace {ws} (the current directory)"

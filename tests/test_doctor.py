@@ -78,6 +78,16 @@ def _workspace_is_a_file(t, env):
 def _workspace_not_writable(t, env):
     return env, read_only(t / 'ws')
 
+def _workspace_of_an_unknown_user(t, env):
+    return {**env, 'PASSEPARTOUT_WORKSPACE': '~no-such-user-here/project'}, []
+
+def _current_directory_deleted(t, env):
+    (t / 'gone').mkdir(); env = {k: v for k, v in env.items() if k != 'PASSEPARTOUT_WORKSPACE'}
+    return env, ['sh', '-c', 'cd "$0" && rmdir "$0" && exec "$@"', str(t / 'gone')]
+
+def _port_out_of_range(t, env):
+    return {**env, 'PASSEPARTOUT_DAEMON_PORT': '70000'}, []
+
 def _unknown_provider(t, env):
     return {**env, 'PASSEPARTOUT_PROVIDERS': 'opneai'}, []
 
@@ -139,6 +149,8 @@ BROKEN = [
     ('workspace missing', _workspace_missing, 'workspace', ['no-such-project does not exist', 'mkdir -p', 'set PASSEPARTOUT_WORKSPACE']),
     ('workspace is a file', _workspace_is_a_file, 'workspace', ['notes.txt is a file, not a directory', 'set PASSEPARTOUT_WORKSPACE']),
     ('workspace not writable', _workspace_not_writable, 'workspace', ['/ws is not writable', 'set PASSEPARTOUT_WORKSPACE']),
+    ('workspace of an unknown user', _workspace_of_an_unknown_user, 'workspace', ['~no-such-user-here/project cannot be used', 'set PASSEPARTOUT_WORKSPACE']),
+    ('current directory deleted', _current_directory_deleted, 'workspace', ['the current directory no longer exists', 'set PASSEPARTOUT_WORKSPACE']),
     ('unknown provider', _unknown_provider, 'providers', ["unknown provider 'opneai'", "did you mean 'openai'?"]),
     ('bad number', _bad_number, 'config', ["PASSEPARTOUT_MAX_DEPTH='ten'", 'such as 10 (the default)']),
     ('bad number in .env', _bad_number_in_env_file, 'config', ["PASSEPARTOUT_TIMEOUT='soon'", 'such as 60.0 (the default)']),
@@ -148,6 +160,7 @@ BROKEN = [
     ('.env line does not parse', _env_file_bad_line, 'config', ['/.env: line 2 cannot be parsed', 'write NAME=VALUE']),
     ('replay session missing', _replay_file_missing, 'providers', ['no-session.jsonl', 'PASSEPARTOUT_REPLAY_FILE']),
     ('cloud provider without key', _cloud_provider_without_key, 'providers', ['anthropic: no API key: set ANTHROPIC_API_KEY']),
+    ('daemon port out of range', _port_out_of_range, None, ['PASSEPARTOUT_DAEMON_PORT=', '70000', 'set it to']),   # the daemon's check, or the settings'
     ('daemon port taken', _port_taken, 'daemon', ['is taken by another program', 'set PASSEPARTOUT_DAEMON_PORT to 0 (any free port)']),
     ('rules writable by others', _rules_writable_by_others, 'permissions', ['permissions.toml is 0666: other users can change it', 'chmod 644']),
 ] + [(f"{name} readable by others", _readable(name), 'permissions', [f"/home/{name} is 0644: other users can read it", f"chmod 600 "])
