@@ -125,16 +125,17 @@ def check_config(env, env_file:Path|None=None) -> list:
     if unknown: out.append(Finding('config', 'warn', f"unknown settings (typos?): {', '.join(unknown)}"))
     return out or [Finding('config', 'ok', f"all {len(config.SETTINGS)} settings parse")]
 
-# %% ../nbs/54_doctor.ipynb #a15f2ef1
+# %% ../nbs/54_doctor.ipynb #6af8c50d
 def workspace_problem(env) -> str|None:
     "Why the workspace (PASSEPARTOUT_WORKSPACE, else the current directory) cannot be used, with what to do; None if it can."
     from passepartout.errors import PassepartoutError
     raw, choose = env.get('PASSEPARTOUT_WORKSPACE'), "set PASSEPARTOUT_WORKSPACE to the project directory the agent may work in"
+    if not raw:
+        try: os.getcwd()
+        except FileNotFoundError: return f"the current directory no longer exists, and it is the workspace: cd to a project, or {choose}"
     try: ws = config.workspace(env)
     except (OSError, ValueError, RuntimeError) as e:
-        if isinstance(e, PassepartoutError): return e.message   # already one sentence with its fix
-        if raw: return f"PASSEPARTOUT_WORKSPACE={raw} cannot be used ({e}): {choose}"
-        return f"the current directory no longer exists, and it is the workspace: cd to a project, or {choose}"
+        return e.message if isinstance(e, PassepartoutError) else f"PASSEPARTOUT_WORKSPACE={raw} cannot be used ({e}): {choose}"
     named = f"PASSEPARTOUT_WORKSPACE={raw}" if raw else f"the workspace {ws} (the current directory)"
     if not os.path.lexists(ws): return f"{named} does not exist: create it (mkdir -p {ws}), or {choose}"
     if not ws.is_dir(): return f"{named} is a file, not a directory: {choose}"
