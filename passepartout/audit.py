@@ -138,7 +138,7 @@ def _flocked(path:Path, shared:bool=False):
     try: fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX); yield
     finally: os.close(fd)
 
-# %% ../nbs/33_audit.ipynb #36ff81ee
+# %% ../nbs/33_audit.ipynb #45b8c400
 COLUMNS = ('seq', 'time', 'kind', 'data', 'prev_hash', 'hash', 'mac')
 _SCHEMA = """CREATE TABLE IF NOT EXISTS audit (
     seq INTEGER PRIMARY KEY, time REAL NOT NULL, kind TEXT NOT NULL,
@@ -147,6 +147,8 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS audit (
 def connect(path:Path) -> sqlite3.Connection:
     "A connection safe to share between processes: WAL journal, a busy timeout, autocommit."
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try: os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))   # a new store is the owner's alone (its WAL gets the same mode)
+    except OSError: pass   # it exists, or SQLite says below why it cannot be opened
     db = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
     db.execute('PRAGMA journal_mode=WAL'); db.execute('PRAGMA synchronous=NORMAL'); db.execute('PRAGMA busy_timeout=10000')
     return db

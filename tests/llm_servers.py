@@ -10,12 +10,19 @@ assert on what the client really sent.  A scripted response is a dict:
     {'stream': [str | threading.Event, ...]}            chunks written one by one; an Event is waited on
     {'truncate': True}                                  with 'stream': close before the end marker
     {'delay': seconds}                                  wait before sending the status line (slow headers)
+
+GET of the model list (`MODELS`) always answers with one model, whatever the script says about chat: a
+server whose list answers while every chat request is refused is a case `doctor` must see through.
 """
 import json, threading, time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PATHS = {'openai': '/v1/chat/completions', 'ollama': '/api/chat', 'anthropic': '/v1/messages'}
+MODELS = {'openai': '/v1/models', 'ollama': '/api/tags', 'anthropic': '/v1/models'}
+MODEL_LISTS = {'openai': {'object': 'list', 'data': [{'id': 'test-model', 'object': 'model'}]},
+               'ollama': {'models': [{'name': 'llama3.2', 'model': 'llama3.2'}]},
+               'anthropic': {'data': [{'id': 'claude-test', 'type': 'model'}], 'has_more': False}}
 
 
 class LLMServer:
@@ -27,6 +34,7 @@ class LLMServer:
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *a): pass
             def do_POST(self): server._serve(self)
+            def do_GET(self): server._list_models(self)
         self.httpd = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -45,11 +53,19 @@ class LLMServer:
     def close(self):
         self.httpd.shutdown(); self.httpd.server_close()
 
-    def _serve(self, h):
+    def _record(self, h):
         body = h.rfile.read(int(h.headers.get('content-length') or 0))
         self.requests.append({'method': h.command, 'path': h.path, 'headers': {k.lower(): v for k, v in h.headers.items()},
                               'raw_headers': str(h.headers), 'body': body, 'json': json.loads(body) if body else None,
                               'time': time.monotonic()})
+
+    def _list_models(self, h):
+        self._record(h)
+        if h.path != MODELS[self.kind]: return self._send(h, {'status': 404, 'json': {'error': {'message': f'no route {h.path}'}}})
+        self._send(h, {'json': MODEL_LISTS[self.kind]})
+
+    def _serve(self, h):
+        self._record(h)
         if h.path != PATHS[self.kind]:
             return self._send(h, {'status': 404, 'json': {'error': {'message': f'no route {h.path}'}}})
         self._send(h, self.script.popleft() if self.script else DEFAULT[self.kind]('ok'))
