@@ -37,7 +37,7 @@ def format_report(findings:list, width:int|None=None) -> str:
     more = (f", {n['fixed']} fixed" if n['fixed'] else '') + (f", {n['skip']} skipped" if n['skip'] else '')
     return '\n'.join(lines + [f"doctor: {n['fail']} failed, {n['warn']} warnings, {n['ok']} ok{more}"])
 
-# %% ../nbs/54_doctor.ipynb #ec27930e
+# %% ../nbs/54_doctor.ipynb #cd01faa4
 def _nearest(path:Path) -> Path:
     "The nearest part of `path` that exists: itself or an ancestor."
     while not os.path.lexists(path) and path != path.parent: path = path.parent
@@ -50,7 +50,7 @@ def _missing_dir(what:str, d:Path, fix:bool) -> Finding:
     base = _nearest(d)
     if not base.is_dir(): return Finding('home', 'fail', f"{what} cannot be created: {base} is a file; move it away, or set PASSEPARTOUT_HOME to a directory")
     if not _writable(base): return Finding('home', 'fail', f"{what} cannot be created: {base} is not writable; set PASSEPARTOUT_HOME to a directory you can write")
-    if not fix: return Finding('home', 'fail', f"{what} is missing: run `passepartout doctor --fix` to create it (mode 0700)")
+    if not fix: return Finding('home', 'warn', f"{what} is not created yet: every command creates it on first use; `passepartout doctor --fix` creates it now (mode 0700)")
     try: d.mkdir(parents=True, mode=0o700)
     except OSError as e: return Finding('home', 'fail', f"{what} is missing and cannot be created ({e.strerror}): set PASSEPARTOUT_HOME to a directory you can write")
     return Finding('home', 'fixed', f"created {d} (mode 0700)")

@@ -142,7 +142,6 @@ CLI_READS_BROKEN_ENV = hasattr(cli, 'CHECKS')   # the command line lets `doctor`
 BROKEN = [
     ('home is a file', _home_is_a_file, 'home', ['file', 'is a file, not a directory', 'set PASSEPARTOUT_HOME to a directory']),
     ('home not writable', _home_not_writable, 'home', ['cannot be created', 'is not writable', 'set PASSEPARTOUT_HOME to a directory you can write']),
-    ('data directory missing', _data_missing, 'home', ['/home/data is missing', 'run `passepartout doctor --fix` to create it (mode 0700)']),
     ('state directory 0755', _state_wrong_mode, 'home', ['/home/state is 0755, not 0700', 'chmod 700']),
     ('config directory is a file', _config_is_a_file, 'home', ['/home/config is a file, not a directory', 'move that file away']),
     ('data directory not writable', _data_not_writable, 'home', ['/home/data', 'not writable']),
@@ -176,6 +175,13 @@ def test_a_broken_setup_is_a_failed_check_with_its_fix(tmp_path, home, name, arr
     assert any(all(s in f for s in says) for f in failed), f"{name}: no failed {check} check saying {says}:\n{out}"
     assert status == 1, out
     assert 'Traceback' not in out and 'the check itself failed' not in out, out
+
+
+def test_a_missing_directory_is_a_warning_created_on_first_use(tmp_path, home):
+    env, _ = _data_missing(tmp_path, home)
+    status, out = doctor(env, '--offline')
+    assert any('/home/data is not created yet' in w and '`passepartout doctor --fix` creates it now' in w for w in lines(out, 'warn', 'home')), out
+    assert failures(out) == [], out
 
 
 def test_a_healthy_setup_is_clear(tmp_path, home):
