@@ -27,11 +27,15 @@ class WireModel:
         from passepartout.providers import OpenAIProvider
         self.calls, self.tool, self.args, self.left, self.sent = calls, tool, args or {}, calls, 0
         self.wire = OpenAIProvider('bench-model', base_url='http://127.0.0.1:9/v1')   # local URL: no key needed, never contacted
-        self.budget = None
+        self.budget, self.cpu = None, 0.0       # cpu: seconds this model spent, for the benchmarks to subtract
     def _answer(self, message:dict) -> bytes:
         return json.dumps({'id': 'x', 'object': 'chat.completion', 'choices': [{'index': 0, 'message': message, 'finish_reason': 'stop'}],
                            'usage': {'prompt_tokens': self.sent // 4, 'completion_tokens': 12}}).encode()
     def propose(self, request):
+        t0 = time.process_time()
+        try: return self._propose(request)
+        finally: self.cpu += time.process_time() - t0
+    def _propose(self, request):
         url, headers, body = self.wire._prepare(request, None, False)      # the request as it would go on the wire
         self.sent = len(body)
         if request.signal.sensor == 'user-input': self.left = self.calls

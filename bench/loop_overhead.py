@@ -68,6 +68,10 @@ if __name__ == '__main__':
     one = shipped_agent(1)
     print(f"shipped agent: {one!r}; audit {one.audit.__self__!r}; gates {[g.name for g in one.gates.gates]}")
     print(show('shipped 1-tool turn (echo)', turns(one, 1, 1, a.turns), target=100))
+    one.provider.cpu = 0.0; times = turns(one, 1, 1, a.turns)
+    print(f"  of which the model's wire work: {one.provider.cpu / (a.turns + 20) * 1e6:.1f} µs per turn (mean)")
+    one.audit = None
+    print(show('  the same without the audit log', turns(one, 1, 1, a.turns)))
     print(show('shipped 10-tool turn (echo)', turns(shipped_agent(10), 10, 10, a.turns // 5), target=1000))
     print(show('shipped 1-tool turn (built-in read_file)', turns(shipped_agent(1, 'read_file', {'path': 'notes.txt'}), 1, 1, a.turns // 3)))
     write = shipped_agent(1, 'write_file', {'path': 'out.txt', 'content': 'hello'})

@@ -100,9 +100,9 @@ def act(signal:Signal, ctx:Context) -> Signal | None:
     if turn is not None: turn.record('result', actuator=target, action=action.to_dict(), output=text)
     return _feedback(signal, action, 'tool-output', text)
 
-# %% ../nbs/07_act.ipynb #22b310d1
+# %% ../nbs/07_act.ipynb #e22a996f
 def _anchor_before_acting(action:Action, agent, turn) -> None:
-    "Have the audit log anchor the records that led to an action with effects (its head checkpoint) before the action runs."
+    "Have the audit log write and anchor the records that led to an action with effects (its queue, its head checkpoint) before the action runs."
     tool = getattr(getattr(agent, 'tools', None), 'by_name', {}).get(action.tool) if action.kind == 'tool' else None
     if tool is not None and tool.effect == 'read-only': return
     checkpoint = getattr(getattr(getattr(turn, 'sink', None), '__self__', None), 'checkpoint', None)

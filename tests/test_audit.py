@@ -194,7 +194,9 @@ from passepartout.audit import AuditLog
 log = AuditLog(sys.argv[1], vault=False)
 with log.batch():
     for i in range(3): log.append({'kind': 'result', 'output': f"in the turn {i}"})
-    os._exit(0)          # killed mid-turn: the records are committed, the checkpoint is not written
+    log.flush()          # written, as Act has them written before a tool with effects runs (with a checkpoint there)
+    log.append({'kind': 'result', 'output': 'queued, never written'})
+    os._exit(0)          # killed mid-turn: the flushed records are committed, the queued one is lost, the checkpoint is not written
 '''
 
 
