@@ -79,7 +79,7 @@ def kept_text(result, limit:int, vault) -> str:
         window += limit - len(kept) + reach
     return format_result(_scrub(text, vault), limit)
 
-# %% ../nbs/07_act.ipynb #39d20c0a
+# %% ../nbs/07_act.ipynb #a8c1a703
 def _unsealed(action:Action, vault) -> Action:
     "The action the actuator gets: vault handles in a tool's arguments replaced by their values."
     if vault is None or action.kind != 'tool': return action
@@ -116,7 +116,7 @@ def act(signal:Signal, ctx:Context) -> Signal | None:
     if target not in agent.actuators:
         return _feedback(signal, action, 'tool-error', f"no actuator named {target!r}")
     actuator, vault = agent.actuators[target], getattr(agent, 'vault', None)
-    if not actuator.silent: _anchor_before_acting(action, agent, turn)
+    if actuator.fn is not deliver_reply: _anchor_before_acting(action, agent, turn)   # what leaves the process is on disk first
     try:
         result = actuator.fn(_unsealed(action, vault), ctx)
         result = _withheld(action, ctx, vault, result) or result   # a tool that got a secret shows only whether it succeeded

@@ -328,3 +328,27 @@ def test_reanchor_records_what_it_replaced(tmp_path, monkeypatch):
     assert reset['kind'] == 'anchor-reset' and reset['data']['reason'] == 'power cut'
     assert reset['data']['problems'][0].startswith('records #4 to #4 are missing') and reset['data']['old_checkpoint']['seq'] == 4
     assert log.verify() == (True, [])
+
+
+def test_a_turns_records_are_on_disk_before_anything_leaves_the_process(tmp_path, monkeypatch):
+    "One transaction per turn, but a tool with effects and a gateway's reply find the records that allowed them committed."
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    log, seen = AuditLog(vault=False), {}
+    other = lambda: [r['kind'] for r in AuditLog(log.path, vault=False).recent(50)]      # another process's view
+    belt = Toolbelt()
+    @belt.tool
+    def look():
+        "Look around."
+        seen['look'] = other(); return 'nothing'
+    @belt.tool(effect='local-write')
+    def tidy():
+        "Tidy up."
+        seen['tidy'] = other(); return 'tidied'
+    agent = Agent(ScriptedProvider([tool_call('look'), tool_call('tidy'), reply('tidied up')]), tools=belt)
+    agent.actuators.register('telegram', lambda action, ctx: seen.setdefault('telegram', other()), silent=True)
+    agent.audit = log.append
+    agent.send('tidy up', source='telegram')
+    assert seen['look'] == []                                                             # read-only: still queued
+    assert seen['tidy'] == ['message', 'proposal', 'verdict', 'result', 'proposal', 'verdict']
+    assert seen['telegram'] == seen['tidy'] + ['result', 'proposal', 'verdict']
+    assert other() == seen['telegram'] + ['reply'] and log.verify() == (True, [])
