@@ -735,19 +735,19 @@ def _ranked_values(role:str, s:str) -> tuple:
 
 _remembered_values = functools.lru_cache(maxsize=1024)(_ranked_values)   # a model repeats its arguments
 
-# %% ../nbs/20_builtin_gates.ipynb #837d3d29
+# %% ../nbs/20_builtin_gates.ipynb #6657b137
 def provenance_gate(action:Action, ctx:Context) -> Verdict|None:
     "Side-effecting actions whose recipients, URLs, amounts or commands came from untrusted content ask."
     agent, signal = getattr(ctx, 'agent', None), getattr(ctx, 'signal', None)
     if not hasattr(agent, 'transcript'): return None
     session = signal.session if signal is not None else 'default'
-    transcript = agent.transcript(session)
-    sv = session_values(transcript, agent, session, read=False)      # every step notes what arrived, judged or not
-    roles = SENSITIVE_ARGS.get(action.tool)
-    if action.kind != 'tool' or roles == {} or not side_effecting(action, ctx): return None   # nothing here steers where anything goes
+    transcript, roles = agent.transcript(session), SENSITIVE_ARGS.get(action.tool)
+    if action.kind != 'tool' or roles == {} or not side_effecting(action, ctx):       # nothing here steers where anything goes,
+        if 2 * len(transcript) >= getattr(agent, 'max_transcript', 200): session_values(transcript, agent, session, read=False)
+        return None                                                                    # but the step notes what arrived before a trim
     if roles is None: roles = {k: 'other' for k in action.args if _SENSITIVE_NAME.search(k)}
     if not roles: return None
-    sv.update()
+    sv = session_values(transcript, agent, session)
     if not sv.sources and not sv.untrusted: return None
     for key, role in roles.items():
         v = action.args.get(key)
