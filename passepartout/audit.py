@@ -243,7 +243,7 @@ def _redacted(self:AuditLog, items:list) -> list:
 
 AuditLog.append, AuditLog._redacted = append, _redacted
 
-# %% ../nbs/33_audit.ipynb #969bfab7
+# %% ../nbs/33_audit.ipynb #f100545d
 def _write(self:AuditLog, items:list) -> list:
     "Chain and insert `items` (time, kind, canonical data text) in one transaction; the rows written."
     items = self._redacted(items)
@@ -253,10 +253,11 @@ def _write(self:AuditLog, items:list) -> list:
         try:
             last = self.db.execute('SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1').fetchone()   # the head, under the write lock
             seq, prev = last if last else (0, GENESIS)
-            rows = []
+            rows, keyed = [], hmac.new(key, digestmod=hashlib.sha256) if key else None   # keyed once: a copy per record
             for at, kind, text in items:
                 seq, h = seq + 1, chain_hash(seq + 1, at, kind, text, prev)
-                rows.append((seq, at, kind, text, prev, h, record_mac(key, h) if key else None)); prev = h
+                if keyed: mac = keyed.copy(); mac.update(b'record:' + h.encode())
+                rows.append((seq, at, kind, text, prev, h, mac.hexdigest() if keyed else None)); prev = h
             self.db.executemany('INSERT INTO audit VALUES (?,?,?,?,?,?,?)', rows)
             self.db.execute('COMMIT')
         except BaseException: self.db.execute('ROLLBACK'); raise
