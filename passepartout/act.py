@@ -39,7 +39,7 @@ def resolve_target(action:Action, signal:Signal, actuators:Actuators, default:st
     if signal.source in actuators: return signal.source
     return default
 
-# %% ../nbs/07_act.ipynb #a822cb3e
+# %% ../nbs/07_act.ipynb #bef6886e
 def result_text(result) -> str:
     "A tool's result as text for the model, whole."
     if result is None: return '(no output)'
@@ -48,7 +48,9 @@ def result_text(result) -> str:
     try: return json.dumps(result, ensure_ascii=False, default=str)
     except (TypeError, ValueError): return repr(result)
 
-def cut_note(more:int) -> str: return f"\n[... cut: {more} more characters]"
+def cut_note(more:int) -> str:
+    "The note that ends a cut result."
+    return f"\n[... cut: {more} more characters]"
 
 def format_result(result, limit:int=20000) -> str:
     "A tool's result as text for the model, cut to `limit` characters with a note."
