@@ -697,7 +697,7 @@ def update(self:SessionValues, read:bool=True) -> SessionValues:
 
 SessionValues._take_in, SessionValues._note, SessionValues.update = _take_in, _note, update
 
-# %% ../nbs/20_builtin_gates.ipynb #9fbb8282
+# %% ../nbs/20_builtin_gates.ipynb #2eb87579
 _loose = {}   # transcripts asked about without their agent: a few, by identity
 
 def session_values(transcript:list, agent=None, session:str|None=None, read:bool=True) -> SessionValues:
@@ -708,7 +708,7 @@ def session_values(transcript:list, agent=None, session:str|None=None, read:bool
         if sv is None or sv.transcript is not transcript:
             live = getattr(agent, 'transcripts', None)
             if live is not None and len(kept) > len(live) + 16:                     # sessions the agent let go of
-                for gone in [k for k in kept if k not in live]: kept.pop(gone, None)
+                for gone in [k for k in list(kept) if k not in live]: kept.pop(gone, None)
             sv = kept[session] = SessionValues(transcript)
         return sv.update(read)
     hit = _loose.get(id(transcript))
