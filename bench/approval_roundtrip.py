@@ -1,97 +1,89 @@
-"""Approval round trip: hold an action (persisted in SQLite) -> approve it through a second ApprovalStore
-on the same database (as another process would) -> resolve: claim, last-mile gates, run the tool.
+"""Approval round trip through the shipped agent (`build_agent()`: its gates, its approvals store in
+SQLite, its audit log and vault, in a temporary PASSEPARTOUT_HOME): the gates verify a `touch` call
+(a local-write tool added to the belt, which the user's permissions file says must ask) -> the action
+is held (persisted) -> approved through a second ApprovalStore on the same database (as
+`passepartout approve` in another process would) -> `resolve_approval` claims it, runs the last-mile
+gates and the tool, records it all in the audit log.
 
-Prints the median and spread in microseconds per round trip, without and with the audit log as the
-turn sink, and the floor (the same tool called directly). Target: median <= 1 ms in-process.
-Also the daemon's look for decisions written elsewhere (`store.version()`, PRAGMA data_version), taken
-every 0.5 s: its cost when nothing changed, and the read of the waiting decisions when something did.
+Prints the median (and quartiles) of the CPU time of each round trip (`time.process_time` around
+one), next to the 1 ms target as a ratio; the bare round trip for comparison (no gates, no audit log:
+the store alone); the daemon's look for decisions written elsewhere (`store.version()`, taken every
+0.5 s, and `decided()` when it moved); and the floor (the tool called directly).
 
-    python bench/approval_roundtrip.py [--repeat 7] [--rounds 300]
+    python bench/approval_roundtrip.py [--rounds 1500]
 """
-import argparse, statistics, tempfile, time
-from pathlib import Path
-
-from passepartout.approvals import ApprovalStore, resolve_approval
-from passepartout.audit import AuditLog
-from passepartout.gates import GateEngine, Decision, ask
-from passepartout.loop import Agent
-from passepartout.signals import Context, Signal, tool_call
-from passepartout.tools import Toolbelt
+import argparse, os, sys, time
+sys.path.insert(0, os.path.dirname(__file__))
+from _shipped import shipped_home, cpu_per_turn, show
 
 
-def setup(tmp: Path, audit: bool):
-    belt = Toolbelt()
-    @belt.tool(effect='local-write')
-    def touch(name: str):  # file name
-        "Pretend to create a file."
-        return f"created {name}"
-    gates = GateEngine()
-    gates.add('careful', lambda a, c: ask('writes need approval') if a.tool == 'touch' else None)
-    agent = Agent(gates=gates, tools=belt)
-    if audit: agent.audit = AuditLog(tmp / 'audit.db', vault=False).append
-    holder, approver = ApprovalStore(tmp / 'approvals.db'), ApprovalStore(tmp / 'approvals.db')
-    return agent, holder, approver
+def touch(name:str): # file name
+    "Pretend to create a file."
+    return f"created {name}"
 
 
-def run(rounds: int, audit: bool) -> float:
-    "Mean µs per round trip over `rounds` (one sample; the median is taken over samples)."
-    with tempfile.TemporaryDirectory() as d:
-        agent, holder, approver = setup(Path(d), audit)
-        action = tool_call('touch', {'name': 'x'}, explanation='bench')
-        ctx = Context(Signal(meta={'source': 'cli'}, payload={'sensor': 'user-input', 'text': 'x'}), agent)
-        decision = Decision('ask', action, [])
-        for _ in range(20):  # warm up
-            resolve_approval(agent, approver, approver.approve(holder.hold(action, decision, ctx))['token'])
-        t0 = time.perf_counter()
-        for _ in range(rounds):
-            token = holder.hold(action, decision, ctx)        # persisted by the holding "process"
-            approver.approve(token)                           # granted from the other connection
-            res = resolve_approval(agent, approver, token)    # claimed, re-checked, run
-        dt = time.perf_counter() - t0
+def shipped(home):
+    from passepartout.app import build_agent
+    from passepartout.builtin_gates import permissions_file
+    from passepartout.approvals import ApprovalStore
+    agent = build_agent(provider=None)
+    permissions_file().write_text('[[rule]]\ntool = "touch"\ndecision = "ask"\n')
+    agent.tools.add(touch, 'touch', 'local-write')
+    return agent, agent.approvals, ApprovalStore(agent.approvals.path)
+
+
+def bare(tmp):
+    from passepartout.approvals import ApprovalStore
+    from passepartout.gates import GateEngine, ask
+    from passepartout.loop import Agent
+    from passepartout.tools import Toolbelt
+    belt = Toolbelt(); belt.add(touch, 'touch', 'local-write')
+    gates = GateEngine(); gates.add('careful', lambda a, c: ask('writes need approval') if a.tool == 'touch' else None)
+    store = ApprovalStore(tmp / 'bare-approvals.db')
+    return Agent(gates=gates, tools=belt), store, ApprovalStore(store.path)
+
+
+def round_trip(agent, holder, approver):
+    "One round trip as a function: verify (ask) -> hold -> approve elsewhere -> resolve."
+    from passepartout.approvals import resolve_approval
+    from passepartout.signals import Context, Signal, tool_call
+    action = tool_call('touch', {'name': 'x'}, explanation='the owner asked for the file')
+    def one():
+        ctx = Context(Signal(meta={'source': 'cli', 'session': 'bench'}, payload={'sensor': 'user-input', 'text': 'make x'}), agent)
+        decision = agent.gates.verify(action, ctx)
+        assert decision.decision == 'ask', decision
+        token = holder.hold(action, decision, ctx)
+        approver.approve(token)
+        res = resolve_approval(agent, approver, token)
         assert res.output == 'created x', res
-        return dt / rounds * 1e6
+    return one
 
 
-def watch_cost(rounds: int) -> tuple:
+def watch_cost(holder, approver, agent, rounds):
     "(µs per `version()` when nothing changed, µs per `decided()` with 10 decisions waiting)."
-    with tempfile.TemporaryDirectory() as d:
-        agent, holder, approver = setup(Path(d), False)
-        ctx = Context(Signal(meta={'source': 'cli'}, payload={'sensor': 'user-input', 'text': 'x'}), agent)
-        for i in range(10): approver.approve(holder.hold(tool_call('touch', {'name': str(i)}), Decision('ask', None, []), ctx))
-        holder.version()
-        t0 = time.perf_counter()
-        for _ in range(rounds): holder.version()
-        quiet = (time.perf_counter() - t0) / rounds * 1e6
-        t0 = time.perf_counter()
-        for _ in range(rounds // 10): assert len(holder.decided()) == 10
-        return quiet, (time.perf_counter() - t0) / (rounds // 10) * 1e6
-
-
-def floor(rounds: int) -> float:
-    belt = Toolbelt()
-    @belt.tool
-    def touch(name: str): return f"created {name}"
-    t0 = time.perf_counter()
-    for _ in range(rounds): belt.run('touch', {'name': 'x'})
-    return (time.perf_counter() - t0) / rounds * 1e6
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--repeat', type=int, default=7)
-    ap.add_argument('--rounds', type=int, default=300)
-    a = ap.parse_args()
-    for audit in (False, True):
-        samples = [run(a.rounds, audit) for _ in range(a.repeat)]
-        med = statistics.median(samples)
-        label = 'hold -> approve (2nd store) -> run' + (' + audit log' if audit else '')
-        print(f"{label:<48}: median {med:8.1f} µs  "
-              f"(min {min(samples):.1f}, max {max(samples):.1f}, {a.repeat}x{a.rounds})  target <= 1000 µs: {'ok' if med <= 1000 else 'MISSED'}")
-    quiet, scan = watch_cost(10000)
-    print(f"{'daemon look: version(), nothing changed':<48}: {quiet:8.2f} µs  (every 0.5 s: {quiet * 2:.1f} µs of work per second)")
-    print(f"{'daemon look: decided(), 10 decisions waiting':<48}: {scan:8.1f} µs  (only when version() moved)")
-    print(f"{'floor (the tool called directly)':<48}: {floor(10000):8.2f} µs")
+    from passepartout.gates import Decision
+    from passepartout.signals import Context, Signal, tool_call
+    ctx = Context(Signal(meta={'source': 'cli'}, payload={'sensor': 'user-input', 'text': 'x'}), agent)
+    for i in range(10): approver.approve(holder.hold(tool_call('touch', {'name': str(i)}), Decision('ask', None, []), ctx))
+    holder.version()
+    quiet = cpu_per_turn(holder.version, rounds)
+    return quiet, cpu_per_turn(lambda: holder.decided(), rounds // 10)
 
 
 if __name__ == '__main__':
-    main()
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--rounds', type=int, default=1500)
+    a = ap.parse_args()
+    home, ws = shipped_home()
+    agent, holder, approver = shipped(home)
+    one = round_trip(agent, holder, approver)
+    for _ in range(30): one()
+    print(show('shipped: verify, hold, approve (2nd store), run', cpu_per_turn(one, a.rounds), target=1000))
+    b = bare(home)
+    one = round_trip(*b)
+    for _ in range(30): one()
+    print(show('bare: the store alone (no gates, no audit log)', cpu_per_turn(one, a.rounds)))
+    quiet, scan = watch_cost(b[1], b[2], b[0], 10000)
+    print(show('daemon look: version(), nothing changed', quiet))
+    print(show('daemon look: decided(), 10 decisions waiting', scan))
+    print(show('floor: the tool called directly', cpu_per_turn(lambda: touch('x'), 10000)))

@@ -1,73 +1,97 @@
-"""Daemon throughput and memory: request/response pairs per second through a real daemon process
-(loopback TCP, frames, handshake, sessions, the agent loop with an instant model), and its RSS.
+"""Daemon throughput with the shipped agent: one-tool turns per second through a real daemon process
+(loopback TCP, frames, handshake, per-session workers) serving `build_agent()` (default gates,
+built-in tools plus a read-only `echo`, approvals, audit log, vault; temporary PASSEPARTOUT_HOME and
+workspace) with a model that builds the OpenAI wire body of every request (bench/_shipped.py).
 
-The daemon runs in its own process; the client process opens C connections (one session each) and
-keeps W requests in flight on each. Prints the median and spread over repeated runs, the ratio to the
-5,000 pairs/s target, and the daemon's resident memory before and after.
+The client process opens C connections (one session each) and keeps W requests in flight on each;
+every request is a turn in which the model calls `echo` once and then replies. Each turn runs in a
+short conversation (the server forgets the session's transcript after each turn; bench/history_cost.py
+measures long ones). Prints the median turns per second over the runs, next to the 5,000 target as a
+ratio; the median CPU time of a turn inside the daemon (`time.thread_time` around each turn in its
+worker thread) and the daemon process's whole CPU time per turn (a mean: the event loop and the
+protocol are not per turn); refusals (any turn whose tool did not run); and the daemon's memory.
 
-    python bench/daemon_throughput.py [--clients 50] [--window 16] [--requests 20000] [--repeat 5]
+    python bench/daemon_throughput.py [--clients 100] [--window 4] [--requests 6000] [--repeat 3]
 """
-import argparse, asyncio, os, statistics, subprocess, sys, tempfile, textwrap, time
+import argparse, asyncio, json, os, statistics, subprocess, sys, tempfile, textwrap, time
 from pathlib import Path
-
+sys.path.insert(0, os.path.dirname(__file__))
+from _shipped import shipped_home, show
 from passepartout.daemon import AsyncClient, request, read_address, state_files, client_status
 
 SERVER = textwrap.dedent('''
-    import asyncio
+    import asyncio, json, statistics, sys, time, threading
+    sys.path.insert(0, {bench!r})
+    from _shipped import shipped_agent
     from passepartout.daemon import Daemon
-    from passepartout.loop import Agent
-    from passepartout.reason import Proposal
-    from passepartout.signals import reply
-    class Instant:
-        name = 'instant'
-        def propose(self, request): return Proposal(reply(request.signal.text))
-    asyncio.run(Daemon(Agent(Instant()), port=0).serve(lambda d: print('ready', flush=True)))
+    agent = shipped_agent(1)
+    cpu, refused, lock = [], [0], threading.Lock()
+    process = agent.process
+    def timed(signal, turn=None):
+        t0 = time.thread_time()
+        out = process(signal, turn)
+        dt = (time.thread_time() - t0) * 1e6
+        agent.transcripts.pop(signal.session, None)          # a short conversation per turn
+        with lock:
+            cpu.append(dt)
+            if signal.sensor == 'user-input' and len(out.of('result')) != 1: refused[0] += 1
+        return out
+    agent.process = timed
+    started = [0.0]
+    def ready(d): started[0] = time.process_time(); print('ready', flush=True)
+    asyncio.run(Daemon(agent, port=0, threads={threads}).serve(ready))
+    print(json.dumps({{'cpu': cpu, 'refused': refused[0], 'process': time.process_time() - started[0]}}), flush=True)
 ''')
 
 
 async def client(address, token, session, n, window):
     c = await AsyncClient.connect(address, token)
     sent = received = 0
-    while sent < min(window, n): c.send(request('ping', session=session, id=sent)); sent += 1
+    while sent < min(window, n): c.send(request('go', session=session, id=sent)); sent += 1
     while received < n:
         answer = await c.receive()
-        assert answer['meta']['id'] == received and answer['payload']['turn']['reply'] == 'ping', answer
+        assert answer['meta']['id'] == received and answer['payload']['turn']['reply'] == 'done', answer
         received += 1
-        if sent < n: c.send(request('ping', session=session, id=sent)); sent += 1
+        if sent < n: c.send(request('go', session=session, id=sent)); sent += 1
     await c.close()
 
 
-async def one_run(address, token, clients, window, total):
+async def one_run(address, token, clients, window, total, run):
     per = total // clients
     t0 = time.perf_counter()
-    await asyncio.gather(*(client(address, token, f"bench-{i}", per, window) for i in range(clients)))
+    await asyncio.gather(*(client(address, token, f"bench-{run}-{i}", per, window) for i in range(clients)))
     return per * clients / (time.perf_counter() - t0)
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('--clients', type=int, default=50)
-    ap.add_argument('--window', type=int, default=16)
-    ap.add_argument('--requests', type=int, default=20000)
-    ap.add_argument('--repeat', type=int, default=5)
+    ap.add_argument('--clients', type=int, default=100)
+    ap.add_argument('--window', type=int, default=4)
+    ap.add_argument('--requests', type=int, default=6000)
+    ap.add_argument('--repeat', type=int, default=3)
+    ap.add_argument('--threads', type=int, default=16)
     a = ap.parse_args()
-    home = Path(tempfile.mkdtemp())
-    env = {**os.environ, 'PASSEPARTOUT_HOME': str(home)}
-    script = home / 'server.py'; script.write_text(SERVER)
-    proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE, text=True)
+    home, ws = shipped_home()
+    script = home / 'server.py'; script.write_text(SERVER.format(bench=os.path.dirname(os.path.abspath(__file__)), threads=a.threads))
+    proc = subprocess.Popen([sys.executable, str(script)], env=dict(os.environ), stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == 'ready'
         state = home / 'state'
         address, token = read_address(state), state_files(state)['token'].read_text()
         rss_idle = client_status(state_dir=state)['memory_kb']
-        rates = [asyncio.run(one_run(address, token, a.clients, a.window, a.requests)) for _ in range(a.repeat)]
+        asyncio.run(one_run(address, token, a.clients, a.window, a.clients * 5, 'warm'))
+        rates = [asyncio.run(one_run(address, token, a.clients, a.window, a.requests, r)) for r in range(a.repeat)]
         st = client_status(state_dir=state)
-        print(f"clients={a.clients} window={a.window} requests/run={a.requests} runs={a.repeat}")
-        print(f"pairs/s: {statistics.median(rates):.0f}  (min {min(rates):.0f}, max {max(rates):.0f}, n={len(rates)})")
-        print(f"ratio to target 5000 pairs/s: {statistics.median(rates) / 5000:.2f}")
-        print(f"daemon RSS: idle {rss_idle} KiB, after {st['replies']} replies in {st['sessions']} sessions {st['memory_kb']} KiB")
     finally:
-        proc.terminate(); proc.wait(30)
+        proc.terminate()
+        out, _ = proc.communicate(timeout=60)
+    stats = json.loads(out.strip().splitlines()[-1])
+    print(f"clients={a.clients} window={a.window} requests/run={a.requests} runs={a.repeat} daemon threads={a.threads}")
+    print(show('shipped agent, one-tool turns per second', rates, unit='/s', target=5000, higher_is_better=True))
+    print(show('CPU per turn in the daemon (thread time)', stats['cpu']))
+    print(f"the daemon process's CPU per turn, all threads (protocol, event loop, turns): {stats['process'] / len(stats['cpu']) * 1e6:.0f} µs (mean)")
+    print(f"turns whose tool did not run: {stats['refused']} of {len(stats['cpu'])}")
+    print(f"daemon RSS: idle {rss_idle} KiB, after {st['replies']} replies in {st['sessions']} sessions {st['memory_kb']} KiB")
 
 
 if __name__ == '__main__':

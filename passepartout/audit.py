@@ -7,8 +7,8 @@ Docs: https://passepartout-agent.github.io/passepartout/audit.html.md"""
 # %% auto #0
 __all__ = ['GENESIS', 'HEAD_SIZE', 'COLUMNS', 'canonical_json', 'record_hash', 'parse_data', 'record_mac', 'head_check',
            'load_key', 'create_key', 'head_bytes', 'parse_head', 'read_head', 'write_head', 'overwrite_head',
-           'anchor_files', 'connect', 'AuditLog', 'begin_anchoring', 'append', 'checkpoint', 'batch', 'recent',
-           'verify', 'reanchor', 'describe', 'audit_command', 'audit_verify', 'audit_reanchor']
+           'anchor_files', 'connect', 'AuditLog', 'begin_anchoring', 'chain_hash', 'append', 'flush', 'checkpoint',
+           'batch', 'recent', 'verify', 'reanchor', 'describe', 'audit_command', 'audit_verify', 'audit_reanchor']
 
 # %% ../nbs/33_audit.ipynb #7c0efb40
 import contextlib, fcntl, hashlib, hmac, json, math, os, re, secrets, sqlite3, tempfile, threading, time
@@ -52,12 +52,12 @@ def parse_data(text) -> dict:
     if canonical_json(data) != text: raise ValueError("data is not in canonical form")
     return data
 
-# %% ../nbs/33_audit.ipynb #b8b9478f
+# %% ../nbs/33_audit.ipynb #e3954b15
 _HEX64 = re.compile(r'[0-9a-f]{64}')
 
 def record_mac(key:bytes, chain_hash:str) -> str:
     "The keyed MAC that anchors a record: HMAC-SHA256 of its chain hash (which covers every record before it)."
-    return hmac.new(key, b'record:' + chain_hash.encode(), hashlib.sha256).hexdigest()
+    return hmac.digest(key, b'record:' + chain_hash.encode(), 'sha256').hex()
 
 def head_check(key:bytes, seq:int, mac:str, since:int) -> str:
     "The MAC that makes a head checkpoint unforgeable without the key."
@@ -211,29 +211,71 @@ def begin_anchoring(self:AuditLog) -> bytes|None:
 
 AuditLog._hash_at, AuditLog.begin_anchoring = _hash_at, begin_anchoring
 
-# %% ../nbs/33_audit.ipynb #c8e93e76
-def append(self:AuditLog, event:dict) -> dict:
-    "Append `event` (a dict with a `kind`) as the next chained, MAC'd record; secrets are redacted first."
+# %% ../nbs/33_audit.ipynb #e664338f
+def chain_hash(seq:int, at:float, kind:str, data_text:str, prev_hash:str) -> str:
+    "`record_hash` of a record whose data is already canonical JSON text: the body is put together, not serialised again."
+    kind_text = f'"{kind}"' if _PLAIN.fullmatch(kind) else canonical_json(kind)
+    at_text = repr(at) if type(at) is float and math.isfinite(at) else canonical_json(at)     # what `json` writes for a float
+    body = f'{{"data":{data_text},"kind":{kind_text},"prev_hash":"{prev_hash}","seq":{int(seq)},"time":{at_text}}}'
+    return hashlib.sha256((prev_hash + body).encode()).hexdigest()
+
+_PLAIN = re.compile(r'[\w .:-]*', re.ASCII)   # text JSON writes as it is, between quotes
+
+# %% ../nbs/33_audit.ipynb #76c8533a
+def append(self:AuditLog, event:dict) -> dict|None:
+    "Append `event` (a dict with a `kind`) as the next chained, MAC'd record, serialised once; inside a batch it is queued (None) and written when the batch ends or `checkpoint()` runs."
+    kind = str(event.get('kind', 'event'))
+    item = (time.time(), kind, canonical_json({k: v for k, v in event.items() if k != 'kind'}))
+    if getattr(self.batches, 'depth', 0):
+        self.batches.queue.append(item); return None
+    record = dict(zip(COLUMNS, self._write([item])[-1]))
+    self.checkpoint()
+    record['data'] = json.loads(record['data'])
+    return record
+
+def _redacted(self:AuditLog, items:list) -> list:
+    "`items` with secrets replaced by their handles; nothing to do, not even a look at each record, while the vault is empty."
+    if self.vault is None or not self.vault.names(): return items
     from passepartout.vault import redact
-    event = dict(event); kind = str(event.pop('kind', 'event'))
-    data = json.loads(redact(canonical_json(event), self.vault))
-    key, at = self.key or self.begin_anchoring(), time.time()
+    out = []
+    for at, kind, text in items:
+        clean = redact(text, self.vault)
+        out.append((at, kind, text if clean == text else canonical_json(json.loads(clean))))
+    return out
+
+AuditLog.append, AuditLog._redacted = append, _redacted
+
+# %% ../nbs/33_audit.ipynb #f100545d
+def _write(self:AuditLog, items:list) -> list:
+    "Chain and insert `items` (time, kind, canonical data text) in one transaction; the rows written."
+    items = self._redacted(items)
+    key = self.key or self.begin_anchoring()
     with self.lock:
         self.db.execute('BEGIN IMMEDIATE')
         try:
-            last = self.db.execute('SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1').fetchone()
-            seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS)
-            h = record_hash(seq, at, kind, data, prev); mac = record_mac(key, h) if key else None
-            self.db.execute('INSERT INTO audit VALUES (?,?,?,?,?,?,?)', (seq, at, kind, canonical_json(data), prev, h, mac))
+            last = self.db.execute('SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1').fetchone()   # the head, under the write lock
+            seq, prev = last if last else (0, GENESIS)
+            rows, keyed = [], hmac.new(key, digestmod=hashlib.sha256) if key else None   # keyed once: a copy per record
+            for at, kind, text in items:
+                seq, h = seq + 1, chain_hash(seq + 1, at, kind, text, prev)
+                if keyed: mac = keyed.copy(); mac.update(b'record:' + h.encode())
+                rows.append((seq, at, kind, text, prev, h, mac.hexdigest() if keyed else None)); prev = h
+            self.db.executemany('INSERT INTO audit VALUES (?,?,?,?,?,?,?)', rows)
             self.db.execute('COMMIT')
         except BaseException: self.db.execute('ROLLBACK'); raise
-        if self.pending is None or seq > self.pending[0]: self.pending = (seq, h)
-    if not getattr(self.batches, 'depth', 0): self.checkpoint()
-    return {'seq': seq, 'time': at, 'kind': kind, 'data': data, 'prev_hash': prev, 'hash': h, 'mac': mac}
+        if self.pending is None or seq > self.pending[0]: self.pending = (seq, prev)
+    return rows
 
-AuditLog.append = append
+def flush(self:AuditLog):
+    "Write the records this thread's batch has queued, in one transaction."
+    queue = getattr(self.batches, 'queue', None)
+    if queue:
+        self.batches.queue = []
+        self._write(queue)
 
-# %% ../nbs/33_audit.ipynb #234e7e15
+AuditLog._write, AuditLog.flush = _write, flush
+
+# %% ../nbs/33_audit.ipynb #3112c949
 def _current_head(self:AuditLog, fd:int, key:bytes) -> dict|None:
     "The checkpoint open on `fd` if it is well-formed and carries the key's MAC (what this log last wrote needs no parsing), else None."
     raw = os.pread(fd, HEAD_SIZE + 1, 0)
@@ -243,7 +285,8 @@ def _current_head(self:AuditLog, fd:int, key:bytes) -> dict|None:
     return head if hmac.compare_digest(head_check(key, head['seq'], head['mac'], head['since']), head['check']) else None
 
 def checkpoint(self:AuditLog):
-    "Move the head checkpoint to the last record this log appended, if that extends the chain the checkpoint anchors."
+    "Write this thread's queued records, then move the head checkpoint to the last record this log appended, if that extends the chain the checkpoint anchors."
+    self.flush()
     with self.head_lock:
         if self.pending is None or self.pending[0] <= self.checkpointed or self.key is None: return
         try: self._move_head(*self.pending)
@@ -281,11 +324,12 @@ def _move_head(self:AuditLog, seq:int, h:str):
 
 AuditLog._current_head, AuditLog._head_locked, AuditLog._move_head, AuditLog.checkpoint = _current_head, _head_locked, _move_head, checkpoint
 
-# %% ../nbs/33_audit.ipynb #66f67a9d
+# %% ../nbs/33_audit.ipynb #b587ebdd
 @contextlib.contextmanager
 def batch(self:AuditLog):
-    "Appends inside write no checkpoint; the outermost batch of this thread writes one when it ends."
+    "Appends inside are queued; the outermost batch of this thread writes them in one transaction and moves the checkpoint when it ends."
     depth = getattr(self.batches, 'depth', 0)
+    if depth == 0: self.batches.queue = []
     self.batches.depth = depth + 1
     try: yield self
     finally:

@@ -13,7 +13,7 @@ __all__ = ['log', 'VALIDATOR_PRIORITY', 'BUDGET_PRIORITY', 'POLICY_PRIORITY', 'A
            'inside', 'resolve_path', 'resolve_for', 'schema_error', 'validator_gate', 'policy_gate', 'authority_gate',
            'PermissionsError', 'permissions_file', 'Rule', 'load_rules', 'permission_rule', 'permissions_gate',
            'allowed_by_rule', 'learn_rule', 'path_problem', 'paths_gate', 'network_allowlist', 'url_verdict',
-           'network_gate', 'secrets_gate', 'values_in', 'SessionValues', 'session_values', 'provenance_gate',
+           'network_gate', 'secrets_gate', 'values_in', 'SessionValues', 'update', 'session_values', 'provenance_gate',
            'owner_addresses', 'recipient_known', 'recipients_gate', 'protected_places', 'protected', 'above_protected',
            'autorun_why', 'self_protection_gate', 'pin_home', 'home_problem', 'budget_gate', 'sandbox_ready',
            'sandbox_gate', 'ask_every_shell_command', 'default_gates']
@@ -626,42 +626,98 @@ def values_in(text:str) -> set:
     if _DIGIT.search(text): out.update(['tel:' + p for p in _phones(text)] + ['num:' + a for a in _amounts(text)])
     return out
 
-# %% ../nbs/20_builtin_gates.ipynb #7efa9f70
+# %% ../nbs/20_builtin_gates.ipynb #eb5a01f9
+import threading
+from collections import deque
+
 class SessionValues:
-    "What the untrusted messages of a transcript contain that the owner's do not."
+    "What the untrusted messages of a session contain that the owner's do not, taken in message by message as the transcript grows."
     def __init__(self, transcript:list):
-        owner, self.untrusted, self.sources = [], [], {}
-        for i, m in enumerate(transcript):
-            content = m.get('content') if isinstance(m.get('content'), str) else ''
-            if m.get('role') == 'user' and m.get('owner', not content.startswith('[')): owner.append(content); continue
-            if m.get('role') == 'tool': where = f"the output of {m.get('name') or 'a tool'} (message {i})"
-            elif m.get('role') == 'user': where = content[:content.find(']') + 1] + f" (message {i})"
-            else: continue
-            self.untrusted.append((where, content))
-            for v in values_in(content): self.sources.setdefault(v, where)
-        self.owner_text = '\n'.join(owner).lower()
-        self.owner_values = values_in(self.owner_text)
-        for v in self.owner_values: self.sources.pop(v, None)
+        self.transcript, self.lock = transcript, threading.Lock()
+        self.sources = {}              # every untrusted value seen in this session (also in messages trimmed since) -> where
+        self.untrusted = deque()       # (number, where, content) of the untrusted messages still in the transcript
+        self.owner = deque()           # (number, lower-cased text, values) of the owner's messages still in the transcript
+        self.waiting = deque()         # (number, message) noted but not read yet
+        self.recent = deque(maxlen=8)  # (message, number) of the last messages noted: where to go on from
+        self.next, self.length, self.owner_seen = 0, 0, None
+        self.owner_text, self.owner_values = '', frozenset()
 
     def origin(self, value:str) -> str|None:
-        "Where the untrusted value came from, if it is one."
-        return self.sources.get(value)
+        "Where the untrusted value came from, if it is one (and the owner did not write it)."
+        where = self.sources.get(value)
+        return where if where is not None and value not in self.owner_values else None
 
     def whole(self, text:str) -> str|None:
-        "The first untrusted message containing all of `text` (at least 6 characters) when the owner never wrote it."
+        "The first untrusted message still in the transcript containing all of `text` (at least 6 characters) when the owner never wrote it."
         if len(text) < 6 or text.lower() in self.owner_text: return None
-        return next((where for where, content in self.untrusted if text in content), None)
+        with self.lock: return next((where for _, where, content in self.untrusted if text in content), None)
 
-_sessions = {}
+# %% ../nbs/20_builtin_gates.ipynb #bfd83f84
+def _take_in(self:SessionValues, m:dict, number:int, present:bool=True):
+    "Read message `m` (number `number` in the session) for values; `present`: it is still in the transcript."
+    content = m.get('content') if isinstance(m.get('content'), str) else ''
+    if m.get('role') == 'user' and m.get('owner', not content.startswith('[')):
+        if present: text = content.lower(); self.owner.append((number, text, frozenset(values_in(text))))
+        return
+    if m.get('role') == 'tool': where = f"the output of {m.get('name') or 'a tool'} (message {number})"
+    elif m.get('role') == 'user': where = content[:content.find(']') + 1] + f" (message {number})"
+    else: return
+    if present: self.untrusted.append((number, where, content))
+    for v in values_in(content): self.sources.setdefault(v, where)
 
-def session_values(transcript:list) -> SessionValues:
-    "`SessionValues` of `transcript`, rebuilt only when it has changed."
-    key = (len(transcript), id(transcript[-1]) if transcript else None, id(transcript[0]) if transcript else None)
-    hit = _sessions.get(id(transcript))
-    if hit is None or hit[0] != key:
-        if len(_sessions) > 256: _sessions.clear()
-        hit = _sessions[id(transcript)] = (key, SessionValues(transcript))
-    return hit[1]
+def _note(self:SessionValues):
+    "Note the messages appended since the last look (read at once those already trimmed); forget the trimmed ones' texts."
+    t = self.transcript
+    last, i = (self.recent[-1] if self.recent else (None, 0)), self.length - 1
+    if last[0] is not None and i < len(t) and t[i] is last[0]:                         # nothing trimmed since the last look
+        if i == len(t) - 1: return                                                     # nor anything new
+        base = last[1] - i                                                             # the number of t[0]
+    else:
+        known, i = {id(m): n for m, n in self.recent}, len(t) - 1
+        while i >= 0 and id(t[i]) not in known: i -= 1
+        if i < 0: self.recent.clear(); base = self.next                                # replaced or cleared: read it all again
+        else: base = known[id(t[i])] - i
+    while self.waiting and self.waiting[0][0] < base: self._take_in(*reversed(self.waiting.popleft()), present=False)
+    for q in (self.waiting, self.untrusted, self.owner):
+        while q and q[-1][0] > base + i: q.pop()                                        # replaced in place: noted again below
+        while q and q[0][0] < base: q.popleft()                                         # trimmed
+    for j in range(i + 1, len(t)):
+        self.waiting.append((base + j, t[j])); self.recent.append((t[j], base + j))
+    self.next, self.length = base + len(t), len(t)
+
+def update(self:SessionValues, read:bool=True) -> SessionValues:
+    "Note the new messages; `read`: also read every message noted, so that the values are complete."
+    with self.lock:
+        self._note()
+        if not read: return self
+        while self.waiting: self._take_in(*reversed(self.waiting.popleft()))
+        seen = (len(self.owner), self.owner[-1][0] if self.owner else None, self.owner[0][0] if self.owner else None)
+        if seen != self.owner_seen:
+            self.owner_text = '\n'.join(text for _, text, _ in self.owner)
+            self.owner_values, self.owner_seen = frozenset().union(*(values for _, _, values in self.owner)), seen
+    return self
+
+SessionValues._take_in, SessionValues._note, SessionValues.update = _take_in, _note, update
+
+# %% ../nbs/20_builtin_gates.ipynb #2eb87579
+_loose = {}   # transcripts asked about without their agent: a few, by identity
+
+def session_values(transcript:list, agent=None, session:str|None=None, read:bool=True) -> SessionValues:
+    "The up-to-date `SessionValues` of `transcript` (kept on `agent` by `session` when given, so it lives as long as the session); `read=False`: only note new messages."
+    if agent is not None and session is not None:
+        kept = vars(agent).setdefault('_session_values', {})
+        sv = kept.get(session)
+        if sv is None or sv.transcript is not transcript:
+            live = getattr(agent, 'transcripts', None)
+            if live is not None and len(kept) > len(live) + 16:                     # sessions the agent let go of
+                for gone in [k for k in list(kept) if k not in live]: kept.pop(gone, None)
+            sv = kept[session] = SessionValues(transcript)
+        return sv.update(read)
+    hit = _loose.get(id(transcript))
+    if hit is None or hit.transcript is not transcript:
+        if len(_loose) > 64: _loose.clear()
+        hit = _loose[id(transcript)] = SessionValues(transcript)
+    return hit.update(read)
 
 # %% ../nbs/20_builtin_gates.ipynb #b2b157fd
 SENSITIVE_ARGS = {'shell': {'command': 'command'}, 'http_fetch': {'url': 'url'},
@@ -681,19 +737,20 @@ def _ranked_values(role:str, s:str) -> tuple:
 
 _remembered_values = functools.lru_cache(maxsize=1024)(_ranked_values)   # a model repeats its arguments
 
-# %% ../nbs/20_builtin_gates.ipynb #e3098fad
+# %% ../nbs/20_builtin_gates.ipynb #6657b137
 def provenance_gate(action:Action, ctx:Context) -> Verdict|None:
     "Side-effecting actions whose recipients, URLs, amounts or commands came from untrusted content ask."
-    roles = SENSITIVE_ARGS.get(action.tool)
-    if roles == {} or not side_effecting(action, ctx): return None   # nothing here steers where anything goes
-    if roles is None: roles = {k: 'other' for k in action.args if _SENSITIVE_NAME.search(k)}
-    if not roles: return None
     agent, signal = getattr(ctx, 'agent', None), getattr(ctx, 'signal', None)
     if not hasattr(agent, 'transcript'): return None
-    transcript = agent.transcript(signal.session if signal is not None else 'default')
-    if not transcript: return None
-    sv = session_values(transcript)
-    if not sv.untrusted: return None
+    session = signal.session if signal is not None else 'default'
+    transcript, roles = agent.transcript(session), SENSITIVE_ARGS.get(action.tool)
+    if action.kind != 'tool' or roles == {} or not side_effecting(action, ctx):       # nothing here steers where anything goes,
+        if 2 * len(transcript) >= getattr(agent, 'max_transcript', 200): session_values(transcript, agent, session, read=False)
+        return None                                                                    # but the step notes what arrived before a trim
+    if roles is None: roles = {k: 'other' for k in action.args if _SENSITIVE_NAME.search(k)}
+    if not roles: return None
+    sv = session_values(transcript, agent, session)
+    if not sv.sources and not sv.untrusted: return None
     for key, role in roles.items():
         v = action.args.get(key)
         if v is None or isinstance(v, bool): continue
@@ -722,12 +779,13 @@ def owner_addresses(channel:str) -> frozenset:
         hit = _owner_addresses[(name, raw)] = frozenset(a.strip().lower() for a in raw.split(',') if a.strip())
     return hit
 
-# %% ../nbs/20_builtin_gates.ipynb #a54ba0f1
+# %% ../nbs/20_builtin_gates.ipynb #be96159f
 def _named_by_owner(value:str, ctx:Context) -> bool:
     "Did the owner write `value` whole (case-insensitive, not inside a longer word) in this session?"
     agent, signal = getattr(ctx, 'agent', None), getattr(ctx, 'signal', None)
     if not hasattr(agent, 'transcript'): return False
-    text = session_values(agent.transcript(signal.session if signal is not None else 'default')).owner_text
+    session = signal.session if signal is not None else 'default'
+    text = session_values(agent.transcript(session), agent, session).owner_text
     return value in text and re.search(r'(?<![\w@.+-])' + re.escape(value) + r'(?![\w@-]|\.\w)', text) is not None
 
 def _rule_names_recipient(action:Action, key:str) -> bool:
@@ -964,7 +1022,7 @@ def _shell_gate():
         log.warning("shell gate unavailable (%s: %s): every shell command will ask", type(e).__name__, e)
         return ask_every_shell_command, DEFAULT_SHELL_PRIORITY
 
-# %% ../nbs/20_builtin_gates.ipynb #1d472f4a
+# %% ../nbs/20_builtin_gates.ipynb #31100af6
 def default_gates() -> GateEngine:
     "Every built-in gate, in priority order, with the shell gate, the sandbox gate and the vault gate (see the vault notebook)."
     engine, tools, shell_only = GateEngine(), TOOL_CALLS, {'shell'}
@@ -974,8 +1032,7 @@ def default_gates() -> GateEngine:
             ('paths', paths_gate, PATHS_PRIORITY, tools), ('secrets', secrets_gate, SECRETS_PRIORITY, None),
             ('network', allowed_by_rule(network_gate), NETWORK_PRIORITY, {'http_fetch'}),
             ('permissions', permissions_gate, PERMISSIONS_PRIORITY, tools),
-            ('provenance', allowed_by_rule(provenance_gate, 'provenance', exact_only=True), PROVENANCE_PRIORITY,
-             ToolsExcept(t for t, roles in SENSITIVE_ARGS.items() if roles == {})),
+            ('provenance', allowed_by_rule(provenance_gate, 'provenance', exact_only=True), PROVENANCE_PRIORITY, None),   # every action: it notes the session's new messages
             ('recipients', recipients_gate, RECIPIENTS_PRIORITY, ToolsExcept(t for t, keys in RECIPIENT_ARGS.items() if keys == ()))]:
         engine.add(name, check, priority, scope)
     from passepartout.vault import vault_gate, VAULT_PRIORITY

@@ -134,7 +134,7 @@ def _recover(self:Agent, exc:Exception, signal:Signal, turn:Turn):
 
 Agent._recover = _recover
 
-# %% ../nbs/08_loop.ipynb #deba8945
+# %% ../nbs/08_loop.ipynb #b3e1f924
 def audit_message(signal:Signal, turn:Turn):
     "Hand the audit sink the message that starts a chain: who sent it, on which channel and session, and its payload (never a heartbeat)."
     if turn.sink is None or signal.sensor == 'heartbeat': return
@@ -143,7 +143,7 @@ def audit_message(signal:Signal, turn:Turn):
                'depth': signal.depth, 'payload': signal.payload})
 
 def audit_batch(sink):
-    "The audit log's batch around a turn (one head checkpoint per turn) when `sink` is an `AuditLog.append`; else nothing."
+    "The audit log's batch around a turn (one transaction, one head checkpoint) when `sink` is an `AuditLog.append`; else nothing."
     batch = getattr(getattr(sink, '__self__', sink), 'batch', None)
     return batch() if batch is not None else contextlib.nullcontext()
 

@@ -159,6 +159,43 @@ def test_concurrent_appends_keep_one_chain(tmp_path):
     assert log.head[0] == 180 and log.anchor == 'anchored by the checkpoint at #180'   # checkpoints of three processes, in order
 
 
+def _batched_appender(path, home, turns, who):
+    "Turns as the loop writes them: a batch of records, some written early (a checkpoint before a tool), from two threads."
+    import threading
+    os.environ['PASSEPARTOUT_HOME'] = home
+    log = AuditLog(path, vault=False)
+    def run(thread):
+        for t in range(turns):
+            with log.batch():
+                for i in range(5):
+                    log.append({'kind': 'result', 'who': who, 'thread': thread, 'turn': t, 'i': i})
+                    if i == 2 and t % 2: log.checkpoint()
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(2)]
+    for th in threads: th.start()
+    for th in threads: th.join()
+
+
+def test_batched_turns_of_two_processes_and_their_threads_keep_one_chain(tmp_path, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    path = tmp_path / 'audit.db'
+    AuditLog(path, vault=False).append({'kind': 'reply', 'text': 'start'})
+    ctx = multiprocessing.get_context('spawn')
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_batched_appender, args=(path, str(tmp_path / 'home'), 40, w)) for w in range(2)]
+    checker = ctx.Process(target=_verifier, args=(path, str(tmp_path / 'home'), 30, out))
+    for p in procs + [checker]: p.start()
+    bad = out.get(timeout=120)
+    for p in procs + [checker]: p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0] and bad == []
+    log = AuditLog(path, vault=False)
+    assert len(log) == 1 + 2 * 2 * 40 * 5 and log.verify() == (True, [])
+    assert log.anchor == f"anchored by the checkpoint at #{len(log)}"
+    turns = {}
+    for r in log.recent(1000):
+        if r['kind'] == 'result': turns.setdefault((r['data']['who'], r['data']['thread'], r['data']['turn']), []).append(r['data']['i'])
+    assert len(turns) == 160 and all(v == [0, 1, 2, 3, 4] for v in turns.values())      # each turn's records in order, none lost
+
+
 def test_every_event_of_a_real_turn_is_logged(tmp_path, monkeypatch):
     monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
     from passepartout.approvals import ApprovalStore, install_approvals, resolve_approval
@@ -194,7 +231,9 @@ from passepartout.audit import AuditLog
 log = AuditLog(sys.argv[1], vault=False)
 with log.batch():
     for i in range(3): log.append({'kind': 'result', 'output': f"in the turn {i}"})
-    os._exit(0)          # killed mid-turn: the records are committed, the checkpoint is not written
+    log.flush()          # written, as Act has them written before a tool with effects runs (with a checkpoint there)
+    log.append({'kind': 'result', 'output': 'queued, never written'})
+    os._exit(0)          # killed mid-turn: the flushed records are committed, the queued one is lost, the checkpoint is not written
 '''
 
 
@@ -326,3 +365,27 @@ def test_reanchor_records_what_it_replaced(tmp_path, monkeypatch):
     assert reset['kind'] == 'anchor-reset' and reset['data']['reason'] == 'power cut'
     assert reset['data']['problems'][0].startswith('records #4 to #4 are missing') and reset['data']['old_checkpoint']['seq'] == 4
     assert log.verify() == (True, [])
+
+
+def test_a_turns_records_are_on_disk_before_anything_leaves_the_process(tmp_path, monkeypatch):
+    "One transaction per turn, but a tool with effects and a gateway's reply find the records that allowed them committed."
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    log, seen = AuditLog(vault=False), {}
+    other = lambda: [r['kind'] for r in AuditLog(log.path, vault=False).recent(50)]      # another process's view
+    belt = Toolbelt()
+    @belt.tool
+    def look():
+        "Look around."
+        seen['look'] = other(); return 'nothing'
+    @belt.tool(effect='local-write')
+    def tidy():
+        "Tidy up."
+        seen['tidy'] = other(); return 'tidied'
+    agent = Agent(ScriptedProvider([tool_call('look'), tool_call('tidy'), reply('tidied up')]), tools=belt)
+    agent.actuators.register('telegram', lambda action, ctx: seen.setdefault('telegram', other()), silent=True)
+    agent.audit = log.append
+    agent.send('tidy up', source='telegram')
+    assert seen['look'] == []                                                             # read-only: still queued
+    assert seen['tidy'] == ['message', 'proposal', 'verdict', 'result', 'proposal', 'verdict']
+    assert seen['telegram'] == seen['tidy'] + ['result', 'proposal', 'verdict']
+    assert other() == seen['telegram'] + ['reply'] and log.verify() == (True, [])

@@ -1,0 +1,78 @@
+"""What the benchmarks run: the shipped agent (`passepartout.app.build_agent()`, as `send` and the daemon
+build it: default gates, built-in tools, approvals in SQLite, the audit log, the vault) in a temporary
+PASSEPARTOUT_HOME and workspace, driven by a model that reads its request as a real provider does.
+
+`WireModel` is a scripted model that pays what the OpenAI-compatible provider pays on every call
+before and after the network: it builds the request body from the system prompt, the transcript and
+the tool schemas (`OpenAIProvider._prepare`: `body()` then `json.dumps`), and reads its scripted answer
+from a chat-completions response as bytes (`json.loads`, `OpenAIProvider.parse`, `_proposal`). Only
+the HTTP round trip is left out.
+"""
+import json, os, statistics, tempfile, time
+from pathlib import Path
+
+
+def shipped_home() -> tuple:
+    "A temporary PASSEPARTOUT_HOME and workspace (set in the environment), with a small file to read."
+    home, ws = Path(tempfile.mkdtemp(prefix='pp-home-')), Path(tempfile.mkdtemp(prefix='pp-ws-'))
+    os.environ.update(PASSEPARTOUT_HOME=str(home), PASSEPARTOUT_WORKSPACE=str(ws))
+    (ws / 'notes.txt').write_text('buy milk\ncall the plumber\n')
+    return home, ws
+
+
+class WireModel:
+    "Answers `calls` tool calls (`tool`, `args`) then a reply per user message, building each request's wire body as the OpenAI provider does."
+    name = 'wire'
+    def __init__(self, calls:int, tool:str='echo', args:dict|None=None):
+        from passepartout.providers import OpenAIProvider
+        self.calls, self.tool, self.args, self.left, self.sent = calls, tool, args or {}, calls, 0
+        self.wire = OpenAIProvider('bench-model', base_url='http://127.0.0.1:9/v1')   # local URL: no key needed, never contacted
+        self.budget, self.cpu = None, 0.0       # cpu: seconds this model spent, for the benchmarks to subtract
+    def _answer(self, message:dict) -> bytes:
+        return json.dumps({'id': 'x', 'object': 'chat.completion', 'choices': [{'index': 0, 'message': message, 'finish_reason': 'stop'}],
+                           'usage': {'prompt_tokens': self.sent // 4, 'completion_tokens': 12}}).encode()
+    def propose(self, request):
+        t0 = time.process_time()
+        try: return self._propose(request)
+        finally: self.cpu += time.process_time() - t0
+    def _propose(self, request):
+        url, headers, body = self.wire._prepare(request, None, False)      # the request as it would go on the wire
+        self.sent = len(body)
+        if request.signal.sensor == 'user-input': self.left = self.calls
+        if self.left:
+            self.left -= 1
+            call = {'id': f"call_{self.left}", 'type': 'function', 'function': {'name': self.tool, 'arguments': json.dumps(self.args)}}
+            raw = self._answer({'role': 'assistant', 'content': 'Doing what you asked.', 'tool_calls': [call]})
+        else: raw = self._answer({'role': 'assistant', 'content': 'done'})
+        return self.wire._proposal(self.wire.parse(json.loads(raw)))
+
+
+def echo(text:str): # the text to give back
+    "Give the text back."
+    return text
+
+def shipped_agent(calls:int, tool:str='echo', args:dict|None=None):
+    "`build_agent()`, plus a read-only `echo` tool (a tool that costs nothing: the harness's own cost shows), with a `WireModel` answering `calls` tool calls of `tool` per turn."
+    from passepartout.app import build_agent
+    agent = build_agent(provider=WireModel(calls, tool, args or ({'text': 'hi'} if tool == 'echo' else None)))
+    agent.tools.add(echo, 'echo', 'read-only')
+    return agent
+
+
+def cpu_per_turn(turn, n:int) -> list:
+    "CPU time (µs) of each of `n` calls of `turn()`, measured one by one with `time.process_time`."
+    out, clock = [], time.process_time
+    for _ in range(n):
+        t0 = clock(); turn(); out.append((clock() - t0) * 1e6)
+    return out
+
+
+def show(label:str, xs:list, unit:str='µs', target:float|None=None, higher_is_better:bool=False) -> str:
+    "One line: median, quartiles, n, and the ratio to `target` (figure / target; for a rate, target / figure)."
+    med = statistics.median(xs)
+    q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [med, med, med]
+    line = f"{label:<50} median {med:10.1f} {unit}  (p25 {q[0]:.1f}, p75 {q[2]:.1f}, n={len(xs)})"
+    if target:
+        ratio = target / med if higher_is_better else med / target
+        line += f"  target {'>=' if higher_is_better else '<='} {target:g} {unit}: ratio {ratio:.2f} {'ok' if ratio <= 1 else 'MISSED'}"
+    return line
