@@ -252,7 +252,7 @@ def _forms(value:str) -> set:
     forms |= base64_cores(data) | base32_cores(data)
     return {f for f in forms if len(f) >= MIN_SECRET_CHARS}
 
-# %% ../nbs/22_vault.ipynb #3041d410
+# %% ../nbs/22_vault.ipynb #25b7fa8f
 def trie_pattern(words) -> str:
     "A regex source matching any of `words`, longest first, with common prefixes shared."
     root = {}
@@ -261,7 +261,13 @@ def trie_pattern(words) -> str:
         for ch in w: node = node.setdefault(ch, {})
         node[''] = {}                                       # a word ends here
     def emit(node):
-        branches = [re.escape(ch) + emit(sub) for ch, sub in sorted(node.items()) if ch]
+        branches = []
+        for ch, sub in sorted(node.items()):
+            if not ch: continue
+            run = [ch]
+            while len(sub) == 1 and '' not in sub:          # a run of single children: no recursion per character
+                (ch, sub), = sub.items(); run.append(ch)
+            branches.append(re.escape(''.join(run)) + emit(sub))
         if not branches: return ''
         body = branches[0] if len(branches) == 1 else '(?:' + '|'.join(branches) + ')'
         return f"(?:{body})?" if '' in node else body      # greedy: the longer word is tried first
