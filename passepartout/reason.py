@@ -151,7 +151,7 @@ def _notify_owner(agent, text:str, ctx:Context, token:str):
         except Exception as e: delivered = [f"failed: {type(e).__name__}: {e}"]
     if ctx.turn is not None: ctx.turn.record('owner-notice', token=token, text=text, delivered=delivered)
 
-# %% ../nbs/05_reason.ipynb #462a3486
+# %% ../nbs/05_reason.ipynb #d07c705b
 def _hold(agent, signal:Signal, decision, ctx:Context, transcript:list, proposed:Action) -> Signal:
     "Suspend an action that needs approval: the owner learns what waits and its token; anyone else only that the owner decides."
     action, owner = decision.action, from_owner(signal)
@@ -160,7 +160,8 @@ def _hold(agent, signal:Signal, decision, ctx:Context, transcript:list, proposed
     if action.kind == 'tool':
         transcript.append({'role': 'tool', 'call_id': action.call_id, 'name': action.tool, 'is_error': False, 'held': token,
                            'content': f"held for human approval (token {token})" if owner else "held for the owner's approval"})
-    notice = (f"Waiting for approval: {action!r} ({'; '.join(decision.reasons)}). "
+    said = f"The model's reason: {action.explanation!r}. " if action.explanation else ''
+    notice = (f"Waiting for approval: {action!r} ({'; '.join(decision.reasons)}). {said}"
               f"Approve with `approve {token}` or refuse with `deny {token}`.")
     if ctx.turn is not None:
         ctx.turn.pending.append({'token': token, 'action': action.to_dict(), 'reasons': decision.reasons})

@@ -127,6 +127,7 @@ def test_an_mv_that_asks_runs_once_approved(ws, server, route):
     agent = agent_for(server)
     turn = agent.send('rename notes.txt to old-notes.txt')
     held = turn.pending[0]
+    assert "The model's reason: 'keep the old notes aside'." in turn.reply   # what the owner reads before deciding
     assert held['action']['args'] == {'command': 'mv notes.txt old-notes.txt'} and held['action']['explanation'] == 'keep the old notes aside'
     assert (ws / 'notes.txt').exists() and not (ws / 'old-notes.txt').exists() and len(server.requests) == 1
     record = agent.approvals.get(held['token'])
