@@ -172,3 +172,18 @@ def test_text_mode_model_gives_its_why_among_the_args(ws):
                                                   'explanation': 'see the files', 'call_id': turn.of('result')[0]['action']['call_id']}
         assert '"why"' in system_of('ollama', s.requests[0]['json']) and 'tools' not in s.requests[0]['json']
     finally: s.close()
+
+
+@needs_sandbox
+def test_a_held_call_without_a_why_still_runs_once_approved(ws, server):
+    "Asked once, proposed again without a why, held: the owner's approval is not refused for the missing reason."
+    mv = call(server, 'shell', {'command': 'mv notes.txt old-notes.txt'})
+    server.add(mv, mv, TEXT[server.kind]('Renamed.'))
+    agent = agent_for(server)
+    held = agent.send('rename notes.txt to old-notes.txt').pending[0]
+    assert 'explanation' not in held['action'] and len(server.requests) == 2
+    res = resolve_approval(agent, agent.approvals, held['token'])
+    assert res.ok and (ws / 'old-notes.txt').exists(), res.error
+    last_mile = [e for e in res.turn.events if e['kind'] == 'last-mile'][0]
+    assert ('policy', 'allow', 'no reason given') in [(r['gate'], r['decision'], r['reason']) for r in last_mile['trace']]
+    assert carry_on(agent, res.feedback).reply == 'Renamed.'
