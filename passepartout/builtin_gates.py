@@ -7,18 +7,18 @@ Docs: https://passepartout-agent.github.io/passepartout/builtin_gates.html.md"""
 # %% auto #0
 __all__ = ['log', 'VALIDATOR_PRIORITY', 'BUDGET_PRIORITY', 'POLICY_PRIORITY', 'AUTHORITY_PRIORITY', 'SELF_PROTECTION_PRIORITY',
            'PATHS_PRIORITY', 'SECRETS_PRIORITY', 'NETWORK_PRIORITY', 'PERMISSIONS_PRIORITY', 'DEFAULT_SHELL_PRIORITY',
-           'SANDBOX_PRIORITY', 'PROVENANCE_PRIORITY', 'RECIPIENTS_PRIORITY', 'HOME_VARS', 'RULE_KEYS', 'FILE_TOOLS',
-           'WRITE_TOOLS', 'MAX_PATH_BYTES', 'MAX_NAME_BYTES', 'METADATA_HOSTS', 'SECRET_PATTERNS', 'SENSITIVE_ARGS',
-           'RECIPIENT_ARGS', 'PROTECTED_NAMES', 'tool_of', 'tool_effect', 'side_effecting', 'env_key', 'workspace_of',
-           'inside', 'resolve_path', 'resolve_for', 'schema_error', 'validator_gate', 'policy_gate', 'authority_gate',
-           'PermissionsError', 'permissions_file', 'Rule', 'load_rules', 'permission_rule', 'permissions_gate',
-           'allowed_by_rule', 'learn_rule', 'path_problem', 'paths_gate', 'network_allowlist', 'url_verdict',
-           'network_gate', 'secrets_gate', 'values_in', 'SessionValues', 'update', 'session_values', 'provenance_gate',
-           'owner_addresses', 'recipient_known', 'recipients_gate', 'protected_places', 'protected', 'above_protected',
-           'autorun_why', 'self_protection_gate', 'pin_home', 'home_problem', 'budget_gate', 'sandbox_ready',
-           'sandbox_gate', 'ask_every_shell_command', 'default_gates']
+           'SANDBOX_PRIORITY', 'PROVENANCE_PRIORITY', 'RECIPIENTS_PRIORITY', 'HOME_VARS', 'WHY_REQUEST', 'RULE_KEYS',
+           'FILE_TOOLS', 'WRITE_TOOLS', 'MAX_PATH_BYTES', 'MAX_NAME_BYTES', 'METADATA_HOSTS', 'SECRET_PATTERNS',
+           'SENSITIVE_ARGS', 'RECIPIENT_ARGS', 'PROTECTED_NAMES', 'tool_of', 'tool_effect', 'side_effecting', 'env_key',
+           'workspace_of', 'inside', 'resolve_path', 'resolve_for', 'schema_error', 'validator_gate', 'take_why',
+           'policy_gate', 'authority_gate', 'PermissionsError', 'permissions_file', 'Rule', 'load_rules',
+           'permission_rule', 'permissions_gate', 'allowed_by_rule', 'learn_rule', 'path_problem', 'paths_gate',
+           'network_allowlist', 'url_verdict', 'network_gate', 'secrets_gate', 'values_in', 'SessionValues', 'update',
+           'session_values', 'provenance_gate', 'owner_addresses', 'recipient_known', 'recipients_gate',
+           'protected_places', 'protected', 'above_protected', 'autorun_why', 'self_protection_gate', 'pin_home',
+           'home_problem', 'budget_gate', 'sandbox_ready', 'sandbox_gate', 'ask_every_shell_command', 'default_gates']
 
-# %% ../nbs/20_builtin_gates.ipynb #9622d1fa
+# %% ../nbs/20_builtin_gates.ipynb #90bc993b
 import os, re, json, time, stat, socket, logging, fnmatch, functools, ipaddress, dataclasses
 from pathlib import Path, PurePath
 from urllib.parse import urlsplit
@@ -26,7 +26,7 @@ from . import config, watch
 from .autorun import autorun_reason, home_within
 from .gates import GateEngine, Verdict, ALLOW, ASK, DENY, TOOL_CALLS, ToolsExcept, allow, ask, deny, current_verification, _RANK
 from .signals import Action, Context, from_owner, sender_of, OWNER_SOURCES
-from .tools import canonical_name
+from .tools import WHY, canonical_name
 
 log = logging.getLogger('passepartout.gates')
 
@@ -180,7 +180,7 @@ def _object_error(value:dict, schema:dict, where:str) -> str|None:
         if e: return e
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #558a2888
+# %% ../nbs/20_builtin_gates.ipynb #a143c560
 def validator_gate(action:Action, ctx:Context) -> Verdict|None:
     "The action is well formed: a reply with text to a known actuator, or a known tool with arguments matching its schema."
     if action.kind == 'reply': return _reply_error(action, ctx)
@@ -194,9 +194,14 @@ def validator_gate(action:Action, ctx:Context) -> Verdict|None:
     if name is None: return deny(f"there is no tool named {action.tool!r}; the tools are: {', '.join(sorted(tools.by_name)) or 'none'}")
     t = tools.by_name[name]
     if not isinstance(action.args, dict): return deny(f"the arguments must be an object, not {_json_name(action.args)}")
+    proposed, changed = action.tool, name != action.tool
+    if changed: action = dataclasses.replace(action, tool=name)   # every later gate sees the registered name
+    if WHY in action.args and WHY not in getattr(t, 'params', ()):
+        if not isinstance(action.args[WHY], (str, type(None))): return deny(f"{name}: args.why: expected one short sentence as a string, got {_json_name(action.args[WHY])}")
+        action, changed = take_why(action), True
     e = None if _surely_valid(action.args, t.schema) else schema_error(action.args, t.schema)
     if e: return deny(f"{name}: {e}")
-    return None if name == action.tool else allow(f"{action.tool!r} is the tool {name!r}", dataclasses.replace(action, tool=name))
+    return allow(f"{proposed!r} is the tool {name!r}" if proposed != name else '', action) if changed else None
 
 # %% ../nbs/20_builtin_gates.ipynb #e9db875a
 _PY_TYPES = {'string': (str,), 'integer': (int,), 'number': (int,), 'boolean': (bool,), 'array': (list,), 'object': (dict,)}
@@ -235,11 +240,29 @@ def _reply_error(action:Action, ctx:Context) -> Verdict|None:
         return deny(f"reply target {action.target!r} is not a registered gateway")
     return None
 
-# %% ../nbs/20_builtin_gates.ipynb #5d9a0a33
+# %% ../nbs/20_builtin_gates.ipynb #4893b0d6
+def take_why(action:Action) -> Action:
+    "`action` with its `why` argument moved into the explanation (an empty one keeps the explanation it had)."
+    args = dict(action.args); why = (args.pop(WHY) or '').strip()
+    return dataclasses.replace(action, args=args, explanation=why or action.explanation)
+
+# %% ../nbs/20_builtin_gates.ipynb #d69a4036
+WHY_REQUEST = "add a short `why` argument (one sentence: why this call, for the person who approves it) and propose it again"
+
+def _unexplained(action:Action, ctx:Context) -> Verdict:
+    "A side-effecting action without an explanation: refused with a request for a `why` once per Reason step, then let on, noted."
+    rejections = getattr(ctx, 'rejections', None)
+    if rejections is not None and not any(WHY_REQUEST in r for r in rejections):
+        return deny(f"{action.tool} changes things ({tool_effect(action, ctx)}): {WHY_REQUEST}")
+    return allow("no reason given" + (" (asked once in this step)" if rejections else ''))
+
+# %% ../nbs/20_builtin_gates.ipynb #b9078784
 def policy_gate(action:Action, ctx:Context) -> Verdict|None:
-    "Side-effecting actions carry an explanation; callable standing mandates hold."
+    "Side-effecting actions carry an explanation (asked for once); callable standing mandates hold."
+    noted = None
     if side_effecting(action, ctx) and not (isinstance(action.explanation, str) and action.explanation.strip()):
-        return deny(f"{action.tool} changes things ({tool_effect(action, ctx)}): say why in the explanation and propose it again")
+        noted = _unexplained(action, ctx)
+        if noted.decision == DENY: return noted
     held = None
     try: mandates = ctx.agent.mandates or ()
     except AttributeError: mandates = ()
@@ -252,7 +275,7 @@ def policy_gate(action:Action, ctx:Context) -> Verdict|None:
         if type(v) is not Verdict or v.decision not in _RANK: return deny(f"mandate {name} returned {v!r:.80}, not a verdict")
         if v.decision == DENY: return deny(f"mandate {name}: {v.reason}")
         held = held or ask(f"mandate {name}: {v.reason}")
-    return held
+    return held or noted
 
 # %% ../nbs/20_builtin_gates.ipynb #985e2145
 _LOCAL_SOURCES = frozenset(OWNER_SOURCES)

@@ -6,10 +6,11 @@ Docs: https://passepartout-agent.github.io/passepartout/cascade.html.md"""
 
 # %% auto #0
 __all__ = ['PRICES', 'PROVIDER_KINDS', 'Prices', 'load_prices', 'usd', 'Budget', 'reserve', 'settle', 'estimate_tokens',
-           'Cascade', 'propose', 'apropose', 'Consensus', 'make_provider', 'load_selector', 'provider_from_env']
+           'Cascade', 'propose', 'apropose', 'Consensus', 'agreement_key', 'make_provider', 'load_selector',
+           'provider_from_env']
 
-# %% ../nbs/11_cascade.ipynb #9c9626d5
-import asyncio, importlib, inspect, json, math, os, threading, time
+# %% ../nbs/11_cascade.ipynb #8f6a23fd
+import asyncio, dataclasses, importlib, inspect, json, math, os, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from .errors import LLMError, BudgetError
@@ -237,8 +238,16 @@ class Consensus:
         self.budget = budget if budget is not None else getattr(self.providers[0], 'budget', None) or Budget()
     def __repr__(self): return f"Consensus({', '.join(_name(p) for p in self.providers)}; quorum {self.quorum})"
 
-# %% ../nbs/11_cascade.ipynb #65b0c18b
-def _decide(self:Consensus, outcomes:list) -> Proposal:
+# %% ../nbs/11_cascade.ipynb #bb74c70d
+def agreement_key(action, request=None) -> str:
+    "What must agree: a reply, or the call's identity without the `why` the tool belt offers (each model words its reason)."
+    if action.kind == 'reply': return 'reply'
+    tool = getattr(getattr(getattr(request, 'agent', None), 'tools', None), 'by_name', {}).get(action.tool)
+    if not isinstance(action.args, dict) or 'why' not in action.args or 'why' in getattr(tool, 'params', ()): return action.canonical()
+    return dataclasses.replace(action, args={k: v for k, v in action.args.items() if k != 'why'}).canonical()
+
+# %% ../nbs/11_cascade.ipynb #61587d74
+def _decide(self:Consensus, outcomes:list, request=None) -> Proposal:
     "The agreed proposal, or a reply describing the disagreement."
     answers = [(_name(p), o) for p, o in zip(self.providers, outcomes) if isinstance(o, Proposal)]
     failed = [(_name(p), o) for p, o in zip(self.providers, outcomes) if not isinstance(o, Proposal)]
@@ -249,7 +258,7 @@ def _decide(self:Consensus, outcomes:list) -> Proposal:
         raise LLMError('\n'.join([f"Consensus needs {self.quorum} answers but got {len(answers)}:", *(f"- {n}: {e.message}" for n, e in failed)]),
                        provider=self.name, cascade=tuple(_name(p) for p in self.providers), attempts=len(outcomes))
     groups = {}
-    for n, prop in answers: groups.setdefault('reply' if prop.action.kind == 'reply' else prop.action.canonical(), []).append((n, prop))
+    for n, prop in answers: groups.setdefault(agreement_key(prop.action, request), []).append((n, prop))
     agreed = max(groups.values(), key=len)
     usage = _sum_usage(prop for _, prop in answers)
     if len(agreed) >= self.quorum:
@@ -260,19 +269,19 @@ def _decide(self:Consensus, outcomes:list) -> Proposal:
 
 Consensus._decide = _decide
 
-# %% ../nbs/11_cascade.ipynb #c6017184
+# %% ../nbs/11_cascade.ipynb #5598f61d
 def _consensus_propose(self:Consensus, request, on_token=None) -> Proposal:
     "Every member's proposal, asked in parallel, then the agreement (no streaming: nothing is final until all answered)."
     request.system  # build the lazy prompt once, before the threads share the request
     with ThreadPoolExecutor(len(self.providers)) as pool: outcomes = list(pool.map(lambda p: _outcome(p, request), self.providers))
-    return self._decide(outcomes)
+    return self._decide(outcomes, request)
 
 async def _consensus_apropose(self:Consensus, request, on_token=None) -> Proposal:
     "`propose` for async code."
     async def one(p):
         try: return await p.apropose(request) if hasattr(p, 'apropose') else await asyncio.to_thread(p.propose, request)
         except Exception as e: return e
-    return self._decide(list(await asyncio.gather(*(one(p) for p in self.providers))))
+    return self._decide(list(await asyncio.gather(*(one(p) for p in self.providers))), request)
 
 Consensus.propose, Consensus.apropose = _consensus_propose, _consensus_apropose
 

@@ -145,7 +145,7 @@ def sender_of(signal:Signal) -> str:
     chat = signal.meta.get('chat_id')
     return f"{signal.source or 'an unnamed gateway'} chat {chat}" if chat is not None else (signal.source or 'an unnamed gateway')
 
-# %% ../nbs/02_signals.ipynb #dd69a628
+# %% ../nbs/02_signals.ipynb #b39d0b08
 @dataclass(slots=True)
 class Context:
     "What a gate or an actuator may consult about the step in progress."
@@ -154,6 +154,7 @@ class Context:
     turn:object=None        # the Turn being recorded
     attempt:int=1           # 1-based proposal attempt within Reason
     verified:object=None    # the action the gates approved in this step (set by Reason, read by Act)
+    rejections:list|None=None # why the earlier attempts of this Reason step were refused (set by Reason; None outside it)
 
 # %% ../nbs/02_signals.ipynb #aa02128a
 class Turn:

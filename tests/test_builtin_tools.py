@@ -415,9 +415,9 @@ def test_belt_names_and_effects():
         'shell': 'local-write', 'read_file': 'read-only', 'write_file': 'local-write', 'edit_file': 'local-write',
         'list_dir': 'read-only', 'search_files': 'read-only', 'http_fetch': 'outward', 'send_message': 'outward'}
     props = {s['name']: list(s['parameters']['properties']) for s in belt.schemas()}
-    assert props == {'shell': ['command', 'timeout'], 'read_file': ['path', 'offset', 'limit'], 'write_file': ['path', 'content'],
-                     'edit_file': ['path', 'old', 'new'], 'list_dir': ['path'], 'search_files': ['pattern', 'path', 'glob'],
-                     'http_fetch': ['url', 'method', 'body'], 'send_message': ['channel', 'recipient', 'text']}
+    assert props == {'shell': ['command', 'timeout', 'why'], 'read_file': ['path', 'offset', 'limit'], 'write_file': ['path', 'content', 'why'],
+                     'edit_file': ['path', 'old', 'new', 'why'], 'list_dir': ['path'], 'search_files': ['pattern', 'path', 'glob'],
+                     'http_fetch': ['url', 'method', 'body', 'why'], 'send_message': ['channel', 'recipient', 'text', 'why']}
     assert all(s['description'] for s in belt.schemas())
 
 

@@ -389,7 +389,7 @@ def test_permission_allow_never_overrides_a_deny(env, monkeypatch):
                          (fetch('http://169.254.169.254/'), 'network'), (write('docs/k', 'AKIAIOSFODNN7EXAMPLE'), 'secrets'),
                          (tool_call('write_file', {'path': 'docs/x', 'content': 'y'}), 'policy'),
                          (tool_call('read_file', {'path': 'docs/a.txt', 'x': 1}), 'validator')]:
-        d = env.verify(action)
+        d = env.agent.gates.verify(action, Context(env.ctx.signal, env.agent, rejections=[]))   # a first attempt in Reason
         assert (d.decision, stopped_by(d)) == ('deny', gate), (action, d)
 
 
@@ -466,10 +466,16 @@ def test_malformed_actions_are_denied_by_the_validator(env, action, why):
 
 
 def test_side_effects_need_an_explanation(env):
+    "In a Reason step a side-effecting call without a why is sent back once; proposed again, the other gates decide."
+    first = Context(env.ctx.signal, env.agent, rejections=[])
     for action in (tool_call('write_file', {'path': 'a', 'content': ''}), tool_call('shell', {'command': 'ls'}, explanation='  '),
-                   tool_call('send_message', {'channel': 'c', 'recipient': 'r', 'text': 't'})):
-        d = env.verify(action)
-        assert (d.decision, stopped_by(d)) == ('deny', 'policy') and 'explanation' in d.reasons[0]
+                   tool_call('shell', {'command': 'ls', 'why': ''}), tool_call('send_message', {'channel': 'c', 'recipient': 'r', 'text': 't'})):
+        d = env.agent.gates.verify(action, first)
+        assert (d.decision, stopped_by(d)) == ('deny', 'policy') and 'add a short `why` argument' in d.reasons[0], d
+        again = env.agent.gates.verify(action, Context(env.ctx.signal, env.agent, rejections=[f"policy: {d.reasons[0]}"]))
+        assert stopped_by(again) != 'policy' and ('policy', 'allow', 'no reason given (asked once in this step)') in [r[:3] for r in again.trace]
+    d = env.agent.gates.verify(tool_call('write_file', {'path': 'a', 'content': '', 'why': 'keep a'}), first)
+    assert d.decision == 'allow' and d.action == tool_call('write_file', {'path': 'a', 'content': ''}, explanation='keep a'), d
 
 
 def test_spent_budget_stops_tool_calls(env):
