@@ -58,7 +58,7 @@ def result_line(result:dict, width:int=120) -> str:
     more = f" ({len(lines)} lines)" if len(lines) > 1 else ''
     return '  ⎿ ' + shorten(' · '.join(lines) or '(no output)', width - 4 - len(more)) + more
 
-# %% ../nbs/63_chat.ipynb #637409c7
+# %% ../nbs/63_chat.ipynb #2220f61b
 class Screen:
     "What a person sees of a turn: streamed text, a waiting indicator, a line per tool call and result."
     def __init__(self, out=None, colour:bool|None=None, live:bool|None=None): # live: stream and animate (a terminal)
@@ -67,7 +67,7 @@ class Screen:
         self.colour = use_colour(self.out) if colour is None else colour
         self.live = use_colour(self.out, {'TERM': os.environ.get('TERM', '')}) if live is None else live   # a terminal that can animate
         self.console = Console(file=self.out, force_terminal=self.live, color_system='auto' if self.colour else None,
-                               highlight=False, markup=False, emoji=False, soft_wrap=True)
+                               highlight=False, markup=False, emoji=False, soft_wrap=True, force_jupyter=False)   # `out`, even in a notebook
         self.spinner, self.streamed, self.shown, self.last_stream, self.lock = None, '', '', None, threading.RLock()
     def say(self, text:str, style:str|None=None):
         "Print one line (in `style` when colour is on)."
