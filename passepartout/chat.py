@@ -9,8 +9,8 @@ __all__ = ['MARKS', 'STYLES', 'ANSWERS', 'LOCAL', 'use_colour', 'shorten', 'acti
            'result_line', 'Screen', 'waiting', 'token', 'event', 'read_line', 'Chat', 'hang_up', 'no_echo', 'run',
            'approve_in_place', 'new_session', 'local', 'talk', 'chat_command']
 
-# %% ../nbs/63_chat.ipynb #7e2443f0
-import contextlib, json, os, secrets, socket, sys, termios, threading, time
+# %% ../nbs/63_chat.ipynb #1f83cc38
+import contextlib, json, os, socket, sys, termios, threading
 import click
 from .errors import SetupError
 
@@ -116,7 +116,7 @@ def event(self:Screen, e:dict):
 
 Screen.event = event
 
-# %% ../nbs/63_chat.ipynb #5ff0a767
+# %% ../nbs/63_chat.ipynb #93ad67c1
 def read_line(prompt:str='') -> str:
     "A line of standard input without its newline (`input` on a terminal); `EOFError` at its end."
     if sys.stdin.isatty(): return input(prompt)
@@ -134,8 +134,7 @@ class Chat:
 
 def _daemon(self:Chat) -> bool:
     "Does a daemon serve this home? (checked per turn: it may start or stop while we chat)"
-    try: from passepartout.daemon import daemon_running
-    except ImportError: return False
+    from passepartout.daemon import daemon_running
     return daemon_running()
 
 Chat._daemon = _daemon
@@ -230,14 +229,13 @@ def approve_in_place(self:Chat, pending:dict) -> str|None:
 
 Chat.approve_in_place = approve_in_place
 
-# %% ../nbs/63_chat.ipynb #78711dad
+# %% ../nbs/63_chat.ipynb #b075861f
 def _help(chat, arg): chat.screen.say('\n'.join(f"{name:<11} {what}" for name, (what, _) in LOCAL.items()) +
                                       "\n/approve T  approve the held action T (/deny T refuses it)\nCtrl-C      stop the turn (twice at the prompt: quit)")
 
 def new_session() -> str:
-    "A fresh session id (the session store's, when this installation has one)."
-    try: from passepartout.sessions import new_session_id
-    except ImportError: return f"chat-{time.strftime('%Y%m%d-%H%M')}-{secrets.token_hex(2)}"
+    "A fresh session id, from the session store."
+    from passepartout.sessions import new_session_id
     return new_session_id()
 
 def _clear(chat, arg):
@@ -257,17 +255,16 @@ def _cost(chat, arg):
     budget = chat.agent.budget if chat.agent is not None else None
     chat.screen.say(line + (f"; budget {money(budget.remaining)} left of {money(budget.cap)}" if budget is not None and budget.cap > 0 else ''))
 
-# %% ../nbs/63_chat.ipynb #cfe1d039
+# %% ../nbs/63_chat.ipynb #05adfec2
 def _approvals(chat, arg):
     from passepartout.approvals import ApprovalStore, _describe
     rows = ApprovalStore().pending()
     chat.screen.say('\n'.join(_describe(r) for r in rows) if rows else "no actions are waiting for approval")
 
 def _sessions(chat, arg):
-    try: from passepartout.sessions import list_sessions, _row
-    except ImportError: return chat.screen.say(f"this installation keeps no list of sessions; this chat is session {chat.session!r}", 'note')
+    from passepartout.sessions import list_sessions, session_line
     rows = list_sessions(20)
-    chat.screen.say('\n'.join(_row(r) for r in rows) if rows else "no conversations are stored yet")
+    chat.screen.say('\n'.join(session_line(r) for r in rows) if rows else "no conversations are stored yet")
     chat.screen.say(f"this chat is session {chat.session!r}; `passepartout chat --session ID` continues another", 'note')
 
 LOCAL = {'/help': ("these commands", _help), '/clear': ("start a new session (the model forgets this one)", _clear),
@@ -325,14 +322,13 @@ def _turn(self:Chat, line:str) -> bool:
 
 Chat.talk, Chat._turn = talk, _turn
 
-# %% ../nbs/63_chat.ipynb #7e0ebcd5
+# %% ../nbs/63_chat.ipynb #07428db2
 @click.command('chat')
 @click.option('--session', default=None, help='Conversation to continue (default: a new one).')
 @click.option('--resume', is_flag=True, help='Continue the most recent conversation begun here.')
 def chat_command(session, resume):
     "Talk with the agent, watching it work (end with Ctrl-D or /quit)."
     if resume and session is None:
-        try: from passepartout.sessions import latest_session
-        except ImportError: click.echo("--resume: this installation keeps no sessions; starting a new one", err=True)
-        else: session = latest_session()
+        from passepartout.sessions import latest_session
+        session = latest_session()
     Chat(session or new_session()).talk()

@@ -117,7 +117,7 @@ def test_slash_commands_stay_local(env, server):
     child = spawn(env)
     try:
         for command, answer in [('/help', '/approvals'), ('/cost', '0 turns'), ('/model', "model='test-model'"),
-                                ('/approvals', 'no actions are waiting'), ('/sessions', 'session'), ('/nope', 'unknown command /nope')]:
+                                ('/approvals', 'no actions are waiting'), ('/sessions', 'no conversations are stored yet'), ('/nope', 'unknown command /nope')]:
             child.sendline(command)
             child.expect(re.escape(answer))
             child.expect('you> ')
