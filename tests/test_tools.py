@@ -1,10 +1,38 @@
-"""The contributor's tools: the build's refusal to let a generated .ipynb overwrite its Markdown source
-(tools/md_is_source.py, run by tools/build.sh)."""
+"""The contributor's tools: the commit-msg hook (CONTRIBUTING.md, "Commits") and the build's refusal to let
+a generated .ipynb overwrite its Markdown source (tools/md_is_source.py, run by tools/build.sh)."""
 import json, os, shutil, subprocess, sys
 from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+HOOK = ROOT / 'tools' / 'hooks' / 'commit-msg'
+
+
+@pytest.mark.parametrize('message, ok', [
+    ('Docs: search over an offline index\n\n- tools/docs.py writes search.json\n', True),
+    ('Merge branch docs\n', True),
+    ('Docs: search over an offline index\n', False),                       # no body
+    ('Docs: search\n- no blank line before the body\n', False),
+    ('x' * 73 + '\n\n- body\n', False),                                     # subject over 72 characters
+    ('x' * 72 + '\n\n- body\n', True),
+    ('\n\n- a body without a subject\n', False),
+])
+def test_commit_msg_hook(tmp_path, message, ok):
+    (tmp_path / 'MSG').write_text(message)
+    run = subprocess.run(['bash', str(HOOK), str(tmp_path / 'MSG')], capture_output=True, text=True)
+    assert (run.returncode == 0) == ok, (message, run.stderr)
+    if not ok: assert 'commit-msg:' in run.stderr and 'CONTRIBUTING.md' in run.stderr
+
+
+def test_the_hook_runs_as_a_git_hook(tmp_path):
+    "Enabled the way CONTRIBUTING.md says (core.hooksPath), git itself refuses a subject-only commit."
+    env = dict(os.environ, GIT_AUTHOR_NAME='t', GIT_AUTHOR_EMAIL='t@t', GIT_COMMITTER_NAME='t', GIT_COMMITTER_EMAIL='t@t')
+    git = lambda *a: subprocess.run(['git', '-C', str(tmp_path), *a], capture_output=True, text=True, env=env)
+    git('init', '-q'); (tmp_path / 'tools').mkdir(); shutil.copytree(HOOK.parent, tmp_path / 'tools' / 'hooks')
+    git('config', 'core.hooksPath', 'tools/hooks')
+    refused = git('commit', '-q', '--allow-empty', '-m', 'Only a subject')
+    assert refused.returncode != 0 and 'no body' in refused.stderr, refused
+    assert git('commit', '-q', '--allow-empty', '-m', 'A subject', '-m', '- a body').returncode == 0
 
 
 jupytext = pytest.importorskip('jupytext')
