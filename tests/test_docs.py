@@ -218,12 +218,35 @@ def test_the_search_finds_known_terms_on_the_built_site(site):
 chromium = shutil.which('chromium') or shutil.which('chromium-browser')
 
 
+# A page that measures another one in a phone-sized frame: served beside the site (not written into it).
+PHONE_PROBE = """<!DOCTYPE html><html><body style="margin:0">
+<iframe id="f" src="PAGE" style="width:390px;height:844px;border:0"></iframe>
+<pre id="out"></pre>
+<script>
+const f = document.getElementById('f');
+f.onload = () => setTimeout(() => {
+  const d = f.contentDocument, shown = el => getComputedStyle(el).display !== 'none';
+  const side = d.querySelector('.docs-side'), button = d.querySelector('.docs-menu-button');
+  const before = {side: shown(side), button: shown(button), mainTop: Math.round(d.querySelector('.docs-main').getBoundingClientRect().top)};
+  button.click();
+  const after = {side: shown(side), expanded: button.getAttribute('aria-expanded'), focused: d.activeElement === d.querySelector('.docs-search-input')};
+  document.getElementById('out').textContent = JSON.stringify({before, after});
+}, 200);
+</script></body></html>"""
+
+
 @pytest.fixture(scope='module')
 def served(site):
     "The site on a loopback port (pages opened from file:// with a fragment render blank in headless chromium)."
     import functools, http.server, threading
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
-    handler.log_message = lambda *a: None
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def do_GET(self):
+            if not self.path.startswith('/__phone_probe/'): return super().do_GET()
+            body = PHONE_PROBE.replace('PAGE', '/' + self.path.removeprefix('/__phone_probe/')).encode()
+            self.send_response(200); self.send_header('Content-Type', 'text/html'); self.send_header('Content-Length', str(len(body)))
+            self.end_headers(); self.wfile.write(body)
+        def log_message(self, *a): pass
+    handler = functools.partial(Handler, directory=str(site))
     server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f'http://127.0.0.1:{server.server_address[1]}/'
@@ -244,6 +267,16 @@ def test_the_search_box_lists_results_in_a_browser(served):
     assert links and links[0].startswith('sandbox.html#'), links[:3]
     assert soup.select_one('nav.docs-sidebar').has_attr('hidden'), 'the contents should give way to the results'
     assert 'bubblewrap' in soup.select_one('.docs-search-results mark').get_text().lower()
+
+
+@pytest.mark.skipif(not chromium, reason='chromium is not installed (apt-get install chromium)')
+def test_on_a_phone_the_page_comes_first_and_the_menu_opens_the_sidebar(served):
+    "In a 390px-wide frame: the sidebar is hidden, the Menu button shown, the page right under the top bar; a tap opens it."
+    out = _dom(served + '__phone_probe/signals.html', '1280,900').select_one('#out').get_text()
+    state = json.loads(out)
+    assert state['before'] == dict(side=False, button=True, mainTop=state['before']['mainTop']), state
+    assert state['before']['mainTop'] < 100, f"the page starts {state['before']['mainTop']}px down: is the sidebar above it?"
+    assert state['after'] == dict(side=True, expanded='true', focused=True), state
 
 
 def test_every_page_has_the_search_box_and_the_menu_button(soups):
