@@ -64,3 +64,48 @@ def test_a_synced_pair_passes_and_a_newer_diverging_ipynb_is_refused(tmp_path):
     assert '# Edited in the notebook' not in md.read_text()   # nothing was written
     os.utime(md, (ipynb.stat().st_mtime + 5,) * 2)            # the .md edited after: it is the source again
     assert _check(tmp_path, md).returncode == 0
+
+
+def _free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope='module')
+def lab():
+    "JupyterLab started with tools/lab.sh's settings (tools/jupyterlab/overrides.json), on a loopback port."
+    import time, urllib.request
+    if not shutil.which('jupyter-lab'): pytest.skip("JupyterLab is not installed (pip install -e '.[dev]')")
+    port, token = _free_port(), 'passepartout-test'
+    args = ['jupyter-lab', '--no-browser', f'--port={port}', '--ServerApp.ip=127.0.0.1', f'--ServerApp.token={token}',
+            f'--LabApp.app_settings_dir={ROOT / "tools" / "jupyterlab"}', f'--ServerApp.root_dir={ROOT}']
+    if os.geteuid() == 0: args.append('--allow-root')
+    server = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f'http://127.0.0.1:{port}'
+    get = lambda path: json.load(urllib.request.urlopen(f'{url}{path}{"&" if "?" in path else "?"}token={token}', timeout=30))
+    try:
+        for _ in range(120):
+            try: get('/api/status'); break
+            except OSError: time.sleep(0.5)
+        else: pytest.fail('JupyterLab did not start within 60 s')
+        yield get
+    finally:
+        server.terminate(); server.wait(timeout=30)
+
+
+def test_jupyterlab_opens_markdown_as_a_notebook_and_starts_the_kernel(lab):
+    "The two settings tools/lab.sh gives JupyterLab are ones it knows, with the values wanted."
+    viewers = lab('/lab/api/settings/@jupyterlab/docmanager-extension:plugin')['schema']['properties']['defaultViewers']
+    assert viewers['default'].get('markdown') == 'Jupytext Notebook', viewers
+    tracker = lab('/lab/api/settings/@jupyterlab/notebook-extension:tracker')['schema']['properties']
+    assert tracker['autoStartDefaultKernel']['default'] is True
+
+
+def test_jupyterlab_reads_a_markdown_notebook_with_its_kernel(lab):
+    "jupytext serves nbs/*.md as a notebook; the built pair gives it a kernelspec, so no kernel must be picked."
+    if not (ROOT / 'nbs' / '02_signals.ipynb').exists(): pytest.skip('notebooks not built (tools/build.sh)')
+    model = lab('/api/contents/nbs/02_signals.md?type=notebook&content=1')
+    assert model['type'] == 'notebook' and len(model['content']['cells']) > 5
+    assert model['content']['metadata']['kernelspec']['name'] == 'python3', model['content']['metadata']
