@@ -7,6 +7,9 @@ exported name, links to symbols), then rendered to HTML with nbconvert's Jupyter
 a sidebar.  Page names are nbdev's (`02_signals.ipynb` -> `signals.html`), so links work the same
 here and on a site built by `nbdev-docs`.  Everything the pages need is in OUTDIR: no CDN.
 
+Every page has a search box (tools/docs_search.js, plain JavaScript) over OUTDIR/assets/search-index.js,
+an index of every section of every page written after the pages; on a narrow screen the sidebar folds
+into a Menu button above the page.
 Writes OUTDIR/pages.json: every page with its source, title and the errors met while building it.
 Exit status 1 when any notebook raised while executing (the page still shows the error), or when a
 cell fails in nbdev's show_doc shell, which stops `nbdev-docs` (`show_doc_failures`; see below).
@@ -80,11 +83,18 @@ TEMPLATE = r"""
 {%- endblock extra_css -%}
 {%- block html_head_css -%}
 <link rel="stylesheet" href="{{ resources.docs.root }}assets/site.css">
+<script>document.documentElement.classList.add('docs-js')</script>
+<script defer src="{{ resources.docs.root }}assets/search.js"></script>
 {%- endblock html_head_css -%}
 {%- block body_header -%}
-<body class="jp-Notebook docs-page" data-jp-theme-light="true" data-jp-theme-name="JupyterLab Light">
-<header class="docs-topbar"><a href="{{ resources.docs.root }}index.html">{{ resources.docs.site_title | e }}</a></header>
+<body class="jp-Notebook docs-page" data-jp-theme-light="true" data-jp-theme-name="JupyterLab Light" data-docs-root="{{ resources.docs.root }}">
+<header class="docs-topbar"><button type="button" class="docs-menu-button" aria-controls="docs-side" aria-expanded="false">&#9776; Menu</button>
+<a href="{{ resources.docs.root }}index.html">{{ resources.docs.site_title | e }}</a></header>
 <div class="docs-layout">
+<div class="docs-side" id="docs-side">
+<form class="docs-search" role="search" action="{{ resources.docs.root }}index.html"><input type="search" name="q" class="docs-search-input" placeholder="Search the notebooks" aria-label="Search the notebooks" autocomplete="off">
+<p class="docs-search-status" aria-live="polite" hidden></p>
+<ol class="docs-search-results" hidden></ol></form>
 <nav class="docs-sidebar" aria-label="Notebooks">
 <ol>
 {%- for p in resources.docs.nav %}
@@ -93,6 +103,7 @@ TEMPLATE = r"""
 {%- endfor %}
 </ol>
 </nav>
+</div>
 <main class="docs-main">
 <header class="docs-title"><h1 class="docs-h1">{{ resources.docs.title | e }}</h1>
 {%- if resources.docs.description %}<p class="docs-description">{{ resources.docs.description | e }}</p>{% endif %}
@@ -323,14 +334,28 @@ def build_page(info, stage, outdir, nav, home):
 # ---- the site ----
 
 SITE_CSS = """
-:root { --docs-sidebar: 17rem; --docs-accent: #2c5d8f; }
+:root { --docs-sidebar: 17rem; --docs-accent: #2c5d8f; --docs-topbar: 2.6rem; }
 body.docs-page { margin: 0; padding: 0; background: #fff; }
-.docs-topbar { position: sticky; top: 0; z-index: 10; background: var(--docs-accent); padding: .6rem 1.2rem; }
+.docs-topbar { position: sticky; top: 0; z-index: 10; display: flex; align-items: center; gap: .8rem;
+  box-sizing: border-box; height: var(--docs-topbar); background: var(--docs-accent); padding: 0 1.2rem; }
 .docs-topbar a { font-family: var(--jp-ui-font-family); color: #fff; font-weight: 600; font-size: 1.15rem; text-decoration: none; }
+.docs-menu-button { display: none; font: 600 .95rem var(--jp-ui-font-family); color: #fff; background: transparent;
+  border: 1px solid rgba(255,255,255,.6); border-radius: 4px; padding: .3rem .6rem; cursor: pointer; }
 .docs-layout { display: flex; align-items: flex-start; }
-.docs-sidebar { position: sticky; top: 2.6rem; flex: 0 0 var(--docs-sidebar); max-height: calc(100vh - 2.6rem);
+.docs-side { position: sticky; top: var(--docs-topbar); flex: 0 0 var(--docs-sidebar); max-height: calc(100vh - var(--docs-topbar));
   overflow-y: auto; box-sizing: border-box; padding: 1rem .8rem; border-right: 1px solid #e3e3e3;
   font-family: var(--jp-ui-font-family); font-size: .9rem; }
+.docs-search { margin: 0 0 .8rem; }
+.docs-search-input { width: 100%; box-sizing: border-box; padding: .4rem .5rem; font: inherit; border: 1px solid #bbb; border-radius: 4px; }
+.docs-search-input:focus { outline: 2px solid var(--docs-accent); outline-offset: -1px; }
+.docs-search-status { margin: .4rem .2rem; color: #666; font-size: .8rem; }
+.docs-search-results { list-style: none; margin: 0; padding: 0; }
+.docs-search-results li a { display: block; padding: .35rem .5rem; border-radius: 4px; color: #333; text-decoration: none; }
+.docs-search-results li a:hover, .docs-search-results li a:focus { background: #eef3f8; }
+.docs-search-results .docs-hit-title { display: block; color: var(--docs-accent); font-weight: 600; }
+.docs-search-results .docs-hit-page { display: block; color: #777; font-size: .75rem; }
+.docs-search-results .docs-hit-text { display: block; color: #444; font-size: .8rem; line-height: 1.3; overflow-wrap: anywhere; }
+.docs-search-results mark { background: #fff1a8; color: inherit; }
 .docs-sidebar ol { list-style: none; margin: 0; padding: 0; }
 .docs-sidebar li { margin: 0; }
 .docs-sidebar li a { display: block; padding: .25rem .5rem; border-radius: 4px; color: #333; text-decoration: none; }
@@ -349,10 +374,22 @@ body.docs-page { margin: 0; padding: 0; background: #fff; }
   border-top: 1px solid #e3e3e3; font-family: var(--jp-ui-font-family); }
 .docs-pager a { color: var(--docs-accent); text-decoration: none; }
 .docs-next { margin-left: auto; }
+/* a phone: the sidebar (search and contents) folds into the Menu button above the page */
 @media (max-width: 800px) {
+  .docs-js .docs-menu-button { display: inline-block; }
   .docs-layout { display: block; }
-  .docs-sidebar { position: static; max-height: none; border-right: 0; border-bottom: 1px solid #e3e3e3; }
-  .docs-main { padding: 1rem .5rem; }
+  .docs-side { position: static; max-height: none; border-right: 0; border-bottom: 1px solid #e3e3e3; }
+  .docs-js .docs-side { display: none; }
+  .docs-js.docs-menu-open .docs-side { display: block; position: sticky; top: var(--docs-topbar); z-index: 9; background: #fff;
+    max-height: calc(100vh - var(--docs-topbar)); overflow-y: auto; box-shadow: 0 4px 8px rgba(0,0,0,.15); }
+  .docs-main { padding: .8rem .6rem 2rem; }
+  .docs-title { padding-left: 0; }
+  .docs-main .jp-InputPrompt, .docs-main .jp-OutputPrompt { display: none; }
+  .docs-main .jp-Cell { padding-left: 0; padding-right: 0; }
+  .docs-main .jp-InputArea-editor, .docs-main .jp-OutputArea-output pre { overflow-x: auto; }
+  .docs-main .jp-RenderedHTMLCommon { padding-right: 0; }
+  .docs-main .jp-RenderedHTMLCommon table { display: block; overflow-x: auto; }
+  .docs-pager { flex-direction: column; }
 }
 """
 
@@ -368,6 +405,43 @@ def write_assets(outdir):
     (assets / 'notebook.css').write_text(notebook_css)
     extra = (NBS / 'styles.css').read_text() if (NBS / 'styles.css').exists() else ''
     (assets / 'site.css').write_text(SITE_CSS + '\n/* nbs/styles.css */\n' + extra)
+
+
+# ---- search: every section of every page in one index, loaded by assets/search.js ----
+
+_MARK = '\x00section\x00'
+
+
+def page_sections(page, title, text):
+    "The sections of one built page (its HTML `text`) for the search index: dicts of page, title, heading, anchor, text."
+    import bs4
+    main = bs4.BeautifulSoup(text, 'html.parser').select_one('main.docs-main')
+    if main is None: return []
+    description = main.select_one('.docs-description')
+    for el in main.select('header.docs-title, footer.docs-pager, .jp-InputPrompt, .jp-OutputPrompt, a.anchor-link, style, script'):
+        el.decompose()
+    for pre in main.find_all('pre'): pre.string = pre.get_text('')  # code as written, not a space between every token
+    heads = [h for h in main.find_all(['h1', 'h2', 'h3', 'h4']) if h.get('id')]
+    for h in heads: h.insert_before(_MARK)
+    parts = main.get_text(' ').split(_MARK)
+    squash = lambda s: re.sub(r'\s+', ' ', s).strip()
+    out = [dict(p=page, t=title, h=title, a='', x=squash((description.get_text(' ') if description else '') + ' ' + parts[0]))]
+    for h, part in zip(heads, parts[1:]):
+        heading = squash(h.get_text(' ')).rstrip('¶ ').strip()
+        out.append(dict(p=page, t=title, h=heading, a=h['id'], x=squash(part)[len(heading):].strip()))
+    return [s for s in out if s['x'] or s['a']]
+
+
+def write_search(outdir, nav):
+    "assets/search.js and assets/search-index.js: every section of every page built in OUTDIR."
+    outdir = Path(outdir)
+    shutil.copy(Path(__file__).with_name('docs_search.js'), outdir / 'assets' / 'search.js')
+    entries = [s for p in nav if (outdir / p['page']).exists()
+               for s in page_sections(p['page'], p['title'], (outdir / p['page']).read_text(encoding='utf-8'))]
+    index = dict(pages=[p['page'] for p in nav if (outdir / p['page']).exists()], entries=entries)
+    (outdir / 'assets' / 'search-index.js').write_text(
+        'window.docsSearchIndex = ' + json.dumps(index, ensure_ascii=False, separators=(',', ':')) + ';\n', encoding='utf-8')
+    return index
 
 
 def _sections(nav):
@@ -410,12 +484,14 @@ def main(argv=None):
                 try: records.append(f.result())
                 except Exception as e: records.append(dict(info, errors=[f'build: {type(e).__name__}: {e}']))
     (outdir / 'pages.json').write_text(json.dumps(records, indent=1) + '\n')
+    index = write_search(outdir, nav)
     failed = [r for r in records if r['errors']]
     for r in records:
         flag = 'FAIL' if r['errors'] else 'ok'
         print(f"docs: {flag:4} {r['page']:24} {r.get('seconds', '?'):>6}s  {r['title']}")
         for e in r['errors']: print(f"        {e}", file=sys.stderr)
         for e in r.get('nbdev_docs_problems', []): print(f"        warning (nbdev-docs): {e}", file=sys.stderr)
+    print(f"docs: search index of {len(index['entries'])} sections from {len(index['pages'])} pages")
     print(f'docs: {len(records)} pages in {outdir} ({time.monotonic() - start:.0f}s); open {outdir / "index.html"}')
     return 1 if failed else 0
 

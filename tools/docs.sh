@@ -6,5 +6,7 @@
 # On a machine with Quarto, `nbdev-docs` builds the hosted site from nbs/_quarto.yml instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+python -c 'import jupytext, nbdev, nbconvert, execnb, bs4' 2>/dev/null ||
+  { echo "docs: needs the development extra (jupytext, nbdev, nbconvert): pip install -e '.[dev]'" >&2; exit 1; }
 tools/build.sh
 exec python tools/docs.py "$@"
