@@ -14,4 +14,7 @@ command -v jupytext >/dev/null && command -v nbdev-export >/dev/null ||
 python tools/md_is_source.py "${notebooks[@]}"
 jupytext --quiet --sync "${notebooks[@]}" >/dev/null
 python tools/stable_ids.py "${notebooks[@]/%.md/.ipynb}"
+# the .ipynb just written holds what its .md says: give it the .md's time, so that jupytext (in JupyterLab
+# too) never takes it for a newer notebook holding edits the Markdown lacks
+for md in "${notebooks[@]}"; do touch -r "$md" "${md%.md}.ipynb"; done
 nbdev-export
