@@ -31,10 +31,11 @@ def build_agent(env=None, **overrides) -> Agent:
     for k, v in overrides.items(): setattr(agent, k, v)
     return agent
 
-# %% ../nbs/62_app.ipynb #5b9ba446
+# %% ../nbs/62_app.ipynb #eaeafb87
 def _attach_stores(agent:Agent):
     "Persistent approvals, the audit log, the vault, the sessions and the budget, from the data directory."
-    from passepartout.approvals import ApprovalStore, install_approvals
+    from passepartout.approvals import ApprovalStore
+    from passepartout.approval_flow import install_approvals
     from passepartout.audit import AuditLog
     from passepartout.sessions import SessionStore
     from passepartout.vault import Vault

@@ -375,14 +375,14 @@ async def _evict_idle(self:Daemon):
 
 Daemon.evict_sessions, Daemon._evict_idle = evict_sessions, _evict_idle
 
-# %% ../nbs/51_daemon.ipynb #8da46413
+# %% ../nbs/51_daemon.ipynb #765a25d3
 def _watches_approvals(agent) -> bool:
     "Does `agent` keep approvals whose decisions the daemon should carry out?"
     return getattr(agent, 'approvals', None) is not None and bool(agent.handlers.by_sensor.get('approval-command'))
 
 def _decisions(self:Daemon) -> list:
     "The carry-out signals for decisions written since the last look (in a pool thread); [] when nothing moved."
-    from passepartout.approvals import carry_out_signal
+    from passepartout.approval_flow import carry_out_signal
     store = self.agent.approvals
     version = store.version()
     if version == self.approvals_seen: return []

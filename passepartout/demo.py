@@ -58,12 +58,12 @@ def scratch_home():
         finally:
             for k, v in saved.items(): os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
 
-# %% ../nbs/61_demo.ipynb #a092aa34
+# %% ../nbs/61_demo.ipynb #412dc25b
 def run_demo(echo=print):
     "Play the recorded session in a scratch home; return (turns, the approval's resolution)."
     from passepartout.app import build_agent
     from passepartout.replay import ReplayProvider
-    from passepartout.approvals import resolve_approval, carry_on
+    from passepartout.approval_flow import resolve_approval, carry_on
     with scratch_home() as ws:
         (ws / 'notes.txt').write_text(NOTES); (ws / 'todo.md').write_text("- buy milk\n")
         agent = build_agent(provider=ReplayProvider(), workspace=ws)
