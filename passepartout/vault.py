@@ -12,12 +12,13 @@ __all__ = ['NAME_RE', 'HANDLE_RE', 'HANDLE_MARK', 'MIN_SECRET_CHARS', 'DESTINATI
            'secrets_in', 'action_destination', 'vault_gate', 'tool_effect', 'withholds_output', 'withheld',
            'vault_command', 'vault_add', 'vault_list', 'vault_remove', 'vault_allow', 'vault_revoke']
 
-# %% ../nbs/22_vault.ipynb #9e6efb3c
+# %% ../nbs/22_vault.ipynb #d9ed9fb7
 import base64, html, ipaddress, json, os, re, shlex, sys, tempfile, unicodedata, urllib.parse
 from pathlib import Path
 import click
 from .errors import PassepartoutError
 from . import config
+from .tools import BUILTIN_EFFECTS
 
 # %% ../nbs/22_vault.ipynb #4bfa10ad
 class VaultError(PassepartoutError):
@@ -500,7 +501,7 @@ def _unclear_destination(action, vault) -> str|None:
         return f"would make the URL ambiguous once substituted (its host would no longer plainly be {dest})"
     return None
 
-# %% ../nbs/22_vault.ipynb #70f8c3ea
+# %% ../nbs/22_vault.ipynb #a049a03a
 SEALED_RUNS_PER_TURN = 4   # calls with withheld output one secret may make in a turn before the owner is asked
 WITHHELD = 'output withheld'
 
@@ -508,7 +509,6 @@ def tool_effect(action, ctx) -> str|None:
     "The declared effect of the action's tool: in the agent's tool belt, else a built-in's (None when it cannot be told)."
     tools = getattr(getattr(ctx, 'agent', None), 'tools', None)
     if tools is not None: return getattr(getattr(tools, 'by_name', {}).get(action.tool), 'effect', None)
-    from passepartout.builtin_tools import BUILTIN_EFFECTS
     return BUILTIN_EFFECTS.get(action.tool)
 
 def withholds_output(action, ctx) -> bool:
