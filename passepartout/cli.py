@@ -11,10 +11,10 @@ __all__ = ['COMMANDS', 'SUMMARIES', 'CHECKS', 'LazyGroup', 'SetupFailed', 'main'
 import importlib, importlib.util, os
 import click
 
-# %% ../nbs/60_cli.ipynb #60baef5a
+# %% ../nbs/60_cli.ipynb #7662281e
 COMMANDS = {
     'demo': 'passepartout.demo:demo_command',
-    'send': 'passepartout.app:send_command',
+    'send': 'passepartout.daemon_commands:send_command',
     'chat': 'passepartout.chat:chat_command',
     'sessions': 'passepartout.sessions:sessions_command',
     'policy': 'passepartout.policy:policy_command',
@@ -23,8 +23,8 @@ COMMANDS = {
     'approve': 'passepartout.approval_commands:approve_command',
     'deny': 'passepartout.approval_commands:deny_command',
     'audit': 'passepartout.audit:audit_command',
-    'daemon': 'passepartout.daemon:daemon_command',
-    'repl': 'passepartout.repl:repl_command',
+    'daemon': 'passepartout.daemon_commands:daemon_command',
+    'repl': 'passepartout.daemon_commands:repl_command',
     'doctor': 'passepartout.doctor:doctor_command',
     'configure': 'passepartout.doctor:configure_command',
     'memory': 'passepartout.memory:memory_command',
