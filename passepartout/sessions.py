@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 from . import config
 
-# %% ../nbs/34_sessions.ipynb #a31a1d9a
+# %% ../nbs/34_sessions.ipynb #7f1aa1c9
 class Transcript(list):
     "A session's messages in memory, remembering (by identity) the ones the store holds, from position `base` on."
     def __init__(self, messages=(), session:str='default', base:int=0, # position of the first message in the session
@@ -30,6 +30,7 @@ class Transcript(list):
             self.base += n; del self.saved[:n]
         super().__delitem__(key)
     def clear(self): del self[:]
+    def unsaved(self) -> bool: return any(changes(self))   # holds what the store does not (`changes` below)
 
 # %% ../nbs/34_sessions.ipynb #03980f0b
 def changes(t:Transcript) -> tuple:
