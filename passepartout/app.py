@@ -7,18 +7,23 @@ Docs: https://passepartout-agent.github.io/passepartout/app.html.md"""
 # %% auto #0
 __all__ = ['build_agent']
 
-# %% ../nbs/62_app.ipynb #f1c10e21
+# %% ../nbs/62_app.ipynb #34dbc636
 import json, sys
 import click
 from . import config
 from .loop import Agent
+from .cascade import provider_from_env
+from .builtin_gates import default_gates
+from .builtin_tools import builtin_tools
+from .approvals import ApprovalStore
+from .approval_flow import install_approvals
+from .audit import AuditLog
+from .sessions import SessionStore
+from .vault import Vault
 
-# %% ../nbs/62_app.ipynb #aa18ebc4
+# %% ../nbs/62_app.ipynb #413aea53
 def build_agent(env=None, **overrides) -> Agent:
     "The agent a user gets: configured provider, default gates, built-in tools, approvals, audit and vault."
-    from passepartout.cascade import provider_from_env
-    from passepartout.builtin_gates import default_gates
-    from passepartout.builtin_tools import builtin_tools
     config.load_env()
     s = lambda name: config.setting(name, env)
     agent = Agent(overrides.pop('provider', None) or provider_from_env(env), gates=overrides.pop('gates', None) or default_gates(),
@@ -31,14 +36,9 @@ def build_agent(env=None, **overrides) -> Agent:
     for k, v in overrides.items(): setattr(agent, k, v)
     return agent
 
-# %% ../nbs/62_app.ipynb #eaeafb87
+# %% ../nbs/62_app.ipynb #e635de90
 def _attach_stores(agent:Agent):
     "Persistent approvals, the audit log, the vault, the sessions and the budget, from the data directory."
-    from passepartout.approvals import ApprovalStore
-    from passepartout.approval_flow import install_approvals
-    from passepartout.audit import AuditLog
-    from passepartout.sessions import SessionStore
-    from passepartout.vault import Vault
     config.ensure_dirs()
     store = ApprovalStore()
     agent.hold, agent.approvals = store.hold, store
