@@ -89,3 +89,14 @@ def test_the_walker_sees_what_it_must(tmp_path):
     found = imports(probe, {'config', 'daemon', 'app'})
     assert found == [('config', 1), ('daemon', 3), ('app', 4)]
     assert cycles({'a': [('b', 1)], 'b': [('a', 2)], 'c': [('a', 3)]}) == [['a', 'b']]
+
+
+def test_the_package_notebook_shows_the_same_table():
+    "nbs/00_package.md's layer table names every module in the layer this file gives it."
+    text = (PKG.parent / 'nbs' / '00_package.md').read_text()
+    rows = {line.split('|')[1].strip(): line for line in text.splitlines() if line.startswith('| ') and line.split('|')[1].strip()[:1].isdigit()}
+    for rank, (layer, names) in LAYERS.items():
+        row = rows.get(f"{rank} {layer}")
+        assert row is not None, f"no row for layer {rank} {layer}"
+        missing = [m for m in names.split() if m != '__init__' and m not in row]
+        assert missing == [], (layer, missing)
