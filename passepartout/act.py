@@ -77,41 +77,37 @@ def secret_reach(vault) -> int:
     longest = max(map(len, [*by_form, *by_needle]), default=0)
     return 16 * longest + 256 if longest else 0
 
-# %% ../nbs/07_act.ipynb #81318ef1
+# %% ../nbs/07_act.ipynb #a5940e88
 def kept_text(result, limit:int, vault) -> str:
     "`format_result(redact(text), limit)`, redacting only the kept part and a margin a secret cut by it could reach into."
     text = result_text(result)
     reach = secret_reach(vault) if vault is not None else 0
     if not reach: return format_result(text, limit)
-    from passepartout.vault import _secret_spans, _replace
     window = limit + reach
     while window < len(text):
         safe = window - reach                         # a match starting before this ends inside the window
-        spans = [sp for sp in _secret_spans(text[:window], vault) if sp[0] < safe]
+        spans = [sp for sp in vault.secret_spans(text[:window]) if sp[0] < safe]
         end = max([safe, *(e for _, e, _ in spans)])
-        kept = _replace(text[:end], spans)
+        kept = vault.replace_spans(text[:end], spans)
         if len(kept) >= limit: return kept[:limit] + cut_note(len(kept) - limit + len(text) - end)
         window += limit - len(kept) + reach
     return format_result(_scrub(text, vault), limit)
 
-# %% ../nbs/07_act.ipynb #a8c1a703
+# %% ../nbs/07_act.ipynb #77287039
 def _unsealed(action:Action, vault) -> Action:
     "The action the actuator gets: vault handles in a tool's arguments replaced by their values."
     if vault is None or action.kind != 'tool': return action
-    from passepartout.vault import substitute
-    return dataclasses.replace(action, args=substitute(action.args, vault))
+    return dataclasses.replace(action, args=vault.substitute(action.args))
 
 def _scrub(text:str, vault) -> str:
     "`text` with every secret of the vault replaced by its handle."
     if vault is None: return text
-    from passepartout.vault import redact
-    return redact(text, vault)
+    return vault.redact(text)
 
 def _withheld(action:Action, ctx:Context, vault, result=None, error=None) -> str|None:
     "What the model is told instead of the output or error of a tool that got a secret (None: it sees them, redacted)."
     if vault is None or action.kind != 'tool': return None
-    from passepartout.vault import withheld
-    return withheld(action, ctx, result, error)
+    return vault.withheld(action, ctx, result, error)
 
 def _feedback(signal:Signal, action:Action, sensor:str, text:str) -> Signal:
     return signal.child(sensor, text, tool=action.tool, call_id=action.call_id)

@@ -7,16 +7,16 @@ Docs: https://passepartout-agent.github.io/passepartout/builtin_tools.html.md"""
 # %% auto #0
 __all__ = ['MAX_LINKS', 'READ_LINES', 'MAX_WRITE_BYTES', 'MAX_LIST', 'MAX_MATCHES', 'SEARCH_FILE_BYTES', 'SEARCH_SECONDS',
            'SEARCH_DEPTH', 'SEARCH_LINE_CHARS', 'SEARCH_PROGRAM', 'FETCH_SECONDS', 'SKIP_DIRS', 'RE2_SYNTAX', 'METHODS',
-           'BUILTIN_EFFECTS', 'tool_workspace', 'Beneath', 'confine', 'read_file', 'write_file', 'edit_file',
-           'list_dir', 'search_files', 'owner_approval', 'released_by_owner', 'sandbox_mode', 'shell', 'http_fetch',
-           'send_message', 'builtin_tools']
+           'tool_workspace', 'Beneath', 'confine', 'read_file', 'write_file', 'edit_file', 'list_dir', 'search_files',
+           'owner_approval', 'released_by_owner', 'sandbox_mode', 'shell', 'http_fetch', 'send_message',
+           'builtin_tools']
 
-# %% ../nbs/30_builtin_tools.ipynb #5a88186a
+# %% ../nbs/30_builtin_tools.ipynb #3a5d61a5
 import os, re, stat, time, errno, fnmatch, secrets, tempfile, contextlib
 from pathlib import Path
 from typing import NamedTuple
 from . import config
-from .tools import Toolbelt
+from .tools import Toolbelt, BUILTIN_EFFECTS
 from .signals import Signal, Context, reply
 from .sandbox import run_sandboxed, run_unconfined, sandbox_problem, protected_paths, SandboxUnavailable
 
@@ -504,10 +504,7 @@ def send_message(channel:str,   # gateway to send through, e.g. telegram or sign
     actuators[channel].fn(reply(text, target=channel), Context(out, agent, ctx.turn, ctx.attempt))
     return f"sent to {recipient} via {channel} ({len(text)} characters)"
 
-# %% ../nbs/30_builtin_tools.ipynb #8b0ce578
-BUILTIN_EFFECTS = {'shell': 'local-write', 'read_file': 'read-only', 'write_file': 'local-write', 'edit_file': 'local-write',
-                   'list_dir': 'read-only', 'search_files': 'read-only', 'http_fetch': 'outward', 'send_message': 'outward'}
-
+# %% ../nbs/30_builtin_tools.ipynb #6530d91e
 def builtin_tools(belt:Toolbelt|None=None) -> Toolbelt:
     "A tool belt (new, or `belt`) with the built-in tools registered."
     belt = belt if belt is not None else Toolbelt()

@@ -255,9 +255,10 @@ def _cost(chat, arg):
     budget = chat.agent.budget if chat.agent is not None else None
     chat.screen.say(line + (f"; budget {money(budget.remaining)} left of {money(budget.cap)}" if budget is not None and budget.cap > 0 else ''))
 
-# %% ../nbs/63_chat.ipynb #05adfec2
+# %% ../nbs/63_chat.ipynb #fb0ba55f
 def _approvals(chat, arg):
-    from passepartout.approvals import ApprovalStore, _describe
+    from passepartout.approvals import ApprovalStore
+    from passepartout.approval_commands import _describe
     rows = ApprovalStore().pending()
     chat.screen.say('\n'.join(_describe(r) for r in rows) if rows else "no actions are waiting for approval")
 

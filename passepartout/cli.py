@@ -11,20 +11,20 @@ __all__ = ['COMMANDS', 'SUMMARIES', 'CHECKS', 'LazyGroup', 'SetupFailed', 'main'
 import importlib, importlib.util, os
 import click
 
-# %% ../nbs/60_cli.ipynb #1361539f
+# %% ../nbs/60_cli.ipynb #7662281e
 COMMANDS = {
     'demo': 'passepartout.demo:demo_command',
-    'send': 'passepartout.app:send_command',
+    'send': 'passepartout.daemon_commands:send_command',
     'chat': 'passepartout.chat:chat_command',
     'sessions': 'passepartout.sessions:sessions_command',
     'policy': 'passepartout.policy:policy_command',
     'vault': 'passepartout.vault:vault_command',
-    'approvals': 'passepartout.approvals:approvals_command',
-    'approve': 'passepartout.approvals:approve_command',
-    'deny': 'passepartout.approvals:deny_command',
+    'approvals': 'passepartout.approval_commands:approvals_command',
+    'approve': 'passepartout.approval_commands:approve_command',
+    'deny': 'passepartout.approval_commands:deny_command',
     'audit': 'passepartout.audit:audit_command',
-    'daemon': 'passepartout.daemon:daemon_command',
-    'repl': 'passepartout.repl:repl_command',
+    'daemon': 'passepartout.daemon_commands:daemon_command',
+    'repl': 'passepartout.daemon_commands:repl_command',
     'doctor': 'passepartout.doctor:doctor_command',
     'configure': 'passepartout.doctor:configure_command',
     'memory': 'passepartout.memory:memory_command',

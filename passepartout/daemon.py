@@ -8,8 +8,7 @@ Docs: https://passepartout-agent.github.io/passepartout/daemon.html.md"""
 __all__ = ['OWNER', 'LOOPBACK', 'SOCK_DIAG_BY_FAMILY', 'NETLINK_SOCK_DIAG', 'NO_COOKIE', 'ACCEPT_BACKLOG', 'HANDSHAKE_BYTES',
            'is_owner', 'write_secret', 'state_files', 'Daemon', 'default_agent', 'start', 'peer_uid', 'Connection',
            'response', 'RefusalLog', 'enqueue', 'evict_sessions', 'status', 'shutdown', 'serve', 'read_address',
-           'request', 'Client', 'daemon_running', 'client_send', 'client_status', 'AsyncClient', 'log_to_stderr',
-           'daemon_command', 'start_command', 'stop_command', 'status_command']
+           'request', 'Client', 'daemon_running', 'client_send', 'client_status', 'AsyncClient', 'log_to_stderr']
 
 # %% ../nbs/51_daemon.ipynb #a463fdd5
 import asyncio, hmac, json, logging, os, secrets, signal as signals_module, socket, struct, sys, threading, time
@@ -81,7 +80,7 @@ class Daemon:
         self.max_sessions, self.evicted = max_sessions, 0
     def __repr__(self): return f"Daemon({self.host}:{self.port}, {'serving' if self.server else 'stopped'})"
 
-# %% ../nbs/51_daemon.ipynb #75dca6bd
+# %% ../nbs/51_daemon.ipynb #38633884
 def default_agent() -> Agent:
     "The agent the command line serves: `app.build_agent()` if present, else the provider cascade from the environment."
     try: from passepartout.app import build_agent
@@ -95,7 +94,7 @@ def _prepare_agent(agent:Agent) -> Agent:
     "Make sure daemon replies are collected into the turn and the owner's REPL is available."
     if 'daemon' not in agent.actuators: agent.actuators.register('daemon', deliver_reply, silent=True)
     from passepartout.repl import install_repl
-    install_repl(agent)
+    install_repl(agent, is_owner)
     return agent
 
 # %% ../nbs/51_daemon.ipynb #45ab56e6
@@ -375,14 +374,14 @@ async def _evict_idle(self:Daemon):
 
 Daemon.evict_sessions, Daemon._evict_idle = evict_sessions, _evict_idle
 
-# %% ../nbs/51_daemon.ipynb #8da46413
+# %% ../nbs/51_daemon.ipynb #765a25d3
 def _watches_approvals(agent) -> bool:
     "Does `agent` keep approvals whose decisions the daemon should carry out?"
     return getattr(agent, 'approvals', None) is not None and bool(agent.handlers.by_sensor.get('approval-command'))
 
 def _decisions(self:Daemon) -> list:
     "The carry-out signals for decisions written since the last look (in a pool thread); [] when nothing moved."
-    from passepartout.approvals import carry_out_signal
+    from passepartout.approval_flow import carry_out_signal
     store = self.agent.approvals
     version = store.version()
     if version == self.approvals_seen: return []
@@ -567,79 +566,3 @@ def log_to_stderr(level:int=logging.INFO):
         handler.setFormatter(logging.Formatter('%(asctime)s %(levelname)s %(message)s'))
         logger.addHandler(handler)
     if logger.level == logging.NOTSET: logger.setLevel(level)
-
-# %% ../nbs/51_daemon.ipynb #5d2c5944
-@click.group('daemon')
-def daemon_command():
-    "Run the agent as a background daemon on loopback."
-
-def _foreground(port:int|None):
-    "Run the daemon in this process until SIGINT or SIGTERM."
-    from passepartout.heartbeat import services, autosave_hook
-    config.ensure_dirs(); log_to_stderr()
-    try:
-        from passepartout.doctor import run_checks, format_report
-        click.echo(format_report(run_checks()), err=True)
-    except Exception as e: click.echo(f"doctor could not run ({type(e).__name__}: {e}); starting anyway", err=True)
-    daemon = Daemon(default_agent, port=port)
-    daemon.background = services(daemon)
-    daemon.save_hooks.append(lambda: autosave_hook(daemon.agent)())
-    ready = lambda d: click.echo(f"passepartout daemon {os.getpid()} listening on {d.host}:{d.port}", err=True)
-    asyncio.run(daemon.serve(ready))
-
-# %% ../nbs/51_daemon.ipynb #fda02361
-@daemon_command.command('start')
-@click.option('--foreground', is_flag=True, help='Stay in the foreground (logs to the terminal).')
-@click.option('--port', type=click.IntRange(0, 65535), default=None, help='TCP port on 127.0.0.1 (default: PASSEPARTOUT_DAEMON_PORT; 0: any).')
-@click.option('--wait', type=float, default=30.0, help='Seconds to wait for a background daemon to listen.')
-def start_command(foreground, port, wait):
-    "Start the daemon (in the background unless --foreground)."
-    if daemon_running(): raise click.ClickException(f"a daemon is already running on {':'.join(map(str, read_address()))}")
-    if foreground: return _foreground(port)
-    import subprocess
-    files = state_files(); config.ensure_dirs()
-    for f in ('port', 'pid'): files[f].unlink(missing_ok=True)
-    args = [sys.executable, '-c', 'from passepartout.cli import main; main()', 'daemon', 'start', '--foreground']
-    if port is not None: args += ['--port', str(port)]
-    with open(files['log'], 'ab') as log:
-        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-    deadline = time.time() + wait
-    while time.time() < deadline and proc.poll() is None and not daemon_running(): time.sleep(0.05)
-    if proc.poll() == 2:   # a setup mistake (a port in use, ...): its sentence is the log's last line
-        raise SetupError(files['log'].read_text(errors='replace').strip().splitlines()[-1].removeprefix('Error: '))
-    if not daemon_running(): raise click.ClickException(f"the daemon did not start; see {files['log']}")
-    click.echo(f"passepartout daemon {proc.pid} listening on {':'.join(map(str, read_address()))}")
-
-# %% ../nbs/51_daemon.ipynb #830fe7ba
-def _alive(pid:int) -> bool:
-    "Does process `pid` still run? (a zombie, exited but not yet reaped by its parent, does not)"
-    try: os.kill(pid, 0)
-    except ProcessLookupError: return False
-    except PermissionError: return True
-    try: return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0] != 'Z'
-    except (OSError, IndexError): return True
-
-@daemon_command.command('stop')
-@click.option('--wait', type=float, default=30.0, help='Seconds to wait for the daemon to exit.')
-def stop_command(wait):
-    "Stop the daemon gracefully (SIGTERM: finish turns, save, exit)."
-    try: pid = int(state_files()['pid'].read_text())
-    except (OSError, ValueError): raise click.ClickException("no daemon is running") from None
-    try: os.kill(pid, signals_module.SIGTERM)
-    except ProcessLookupError: raise click.ClickException(f"no daemon is running (stale pid {pid})") from None
-    deadline = time.time() + wait
-    while time.time() < deadline:
-        if not _alive(pid): return click.echo(f"stopped daemon {pid}")
-        time.sleep(0.05)
-    raise click.ClickException(f"daemon {pid} did not exit within {wait} s")
-
-@daemon_command.command('status')
-@click.option('--json', 'as_json', is_flag=True, help='Print the status as JSON.')
-def status_command(as_json):
-    "Show whether the daemon runs: pid, address, uptime, sessions."
-    if not daemon_running():
-        click.echo(json.dumps({'running': False}) if as_json else "not running"); sys.exit(1)
-    st = {'running': True, **client_status()}
-    if as_json: return click.echo(json.dumps(st))
-    click.echo(f"running: pid {st['pid']} on {st['address']}, up {st['uptime']:.0f} s, {st['sessions']} sessions, "
-               f"{st['connections']} connections, {st['memory_kb']} KiB")

@@ -7,11 +7,14 @@ Docs: https://passepartout-agent.github.io/passepartout/demo.html.md"""
 # %% auto #0
 __all__ = ['NOTES', 'REQUESTS', 'trace_lines', 'show_turn', 'scratch_home', 'run_demo', 'demo_command']
 
-# %% ../nbs/61_demo.ipynb #b252ee28
+# %% ../nbs/61_demo.ipynb #9794213e
 import os, tempfile
 from contextlib import contextmanager
 from pathlib import Path
 import click
+from .app import build_agent
+from .replay import ReplayProvider
+from .approval_flow import resolve_approval, carry_on
 
 # %% ../nbs/61_demo.ipynb #89cdfc54
 def trace_lines(trace:list) -> list:
@@ -58,12 +61,9 @@ def scratch_home():
         finally:
             for k, v in saved.items(): os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
 
-# %% ../nbs/61_demo.ipynb #a092aa34
+# %% ../nbs/61_demo.ipynb #73ff2b99
 def run_demo(echo=print):
     "Play the recorded session in a scratch home; return (turns, the approval's resolution)."
-    from passepartout.app import build_agent
-    from passepartout.replay import ReplayProvider
-    from passepartout.approvals import resolve_approval, carry_on
     with scratch_home() as ws:
         (ws / 'notes.txt').write_text(NOTES); (ws / 'todo.md').write_text("- buy milk\n")
         agent = build_agent(provider=ReplayProvider(), workspace=ws)

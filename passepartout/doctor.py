@@ -10,12 +10,17 @@ __all__ = ['Finding', 'format_report', 'check_home', 'env_file_problems', 'check
            'check_stores', 'is_private', 'check_permissions', 'run_checks', 'doctor_command', 'write_env',
            'configure_command']
 
-# %% ../nbs/54_doctor.ipynb #c05072e9
+# %% ../nbs/54_doctor.ipynb #682a2f10
 import io, json, os, shutil, sqlite3, stat, sys, time
 from dataclasses import dataclass, asdict
 from pathlib import Path
 import click
 from . import config
+from .errors import PassepartoutError, SetupError
+from .autorun import autorun_places
+from .daemon import daemon_running, read_address, write_secret
+from .providers import ProviderError
+from .cascade import PROVIDER_KINDS, make_provider
 
 # %% ../nbs/54_doctor.ipynb #867e13de
 @dataclass(frozen=True, slots=True)
@@ -105,12 +110,11 @@ def env_file_problems(f:Path) -> list:
     return [f"{f}: line{'s' * (len(bad) > 1)} {', '.join(bad)} cannot be parsed and {'are' if len(bad) > 1 else 'is'} ignored: "
             "write NAME=VALUE, with quotes around a value that has spaces"] if bad else []
 
-# %% ../nbs/54_doctor.ipynb #9ffe3d01
+# %% ../nbs/54_doctor.ipynb #22b4a046
 _KIND = {'int': 'a whole number', 'float': 'a number'}
 
 def _bad_setting(name:str, error:ValueError, env_file) -> str:
     "The sentence for a setting that does not parse: a Passepartout error already says what to do, a bare ValueError gets the fix here."
-    from passepartout.errors import PassepartoutError
     if isinstance(error, PassepartoutError): return error.message
     default, typ, _ = config.SETTINGS[name]
     return f"{error}: set {name} to {_KIND.get(typ.__name__, typ.__name__)} such as {default} (the default) in {env_file} or the environment, or remove it"
@@ -125,10 +129,9 @@ def check_config(env, env_file:Path|None=None) -> list:
     if unknown: out.append(Finding('config', 'warn', f"unknown settings (typos?): {', '.join(unknown)}"))
     return out or [Finding('config', 'ok', f"all {len(config.SETTINGS)} settings parse")]
 
-# %% ../nbs/54_doctor.ipynb #6af8c50d
+# %% ../nbs/54_doctor.ipynb #f9ccf487
 def workspace_problem(env) -> str|None:
     "Why the workspace (PASSEPARTOUT_WORKSPACE, else the current directory) cannot be used, with what to do; None if it can."
-    from passepartout.errors import PassepartoutError
     raw, choose = env.get('PASSEPARTOUT_WORKSPACE'), "set PASSEPARTOUT_WORKSPACE to the project directory the agent may work in"
     if not raw:
         try: os.getcwd()
@@ -142,14 +145,13 @@ def workspace_problem(env) -> str|None:
     if not _writable(ws): return f"{named} is not writable, so the file and shell tools can change nothing: make it yours (chmod u+rwx {ws}), or {choose}"
     return None
 
-# %% ../nbs/54_doctor.ipynb #ead326da
+# %% ../nbs/54_doctor.ipynb #1ee5ad11
 def check_workspace(env) -> list:
     "The workspace can be used; warn when the agent's own directories lie inside it; count its autorun places."
     if why := workspace_problem(env): return [Finding('workspace', 'fail', why)]
     p, ws = config.paths(env), config.workspace(env)
     inside = [f"{name} {d}" for name, d in (('config', p.config), ('data', p.data), ('state', p.state))
               if Path(os.path.realpath(d)).is_relative_to(ws)]
-    from passepartout.autorun import autorun_places
     places = [os.path.relpath(q, ws) for q in autorun_places(ws)[0]]
     held = [Finding('workspace', 'ok', f"the workspace holds {len(places)} places whose code runs on the host ({', '.join(places[:5])}"
                     f"{', …' if len(places) > 5 else ''}): commands nobody approved cannot change them")] if places else []
@@ -160,11 +162,10 @@ def check_workspace(env) -> list:
                     "writing startup files asks), but start the agent from a project directory, or set PASSEPARTOUT_WORKSPACE "
                     "to one (or PASSEPARTOUT_HOME to a directory outside the workspace)")]
 
-# %% ../nbs/54_doctor.ipynb #152f1d92
+# %% ../nbs/54_doctor.ipynb #4c09d054
 def check_daemon(p:config.Paths, env) -> list:
     "A running daemon answers at its recorded address; otherwise a fixed PASSEPARTOUT_DAEMON_PORT must be free to listen on."
     import socket
-    from passepartout.daemon import daemon_running, read_address
     if daemon_running(p.state): return [Finding('daemon', 'ok', "the daemon is running at {}:{}".format(*read_address(p.state)))]
     try: port = config.setting('PASSEPARTOUT_DAEMON_PORT', env)
     except ValueError: return []   # the config check says why
@@ -205,11 +206,10 @@ def _refusal_fix(p, status:int|None) -> str:
     if status is not None and status >= 400: return f"the server refused a minimal request: check {model_var} and {url_var}"
     return f"the server answered, but not in the {p.kind} wire format: check that {url_var} points at the API itself"
 
-# %% ../nbs/54_doctor.ipynb #1e25dfd0
+# %% ../nbs/54_doctor.ipynb #4b335e29
 def probe_provider(spec:str, p, timeout:float) -> Finding:
     "`ok` only if provider `p` answered one minimal request in time; else why not and which setting to change."
     import httpx
-    from passepartout.providers import ProviderError
     url_var = _VARIABLES.get(p.name, ('its base URL',))[0]
     try: took = ask_once(p)
     except httpx.ConnectError as e: return Finding('providers', 'fail', f"{spec}: nothing answers at {p.base_url} ({str(e) or type(e).__name__}): start the server, or correct {url_var}")
@@ -220,10 +220,9 @@ def probe_provider(spec:str, p, timeout:float) -> Finding:
     finally: p.close()
     return Finding('providers', 'ok', f"{spec}: ready ({p.model} at {p.url} answered a 1-token request in {took:.1f} s)")
 
-# %% ../nbs/54_doctor.ipynb #15a347c9
+# %% ../nbs/54_doctor.ipynb #ebcdec27
 def _offline_provider(spec:str, p) -> Finding:
     "A provider with no server (the replay provider): ready when its recorded session can be read."
-    from passepartout.errors import PassepartoutError
     try: calls = len(p.load())
     except (PassepartoutError, ValueError) as e:
         why = getattr(e, 'message', str(e))
@@ -234,17 +233,14 @@ def _offline_provider(spec:str, p) -> Finding:
 def _unknown_provider(spec:str, error:Exception) -> Finding:
     "A cascade entry `make_provider` refused, with the nearest known name if there is one."
     import difflib
-    from passepartout.cascade import PROVIDER_KINDS
-    from passepartout.errors import PassepartoutError
     near = difflib.get_close_matches(spec.partition(':')[0].strip(), PROVIDER_KINDS, n=1)
     fix = '' if isinstance(error, PassepartoutError) else ": correct PASSEPARTOUT_PROVIDERS (`passepartout configure --set PASSEPARTOUT_PROVIDERS=...`)"
     return Finding('providers', 'fail', f"{error}{fix}" + (f" (did you mean {near[0]!r}?)" if near else ''))
 
-# %% ../nbs/54_doctor.ipynb #65dbec9b
+# %% ../nbs/54_doctor.ipynb #a031c244
 def check_providers(env, timeout:float=3.0, network:bool=False) -> list:
     "Each provider of PASSEPARTOUT_PROVIDERS is known and has its key; with `network`, each answers one minimal request."
     from concurrent.futures import ThreadPoolExecutor
-    from passepartout.cascade import make_provider
     out, asks = [], []
     for spec in [s.strip() for s in config.setting('PASSEPARTOUT_PROVIDERS', env).split(',') if s.strip()] or ['replay']:
         try: p = make_provider(spec, env, timeout=timeout, max_tokens=1)
@@ -364,7 +360,7 @@ def doctor_command(fix, offline, timeout, as_json):
         click.echo(_coloured(report) if terminal and not os.environ.get('NO_COLOR') else report)
     sys.exit(1 if any(f.status == 'fail' for f in findings) else 0)
 
-# %% ../nbs/54_doctor.ipynb #168d91cf
+# %% ../nbs/54_doctor.ipynb #6bc3cfb7
 def _check_value(name:str, value:str):
     "Refuse an unknown name or a value its setting cannot parse."
     if name in config.SETTINGS: config.setting(name, {name: value}); return
@@ -384,10 +380,9 @@ def write_env(updates:dict, path:Path|None=None) -> Path:
         name = line.split('=', 1)[0].strip().removeprefix('export ').strip()
         if '=' in line and not line.lstrip().startswith('#') and name in left: lines[i] = f"{name}={_quote(left.pop(name))}"
     lines += [f"{name}={_quote(value)}" for name, value in left.items()]
-    from passepartout.daemon import write_secret
     return write_secret(path, '\n'.join(lines) + '\n')
 
-# %% ../nbs/54_doctor.ipynb #f9474ff1
+# %% ../nbs/54_doctor.ipynb #a7692317
 _KEYS = {'openai': ('OPENAI_API_KEY', 'OPENAI_MODEL'), 'anthropic': ('ANTHROPIC_API_KEY', 'ANTHROPIC_MODEL'),
          'openrouter': ('OPENROUTER_API_KEY', 'OPENROUTER_MODEL'), 'ollama': ('OLLAMA_HOST', 'OLLAMA_MODEL')}
 
@@ -413,7 +408,6 @@ def configure_command(pairs):
         if '=' not in pair: raise click.BadParameter(f"{pair!r} is not NAME=VALUE", param_hint='--set')
         name, value = pair.split('=', 1); updates[name.strip()] = value
     if not updates: updates = _interactive()
-    from passepartout.errors import SetupError
     for name, value in updates.items():
         if name in config.SETTINGS: config.check_value(name, value)   # also refuses an unknown provider
     try: path = write_env(updates)

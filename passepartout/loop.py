@@ -171,11 +171,10 @@ def _save_sessions(self:Agent, touched:dict):
 
 Agent._begin, Agent._save_sessions = _begin, _save_sessions
 
-# %% ../nbs/08_loop.ipynb #c8274af0
+# %% ../nbs/08_loop.ipynb #26145148
 def evict(self:Agent, idle:float, busy=(), # seconds unused; sessions in use (never dropped)
           keep:int|None=None) -> list: # most transcripts left in memory (None: no bound)
     "Drop from memory the transcripts unused for `idle` seconds, then the least recently used beyond `keep`; return the sessions dropped."
-    from passepartout.sessions import changes
     now, used = time.monotonic(), self.used.copy()
     stamps = sorted((used.get(s, 0.0), s) for s in list(self.transcripts) if s not in busy)
     drop = [s for t, s in stamps if now - t >= idle]
@@ -184,9 +183,9 @@ def evict(self:Agent, idle:float, busy=(), # seconds unused; sessions in use (ne
     dropped = []
     for session in drop:
         held = self.transcripts.get(session)
-        if self.sessions is not None and hasattr(held, 'saved') and any(changes(held)):
+        if self.sessions is not None and hasattr(held, 'unsaved') and held.unsaved():
             self._save_sessions({session: ''})
-            if self.transcripts.get(session) is held and any(changes(held)): continue   # not saved: keep it rather than lose it
+            if self.transcripts.get(session) is held and held.unsaved(): continue   # not saved: keep it rather than lose it
         self.transcripts.pop(session, None); self.used.pop(session, None); dropped.append(session)
     for session in used.keys() - self.transcripts.keys(): self.used.pop(session, None)   # dropped elsewhere (a stale copy)
     return dropped

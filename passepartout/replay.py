@@ -141,7 +141,7 @@ _SECRET_NAME = re.compile(r'(?i)^' + _SECRET_FIELD + r'$')
 _SECRET_ENV = re.compile(r'(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)')
 _PATTERN = re.compile('|'.join(f"(?:{p})" for p in SECRET_PATTERNS), re.S)
 
-# %% ../nbs/12_replay.ipynb #8d47abd6
+# %% ../nbs/12_replay.ipynb #aa842a4d
 def env_secrets(env=None) -> list:
     "Values of environment variables whose names say they are secret (keys, tokens, passwords)."
     env = os.environ if env is None else env
@@ -149,8 +149,7 @@ def env_secrets(env=None) -> list:
 
 def _redact_text(text:str, secrets:list, vault) -> str:
     if vault is not None:
-        from passepartout.vault import redact
-        text = redact(text, vault)
+        text = vault.redact(text)
     for s in secrets: text = text.replace(s, REDACTED)
     text = _FIELD_VALUE.sub(lambda m: m.group(1) + REDACTED if m.group(2) != REDACTED else m.group(0), text)
     return _PATTERN.sub(REDACTED, text)

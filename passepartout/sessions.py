@@ -9,14 +9,16 @@ __all__ = ['Transcript', 'changes', 'SessionStore', 'save', 'load', 'current', '
            'new_session_id', 'list_sessions', 'latest_session', 'session_line', 'sessions_command', 'message_line',
            'show_command', 'forget_command']
 
-# %% ../nbs/34_sessions.ipynb #e7891f2f
+# %% ../nbs/34_sessions.ipynb #ae49c28c
 import json, operator, os, secrets, threading, time
 from datetime import datetime
 from pathlib import Path
 import click
 from . import config
+from .audit import connect
+from .vault import Vault, redact
 
-# %% ../nbs/34_sessions.ipynb #a31a1d9a
+# %% ../nbs/34_sessions.ipynb #7f1aa1c9
 class Transcript(list):
     "A session's messages in memory, remembering (by identity) the ones the store holds, from position `base` on."
     def __init__(self, messages=(), session:str='default', base:int=0, # position of the first message in the session
@@ -30,6 +32,7 @@ class Transcript(list):
             self.base += n; del self.saved[:n]
         super().__delitem__(key)
     def clear(self): del self[:]
+    def unsaved(self) -> bool: return any(changes(self))   # holds what the store does not (`changes` below)
 
 # %% ../nbs/34_sessions.ipynb #03980f0b
 def changes(t:Transcript) -> tuple:
@@ -37,7 +40,7 @@ def changes(t:Transcript) -> tuple:
     moved = any(map(operator.is_not, t, t.saved))   # in C: the usual turn only appends
     return [(t.base + i, m) for i, (m, was) in enumerate(zip(t, t.saved)) if m is not was] if moved else [], list(t[len(t.saved):])
 
-# %% ../nbs/34_sessions.ipynb #a50d8ff7
+# %% ../nbs/34_sessions.ipynb #fba26f97
 _SCHEMA = ("""CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, created REAL NOT NULL, used REAL NOT NULL,
                messages INTEGER NOT NULL DEFAULT 0, version INTEGER NOT NULL DEFAULT 0, title TEXT NOT NULL DEFAULT '',
                source TEXT NOT NULL DEFAULT '')""",
@@ -56,7 +59,6 @@ class SessionStore:
     "Every session's transcript, in SQLite, shared by every process of the user."
     def __init__(self, path=None, # the SQLite file (default `$data/sessions.db`)
                  vault=None):     # the Vault whose secrets are redacted before writing (None: the default vault; False: none)
-        from passepartout.audit import connect
         self.path = Path(path) if path else config.paths().data / 'sessions.db'
         _private(self.path)
         self.db, self.lock, self._vault = connect(self.path), threading.Lock(), vault
@@ -64,15 +66,13 @@ class SessionStore:
     def close(self): self.db.close()
     def __repr__(self): return f"SessionStore({str(self.path)!r}, {self.db.execute('SELECT count(*) FROM sessions').fetchone()[0]} sessions)"
 
-# %% ../nbs/34_sessions.ipynb #bb8a6750
+# %% ../nbs/34_sessions.ipynb #c3234539
 def _redacted(self:SessionStore, message:dict) -> str:
     "`message` as the JSON text to store, every vault secret replaced by its handle."
     text = json.dumps(message, ensure_ascii=False, separators=(',', ':'), default=str)
     if self._vault is None:
-        from passepartout.vault import Vault
         self._vault = Vault()
     if not self._vault: return text
-    from passepartout.vault import redact
     clean = redact(text, self._vault)
     try: json.loads(clean); return clean
     except ValueError: return json.dumps({k: redact(v, self._vault) if isinstance(v, str) else v for k, v in message.items()},

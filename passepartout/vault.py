@@ -12,12 +12,13 @@ __all__ = ['NAME_RE', 'HANDLE_RE', 'HANDLE_MARK', 'MIN_SECRET_CHARS', 'DESTINATI
            'secrets_in', 'action_destination', 'vault_gate', 'tool_effect', 'withholds_output', 'withheld',
            'vault_command', 'vault_add', 'vault_list', 'vault_remove', 'vault_allow', 'vault_revoke']
 
-# %% ../nbs/22_vault.ipynb #9e6efb3c
+# %% ../nbs/22_vault.ipynb #d9ed9fb7
 import base64, html, ipaddress, json, os, re, shlex, sys, tempfile, unicodedata, urllib.parse
 from pathlib import Path
 import click
 from .errors import PassepartoutError
 from . import config
+from .tools import BUILTIN_EFFECTS
 
 # %% ../nbs/22_vault.ipynb #4bfa10ad
 class VaultError(PassepartoutError):
@@ -103,7 +104,7 @@ def _fernet(path:Path, create:bool):
     try: return Fernet(path.read_bytes().strip())
     except ValueError: raise VaultError(f"the vault key file {path} is not a valid key") from None
 
-# %% ../nbs/22_vault.ipynb #a976a75d
+# %% ../nbs/22_vault.ipynb #b6307f1d
 class Vault:
     "Named secrets, each with the destinations it may go to, encrypted at rest with a key kept apart."
     def __init__(self, path=None, # the encrypted vault (default `$data/vault.enc`)
@@ -113,6 +114,12 @@ class Vault:
         self._secrets, self._bindings, self._stamp, self._pattern = {}, {}, None, None
 
     def __repr__(self): return f"Vault({str(self.path)!r}, {len(self.names())} secrets)"
+    # what the stages that hold a vault (Act, the recorder) call, without importing this module (`00_package`: layers)
+    def redact(self, text) -> str: return redact(text, self)
+    def substitute(self, obj): return substitute(obj, self)
+    def secret_spans(self, text:str) -> list: return _secret_spans(text, self)
+    def replace_spans(self, text:str, spans:list) -> str: return _replace(text, spans)
+    def withheld(self, action, ctx, result=None, error=None) -> str|None: return withheld(action, ctx, result, error)
 
 # %% ../nbs/22_vault.ipynb #ff3200f9
 def _entries(self:Vault, data:dict) -> tuple:
@@ -500,7 +507,7 @@ def _unclear_destination(action, vault) -> str|None:
         return f"would make the URL ambiguous once substituted (its host would no longer plainly be {dest})"
     return None
 
-# %% ../nbs/22_vault.ipynb #70f8c3ea
+# %% ../nbs/22_vault.ipynb #a049a03a
 SEALED_RUNS_PER_TURN = 4   # calls with withheld output one secret may make in a turn before the owner is asked
 WITHHELD = 'output withheld'
 
@@ -508,7 +515,6 @@ def tool_effect(action, ctx) -> str|None:
     "The declared effect of the action's tool: in the agent's tool belt, else a built-in's (None when it cannot be told)."
     tools = getattr(getattr(ctx, 'agent', None), 'tools', None)
     if tools is not None: return getattr(getattr(tools, 'by_name', {}).get(action.tool), 'effect', None)
-    from passepartout.builtin_tools import BUILTIN_EFFECTS
     return BUILTIN_EFFECTS.get(action.tool)
 
 def withholds_output(action, ctx) -> bool:

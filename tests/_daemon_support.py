@@ -90,7 +90,8 @@ def careful_agent(journal, provider):
 
 def approval_agent(journal, db, log=None):
     "`careful_agent` with the approval model, approvals kept in `db`."
-    from passepartout.approvals import ApprovalStore, install_approvals
+    from passepartout.approvals import ApprovalStore
+    from passepartout.approval_flow import install_approvals
     return install_approvals(careful_agent(journal, ApprovalModel(log)), ApprovalStore(db))
 
 

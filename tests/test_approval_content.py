@@ -10,7 +10,8 @@ import json, os, subprocess, sys, textwrap, time, types
 
 import pytest
 
-from passepartout.approvals import ApprovalStore, ApprovalError, install_approvals, resolve_approval
+from passepartout.approvals import ApprovalStore, ApprovalError
+from passepartout.approval_flow import install_approvals, resolve_approval
 from passepartout.gates import GateEngine, ask
 from passepartout.loop import Agent
 from passepartout.reason import Proposal, ScriptedProvider

@@ -4,8 +4,8 @@ import json, multiprocessing, os, sqlite3, subprocess, sys, textwrap, time, type
 
 import pytest
 
-from passepartout.approvals import (ApprovalStore, ApprovalError, install_approvals, resolve_approval, TOKEN_ALPHABET,
-                                    deny_approval)
+from passepartout.approvals import ApprovalStore, ApprovalError, TOKEN_ALPHABET
+from passepartout.approval_flow import install_approvals, resolve_approval, deny_approval
 from passepartout.audit import AuditLog
 from passepartout.reason import ScriptedProvider
 from passepartout.signals import tool_call, reply
@@ -491,7 +491,8 @@ RACER = '''
     import json, sys, time
     sys.path.insert(0, {tests!r})
     from _daemon_support import approval_agent
-    from passepartout.approvals import ApprovalStore, ApprovalError, resolve_approval
+    from passepartout.approvals import ApprovalStore, ApprovalError
+    from passepartout.approval_flow import resolve_approval
     agent, store = approval_agent({journal!r}, {db!r}), ApprovalStore({db!r})
     won = []
     for t in {tokens!r}:

@@ -198,7 +198,8 @@ def test_batched_turns_of_two_processes_and_their_threads_keep_one_chain(tmp_pat
 
 def test_every_event_of_a_real_turn_is_logged(tmp_path, monkeypatch):
     monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
-    from passepartout.approvals import ApprovalStore, install_approvals, resolve_approval
+    from passepartout.approvals import ApprovalStore
+    from passepartout.approval_flow import install_approvals, resolve_approval
     belt = Toolbelt()
     @belt.tool
     def touch(name: str):  # file name

@@ -326,7 +326,8 @@ def test_everything_stripped_is_not_called_intact(home):
 # -- every message and decision is recorded -------------------------------------------------------------------------
 
 def test_every_message_and_decision_is_recorded(home, tmp_path):
-    from passepartout.approvals import ApprovalStore, install_approvals
+    from passepartout.approvals import ApprovalStore
+    from passepartout.approval_flow import install_approvals
     from passepartout.gates import GateEngine, ask
     from passepartout.loop import Agent
     from passepartout.reason import ScriptedProvider

@@ -198,7 +198,7 @@ def test_a_secret_bound_to_the_shell_runs_and_its_output_is_withheld(world, comm
 
 def test_approving_a_held_request_releases_it_to_the_server(world):
     "Ask is not deny: the owner's approval sends the real value where the model asked."
-    from passepartout.approvals import resolve_approval
+    from passepartout.approval_flow import resolve_approval
     turn = run(world, URL_ATTACKS['query'](world.receiver.base))
     [token] = [p['token'] if isinstance(p, dict) else p for p in turn.pending]
     assert world.receiver.requests == []
@@ -209,7 +209,7 @@ def test_approving_a_held_request_releases_it_to_the_server(world):
 
 def test_approve_always_binds_the_secret_to_that_destination(world):
     "'approve --always' on a vault ask binds the secret to the host: the next use there runs, another host still asks."
-    from passepartout.approvals import resolve_approval
+    from passepartout.approval_flow import resolve_approval
     turn = run(world, URL_ATTACKS['query'](world.receiver.base))
     [token] = [p['token'] for p in turn.pending]
     res = resolve_approval(world.agent, world.agent.approvals, token, always=True)

@@ -271,7 +271,7 @@ def test_a_short_secret_in_an_error_message_is_redacted_in_any_case(world):
 
 def test_an_approved_call_whose_error_quotes_the_secret(world):
     "Held (PIN is bound to nothing), approved by the owner: the error in the resolution, the approvals store and the audit log."
-    from passepartout.approvals import resolve_approval
+    from passepartout.approval_flow import resolve_approval
     turn = run(world, tool_call('http_fetch', {'url': f"{world.receiver.base}/x", 'method': VS}, explanation='x'))
     [token] = [p['token'] for p in turn.pending]
     res = resolve_approval(world.agent, world.agent.approvals, token)

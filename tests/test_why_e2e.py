@@ -11,7 +11,7 @@ import json
 import pytest
 from llm_servers import LLMServer, TOOL, TEXT, ollama_text
 from passepartout.app import build_agent
-from passepartout.approvals import resolve_approval, carry_on
+from passepartout.approval_flow import resolve_approval, carry_on
 from passepartout.builtin_gates import WHY_REQUEST
 from passepartout.cascade import provider_from_env
 from passepartout.sandbox import sandbox_available
