@@ -53,9 +53,9 @@ def _system_binds() -> list:
         if os.path.exists(f'/etc/{name}'): args += ['--ro-bind', f'/etc/{name}', f'/etc/{name}']
     return args
 
-# %% ../nbs/31_sandbox.ipynb #12599656
-def _watched_realpath(path:str, seen:dict, watched:list) -> tuple:
-    "`os.path.realpath(path)` before its final `abspath` (`posixpath`'s walk), watching each path before looking at it; `(real, done)`; `watched[0]` turns False when one could not be watched."
+# %% ../nbs/31_sandbox.ipynb #e3968776
+def _watched_realpath(path:str, seen:dict, watched:dict, looked:dict) -> tuple:
+    "`os.path.realpath(path)` before its final `abspath` (`posixpath`'s walk), watching each path before looking at it; `(real, done)`; `watched`: directory -> whether its entries are watched (or it is missing); `looked`: path -> is it a link, for the paths already looked at."
     from passepartout import watch
     if path.startswith('/'): path, rest = '/', path[1:]
     else: path, rest = '', path
@@ -67,27 +67,31 @@ def _watched_realpath(path:str, seen:dict, watched:list) -> tuple:
             else: path = '..'
             continue
         new = os.path.join(path, name)
-        if watch.watch(new, file=False) is None and os.path.isdir(os.path.dirname(new)): watched[0] = False   # a missing parent: its own parent's watch sees it come
-        try: is_link = stat.S_ISLNK(os.lstat(new).st_mode)
-        except (OSError, ValueError): is_link = False
+        is_link = looked.get(new)
+        if is_link is None:
+            if path not in watched:   # once per directory (`path`, which holds `new`): a missing one is seen coming by its own parent's watch
+                watched[path] = watch.watch(new, file=False) is not None or not os.path.isdir(path)
+            try: is_link = stat.S_ISLNK(os.lstat(new).st_mode)
+            except (OSError, ValueError): is_link = False
+            looked[new] = is_link
         if not is_link: path = new; continue
         if new in seen:
             path = seen[new]
             if path is not None: continue
             return os.path.join(new, rest), False   # a symlink loop
         seen[new], target = None, os.readlink(new)
-        path, ok = _watched_realpath(os.path.join(path, target), seen, watched)   # an absolute target starts again at /
+        path, ok = _watched_realpath(os.path.join(path, target), seen, watched, looked)   # an absolute target starts again at /
         if not ok: return os.path.join(path, rest), False
         seen[new] = path
     return path, True
 
 def _protected_now(ws:Path, places:list) -> tuple:
     "The protected paths among `places` (unresolved), and whether every path read on the way is watched."
-    out, watched = [], [True]
+    out, watched, looked, top = {}, {}, {}, str(ws)
     for d in places:
-        real = Path(os.path.abspath(_watched_realpath(os.path.abspath(d), {}, watched)[0]))   # what `os.path.realpath` returns
-        if real != ws and real.is_relative_to(ws) and real not in out: out.append(real)
-    return tuple(out), watched[0]
+        real = os.path.abspath(_watched_realpath(os.path.abspath(d), {}, watched, looked)[0])   # what `os.path.realpath` returns
+        if real != top and real.startswith(top.rstrip('/') + '/'): out.setdefault(real, None)
+    return tuple(map(Path, out)), all(watched.values())
 
 _protected = {}   # (workspace, agent's directories, vault key file): (watcher's change count when last worked out, the protected paths)
 
