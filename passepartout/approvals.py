@@ -325,9 +325,13 @@ def refused_outcome(record:dict, reason:str='') -> Signal|None:
     return outcome_signal(record, action, "refused by the owner" + (f" ({reason})" if reason else '') +
                           ": it did not run. Do not propose it again; tell the user it was not done.", error=True)
 
-# %% ../nbs/32_approvals.ipynb #9bae7711
+# %% ../nbs/32_approvals.ipynb #dad03b7f
 def resolve_approval(agent, store:ApprovalStore, token:str, always:bool=False) -> Resolution:
-    "Release `token`: claim it, re-check the gates, run the action on its actuator, record it all."
+    "Release `token`: claim it, re-check the gates, run the action on its actuator, record it all (in one audit transaction, as a turn)."
+    from passepartout.loop import audit_batch
+    with audit_batch(getattr(agent, 'audit', None)): return _resolve(agent, store, token, always)
+
+def _resolve(agent, store:ApprovalStore, token:str, always:bool=False) -> Resolution:
     from passepartout.act import act
     turn = Turn(sink=getattr(agent, 'audit', None))
     try:
