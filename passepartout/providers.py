@@ -254,14 +254,13 @@ def _parsed(self:HTTPProvider, r) -> Answer:
 
 HTTPProvider._check, HTTPProvider._parsed = _check, _parsed
 
-# %% ../nbs/10_providers.ipynb #1794eab5
+# %% ../nbs/10_providers.ipynb #6ab5c6e2
 def _prepare(self:HTTPProvider, request, model:str|None, stream:bool) -> tuple:
     "URL, headers and JSON bytes for one call; refuses early when a needed key is missing."
     if self.key_env and not self._key and self._needs_key():
         raise self._fail(f"no API key (set {self.key_env})")
     headers = {'content-type': 'application/json', **self.extra_headers, **self.auth_headers()}
-    wire = getattr(self, '_wire_json', None)   # a format that writes its JSON itself (OpenAI's keeps each message's)
-    return self.url, headers, (wire(request, model or self.model, stream) if wire else self._body_json(self.body(request, model or self.model, stream))).encode()
+    return self.url, headers, self._body_json(self.body(request, model or self.model, stream)).encode()
 
 def _body_json(self:HTTPProvider, body:dict) -> str:
     "`json.dumps(body)`, its `tools` (the same call after call) serialised once and kept while they compare equal."
@@ -371,31 +370,6 @@ class OpenAIProvider(HTTPProvider):
         if request.tools and not self.text_mode: b['tools'] = openai_tools(request.tools)
         if stream: b.update(stream=True, stream_options={'include_usage': True})
         return b
-
-# %% ../nbs/10_providers.ipynb #78266f24
-class _Shown:
-    "A request seen without its messages: what `body` needs for the rest."
-    __slots__ = ('system', 'tools', 'messages')
-    def __init__(self, request): self.system, self.tools, self.messages = request.system, request.tools, []
-
-def _message_json(self:OpenAIProvider, m:dict) -> str:
-    "The wire JSON of transcript message `m`, kept from an earlier call while `m` is the same, unchanged message."
-    kept = self.__dict__.setdefault('_kept_messages', {})
-    hit = kept.get(id(m))
-    if hit is not None and hit[0] is m and hit[1] == m: return hit[2]
-    text = json.dumps(openai_messages('', [m])[1], ensure_ascii=False)
-    if (size := self.__dict__.get('_kept_bytes', 0) + len(text)) > 8 << 20: kept.clear(); size = len(text)   # a bound, not a history
-    kept[id(m)], self._kept_bytes = (m, copy.deepcopy(m), text), size
-    return text
-
-def _openai_json(self:OpenAIProvider, request, model, stream) -> str:
-    "The request body's JSON: `body`'s, each message's part kept from call to call (`_message_json`)."
-    if self.text_mode: return self._body_json(self.body(request, model, stream))
-    b = self.body(_Shown(request), model, stream)
-    messages = '[' + ', '.join([json.dumps(b.pop('messages')[0], ensure_ascii=False), *map(self._message_json, request.messages)]) + ']'
-    return '{"messages": ' + messages + ', ' + self._body_json(b)[1:]
-
-OpenAIProvider._message_json, OpenAIProvider._wire_json = _message_json, _openai_json
 
 # %% ../nbs/10_providers.ipynb #d66e98a0
 def _openai_usage(u:dict|None) -> dict:
