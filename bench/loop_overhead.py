@@ -47,11 +47,13 @@ def bare_agent(n):
     return Agent(InstantModel(n), gates=default_gates(), tools=belt)
 
 
+_NAMES = itertools.count()   # session names never used before in this process, whichever agent and call
+
 def turns(agent, n, calls, turns_count, session='bench', harness=None):
     "Per-turn CPU times of `turns_count` turns (after a warm-up), each in a new session, checking each ran `calls` tools; `harness`: a list that gets each turn's time minus the model's own."
-    model, count = agent.provider, itertools.count()
+    model = agent.provider
     def one():
-        name = f"{session}-{next(count)}"          # a new conversation (the store keeps every session): bench/history_cost.py measures long ones
+        name = f"{session}-{next(_NAMES)}"         # a new conversation (the store keeps every session): bench/history_cost.py measures long ones
         before = getattr(model, 'cpu', 0.0)
         t0 = time.process_time()
         t = agent.send('go', session=name)
