@@ -4,9 +4,9 @@ built-in tools plus a read-only `echo`, approvals, audit log, vault; temporary P
 workspace) with a model that builds the OpenAI wire body of every request (bench/_shipped.py).
 
 The client process opens C connections (one session each) and keeps W requests in flight on each;
-every request is a turn in which the model calls `echo` once and then replies. Each turn runs in a
-short conversation (the server forgets the session's transcript after each turn; bench/history_cost.py
-measures long ones). Prints the median turns per second over the runs, next to the 5,000 target as a
+every request is a turn in which the model calls `echo` once and then replies. Each turn is the first
+of a new conversation (the server gives each turn its own session, as the store keeps every session;
+bench/history_cost.py measures long ones). Prints the median turns per second over the runs, next to the 5,000 target as a
 ratio; the median CPU time of a turn inside the daemon (`time.thread_time` around each turn in its
 worker thread) and the daemon process's whole CPU time per turn (a mean: the event loop and the
 protocol are not per turn); refusals (any turn whose tool did not run); and the daemon's memory.
@@ -20,18 +20,19 @@ from _shipped import shipped_home, show
 from passepartout.daemon import AsyncClient, request, read_address, state_files, client_status
 
 SERVER = textwrap.dedent('''
-    import asyncio, json, statistics, sys, time, threading
+    import asyncio, itertools, json, statistics, sys, time, threading
     sys.path.insert(0, {bench!r})
     from _shipped import shipped_agent
     from passepartout.daemon import Daemon
     agent = shipped_agent(1)
     cpu, refused, lock = [], [0], threading.Lock()
-    process = agent.process
+    process, count = agent.process, itertools.count()
     def timed(signal, turn=None):
+        signal.meta['session'] = name = f"{{signal.session}}-{{next(count)}}"   # a new conversation per turn (the store keeps every session)
         t0 = time.thread_time()
         out = process(signal, turn)
         dt = (time.thread_time() - t0) * 1e6
-        agent.transcripts.pop(signal.session, None)          # a short conversation per turn
+        agent.transcripts.pop(name, None); agent.used.pop(name, None)
         with lock:
             cpu.append(dt)
             if signal.sensor == 'user-input' and len(out.of('result')) != 1: refused[0] += 1

@@ -15,7 +15,7 @@ calls as plain Python); and the import time.
 
     python bench/loop_overhead.py [--turns 1500]
 """
-import argparse, statistics, subprocess, sys, time, os
+import argparse, itertools, statistics, subprocess, sys, time, os
 sys.path.insert(0, os.path.dirname(__file__))
 from _shipped import shipped_home, shipped_agent, cpu_per_turn, show
 
@@ -47,15 +47,18 @@ def bare_agent(n):
     return Agent(InstantModel(n), gates=default_gates(), tools=belt)
 
 
+_NAMES = itertools.count()   # session names never used before in this process, whichever agent and call
+
 def turns(agent, n, calls, turns_count, session='bench', harness=None):
-    "Per-turn CPU times of `turns_count` turns (after a warm-up), each in a fresh session, checking each ran `calls` tools; `harness`: a list that gets each turn's time minus the model's own."
+    "Per-turn CPU times of `turns_count` turns (after a warm-up), each in a new session, checking each ran `calls` tools; `harness`: a list that gets each turn's time minus the model's own."
     model = agent.provider
     def one():
-        agent.transcripts.pop(session, None)       # a short conversation: bench/history_cost.py measures long ones
+        name = f"{session}-{next(_NAMES)}"         # a new conversation (the store keeps every session): bench/history_cost.py measures long ones
         before = getattr(model, 'cpu', 0.0)
         t0 = time.process_time()
-        t = agent.send('go', session=session)
+        t = agent.send('go', session=name)
         dt = time.process_time() - t0
+        agent.transcripts.pop(name, None); agent.used.pop(name, None)
         if harness is not None: harness.append((dt - (model.cpu - before)) * 1e6)
         assert t.reply == 'done' and len(t.of('result')) == calls and not t.pending, t.events[-3:]
     for _ in range(20): one()

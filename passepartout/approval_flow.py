@@ -9,7 +9,7 @@ __all__ = ['Resolution', 'outcome_signal', 'refused_outcome', 'resolve_approval'
            'notify_owner', 'approval_command', 'install_approvals', 'remember_refusals', 'carry_out_signal',
            'carry_out']
 
-# %% ../nbs/32b_approval_flow.ipynb #2164ebac
+# %% ../nbs/32b_approval_flow.ipynb #17713d00
 import json
 from dataclasses import dataclass
 from .signals import Action, Signal, Context, Turn, reply, from_owner
@@ -19,6 +19,7 @@ from .approvals import ApprovalStore, ApprovalError, refusal, workspace_of, _hel
 from .refusals_gate import REFUSED_PRIORITY, refuse, refusals_gate
 from .reason import note_release
 from .act import act
+from .loop import audit_batch
 from .vault import Vault, HANDLE_RE, action_destination, _unclear_destination
 
 # %% ../nbs/32b_approval_flow.ipynb #0214ab0a
@@ -91,9 +92,12 @@ def refused_outcome(record:dict, reason:str='') -> Signal|None:
     return outcome_signal(record, action, "refused by the owner" + (f" ({reason})" if reason else '') +
                           ": it did not run. Do not propose it again; tell the user it was not done.", error=True)
 
-# %% ../nbs/32b_approval_flow.ipynb #537537f1
+# %% ../nbs/32b_approval_flow.ipynb #7c266d31
 def resolve_approval(agent, store:ApprovalStore, token:str, always:bool=False) -> Resolution:
-    "Release `token`: claim it, re-check the gates, run the action on its actuator, record it all."
+    "Release `token`: claim it, re-check the gates, run the action on its actuator, record it all (in one audit transaction, as a turn)."
+    with audit_batch(getattr(agent, 'audit', None)): return _resolve(agent, store, token, always)
+
+def _resolve(agent, store:ApprovalStore, token:str, always:bool=False) -> Resolution:
     turn = Turn(sink=getattr(agent, 'audit', None))
     try:
         if always and (held := store.get(token)) is not None and held['state'] in ('pending', 'approved'): _no_rule_for_code(held, _held_action(held))

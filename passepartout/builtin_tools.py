@@ -11,14 +11,14 @@ __all__ = ['MAX_LINKS', 'READ_LINES', 'MAX_WRITE_BYTES', 'MAX_LIST', 'MAX_MATCHE
            'owner_approval', 'released_by_owner', 'sandbox_mode', 'shell', 'http_fetch', 'send_message',
            'builtin_tools']
 
-# %% ../nbs/30_builtin_tools.ipynb #3a5d61a5
+# %% ../nbs/30_builtin_tools.ipynb #9e8d549a
 import os, re, stat, time, errno, fnmatch, secrets, tempfile, contextlib
 from pathlib import Path
 from typing import NamedTuple
 from . import config
 from .tools import Toolbelt, BUILTIN_EFFECTS
 from .signals import Signal, Context, reply
-from .sandbox import run_sandboxed, run_unconfined, sandbox_problem, protected_paths, SandboxUnavailable
+from .sandbox import run_sandboxed, run_unconfined, sandbox_problem, protected, protected_paths, SandboxUnavailable
 
 # %% ../nbs/30_builtin_tools.ipynb #4c72fee2
 def tool_workspace(ctx=None) -> Path:
@@ -64,12 +64,23 @@ def _parts(path:str, ws:Path) -> list:
     if parts[:len(top)] != top: raise _outside(path, ws)
     return parts[len(top):]
 
-# %% ../nbs/30_builtin_tools.ipynb #8840e521
+# %% ../nbs/30_builtin_tools.ipynb #5b16e9e4
+_banned_kept = {}   # workspace: (the `protected` answer, its components below the workspace)
+
+def _banned(ws:Path) -> frozenset:
+    "The protected places inside `ws`, each as its tuple of components below `ws`."
+    places, hit = protected(ws), _banned_kept.get(ws)
+    if hit is not None and hit[0] is places: return hit[1]
+    banned = frozenset(tuple(_split(str(d.relative_to(ws)))) for d in places)
+    if len(_banned_kept) > 64: _banned_kept.clear()
+    _banned_kept[ws] = (places, banned)
+    return banned
+
 class Beneath:
     "A path walked down from the workspace one directory descriptor at a time, following links only beneath it."
     def __init__(self, path:str, ws:Path, make_dirs:bool=False):
         self.path, self.ws, self.make_dirs, self.todo = path, ws, make_dirs, _parts(path, ws)
-        self.banned = {tuple(_split(str(d.relative_to(ws)))) for d in protected_paths(ws)}
+        self.banned = _banned(ws)
         self.names, self.name, self.fds = [], None, [os.open(ws, _DIR)]
     def __enter__(self): return self
     def __exit__(self, *exc):

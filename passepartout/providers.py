@@ -10,8 +10,8 @@ __all__ = ['TEXT_MODE_RULES', 'TEXT_MODE_WHY', 'ProviderError', 'retry_after_sec
            'anthropic_messages', 'HTTPProvider', 'propose', 'apropose', 'close', 'openai_tools', 'OpenAIProvider',
            'OpenAIStream', 'OllamaProvider', 'OllamaStream', 'AnthropicProvider', 'AnthropicStream']
 
-# %% ../nbs/10_providers.ipynb #086e3e15
-import dataclasses, json, re, time, email.utils
+# %% ../nbs/10_providers.ipynb #6f39015c
+import copy, dataclasses, json, re, time, email.utils
 from dataclasses import dataclass, field
 from .errors import LLMError
 from .signals import Action, reply, tool_call
@@ -254,21 +254,30 @@ def _parsed(self:HTTPProvider, r) -> Answer:
 
 HTTPProvider._check, HTTPProvider._parsed = _check, _parsed
 
-# %% ../nbs/10_providers.ipynb #e9bdc08d
+# %% ../nbs/10_providers.ipynb #6ab5c6e2
 def _prepare(self:HTTPProvider, request, model:str|None, stream:bool) -> tuple:
     "URL, headers and JSON bytes for one call; refuses early when a needed key is missing."
     if self.key_env and not self._key and self._needs_key():
         raise self._fail(f"no API key (set {self.key_env})")
     headers = {'content-type': 'application/json', **self.extra_headers, **self.auth_headers()}
-    body = self.body(request, model or self.model, stream)
-    return self.url, headers, json.dumps(body, ensure_ascii=False).encode()
+    return self.url, headers, self._body_json(self.body(request, model or self.model, stream)).encode()
+
+def _body_json(self:HTTPProvider, body:dict) -> str:
+    "`json.dumps(body)`, its `tools` (the same call after call) serialised once and kept while they compare equal."
+    tools = body.get('tools')
+    if not tools: return json.dumps(body, ensure_ascii=False)
+    kept = self.__dict__.get('_tools_json')
+    if kept is None or kept[0] != tools:   # comparing is ~25× cheaper than serialising again
+        kept = self._tools_json = (copy.deepcopy(tools), json.dumps(tools, ensure_ascii=False))
+    rest = json.dumps({k: v for k, v in body.items() if k != 'tools'}, ensure_ascii=False)
+    return f'{rest[:-1]}{", " if len(rest) > 2 else ""}"tools": {kept[1]}}}'
 
 def _needs_key(self:HTTPProvider) -> bool: return True
 
 def _proposal(self:HTTPProvider, answer:Answer) -> Proposal:
     return Proposal(answer_action(answer, self.name, self.text_mode), raw=answer.raw, usage=answer.usage, provider=self.name)
 
-HTTPProvider._prepare, HTTPProvider._needs_key, HTTPProvider._proposal = _prepare, _needs_key, _proposal
+HTTPProvider._prepare, HTTPProvider._body_json, HTTPProvider._needs_key, HTTPProvider._proposal = _prepare, _body_json, _needs_key, _proposal
 
 # %% ../nbs/10_providers.ipynb #1e6e02bd
 def _feed(self:HTTPProvider, parser, line:str, raw:list, on_token):

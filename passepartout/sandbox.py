@@ -8,10 +8,10 @@ Docs: https://passepartout-agent.github.io/passepartout/sandbox.html.md"""
 __all__ = ['ENV_ALLOW', 'SECRET_NAME', 'SANDBOX_PATH', 'SANDBOX_HOME', 'ETC_ALLOW', 'MASKED', 'MODES', 'SECCOMP_ALLOW',
            'SECCOMP_ERRNO', 'EPERM', 'ENOSYS', 'EOPNOTSUPP', 'SETID_BITS', 'SECCOMP_ARCHES', 'SECCOMP_UNSUPPORTED',
            'MAX_PROCESSES', 'MAX_FILE_BYTES', 'NICENESS', 'CGROUP_FS', 'CGROUP_V1', 'CGROUP_LIMITS', 'CGROUP_EVENTS',
-           'CGROUP_CPU', 'TREE_POLL_S', 'POLL_S', 'LIMIT_NOTES', 'PROBE_RETRY_S', 'scrubbed_env', 'protected_paths',
-           'SandboxUnavailable', 'bwrap_args', 'seccomp_filter', 'strip_setid', 'ShellResult', 'limit_note', 'Budget',
-           'command_budget', 'CommandLimits', 'limit_enforcement', 'limits_problem', 'run_sandboxed', 'run_unconfined',
-           'sandbox_problem', 'sandbox_available']
+           'CGROUP_CPU', 'TREE_POLL_S', 'POLL_S', 'LIMIT_NOTES', 'PROBE_RETRY_S', 'scrubbed_env', 'protected',
+           'protected_paths', 'SandboxUnavailable', 'bwrap_args', 'seccomp_filter', 'strip_setid', 'ShellResult',
+           'limit_note', 'Budget', 'command_budget', 'CommandLimits', 'limit_enforcement', 'limits_problem',
+           'run_sandboxed', 'run_unconfined', 'sandbox_problem', 'sandbox_available']
 
 # %% ../nbs/31_sandbox.ipynb #3050d80e
 import os, re, json, stat, time, shlex, shutil, signal, struct, platform, itertools, selectors, subprocess, tempfile, functools
@@ -53,15 +53,65 @@ def _system_binds() -> list:
         if os.path.exists(f'/etc/{name}'): args += ['--ro-bind', f'/etc/{name}', f'/etc/{name}']
     return args
 
-# %% ../nbs/31_sandbox.ipynb #6c2625ea
+# %% ../nbs/31_sandbox.ipynb #e3968776
+def _watched_realpath(path:str, seen:dict, watched:dict, looked:dict) -> tuple:
+    "`os.path.realpath(path)` before its final `abspath` (`posixpath`'s walk), watching each path before looking at it; `(real, done)`; `watched`: directory -> whether its entries are watched (or it is missing); `looked`: path -> is it a link, for the paths already looked at."
+    from passepartout import watch
+    if path.startswith('/'): path, rest = '/', path[1:]
+    else: path, rest = '', path
+    while rest:
+        name, _, rest = rest.partition('/')
+        if not name or name == '.': continue
+        if name == '..':
+            if path: path, name = os.path.split(path); path = os.path.join(path, '..', '..') if name == '..' else path
+            else: path = '..'
+            continue
+        new = os.path.join(path, name)
+        is_link = looked.get(new)
+        if is_link is None:
+            if path not in watched:   # once per directory (`path`, which holds `new`): a missing one is seen coming by its own parent's watch
+                watched[path] = watch.watch(new, file=False) is not None or not os.path.isdir(path)
+            try: is_link = stat.S_ISLNK(os.lstat(new).st_mode)
+            except (OSError, ValueError): is_link = False
+            looked[new] = is_link
+        if not is_link: path = new; continue
+        if new in seen:
+            path = seen[new]
+            if path is not None: continue
+            return os.path.join(new, rest), False   # a symlink loop
+        seen[new], target = None, os.readlink(new)
+        path, ok = _watched_realpath(os.path.join(path, target), seen, watched, looked)   # an absolute target starts again at /
+        if not ok: return os.path.join(path, rest), False
+        seen[new] = path
+    return path, True
+
+def _protected_now(ws:Path, places:list) -> tuple:
+    "The protected paths among `places` (unresolved), and whether every path read on the way is watched."
+    out, watched, looked, top = {}, {}, {}, str(ws)
+    for d in places:
+        real = os.path.abspath(_watched_realpath(os.path.abspath(d), {}, watched, looked)[0])   # what `os.path.realpath` returns
+        if real != top and real.startswith(top.rstrip('/') + '/'): out.setdefault(real, None)
+    return tuple(map(Path, out)), all(watched.values())
+
+_protected = {}   # (workspace, agent's directories, vault key file): (watcher's change count when last worked out, the protected paths)
+
+def protected(ws:Path) -> tuple:
+    "`protected_paths(ws)` as a tuple: the same object for as long as it stays true (callers may key their own work on it)."
+    from passepartout import watch
+    p, changes = config.paths(), watch.changes()
+    key = config.setting('PASSEPARTOUT_VAULT_KEY_FILE')   # the vault key, when kept apart from the config
+    where = (str(ws), str(p.config), str(p.data), str(p.state), key)
+    hit = _protected.get(where)
+    if hit is not None and changes is not None and hit[0] == changes: return hit[1]
+    out, watched = _protected_now(ws, [ws / m for m in MASKED] + [p.config, p.data, p.state] + ([Path(key).expanduser()] if key else []))
+    if watched and changes is not None:
+        if len(_protected) > 64: _protected.clear()
+        _protected[where] = (changes, out)   # the count read before looking: a change since moves it
+    return out
+
 def protected_paths(ws:Path) -> list:
     "Real paths inside workspace `ws` that no tool may touch: key stores and Passepartout's own directories."
-    p, out = config.paths(), []
-    key = config.setting('PASSEPARTOUT_VAULT_KEY_FILE')   # the vault key, when kept apart from the config
-    for d in [ws / m for m in MASKED] + [p.config, p.data, p.state] + ([Path(key).expanduser()] if key else []):
-        real = Path(os.path.realpath(d))
-        if real != ws and real.is_relative_to(ws) and real not in out: out.append(real)
-    return out
+    return list(protected(ws))
 
 def _masks(ws:Path) -> list:
     "Empty read-only stand-ins over the protected paths that exist in the workspace."

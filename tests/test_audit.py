@@ -390,3 +390,22 @@ def test_a_turns_records_are_on_disk_before_anything_leaves_the_process(tmp_path
     assert seen['tidy'] == ['message', 'proposal', 'verdict', 'result', 'proposal', 'verdict']
     assert seen['telegram'] == seen['tidy'] + ['result', 'proposal', 'verdict']
     assert other() == seen['telegram'] + ['reply'] and log.verify() == (True, [])
+
+
+def test_a_gate_trace_written_directly_is_the_canonical_json_to_the_byte():
+    "`canonical_json` writes a verdict's trace itself: on random values (odd strings, non-finite and non-float timings, extra or missing keys) it equals `json`'s canonical form."
+    import random
+    from passepartout.audit import canonical_json, _json
+    rs = random.Random(14)
+    text = lambda: ''.join(rs.choice(['a', 'é', '"', '\\', '\n', '\x00', '\ud800', '😀', 'trace', ' ', '\u2028']) for _ in range(rs.randint(0, 5)))
+    value = lambda: rs.choice([None, True, 1, -2.5, float('nan'), float('-inf'), 10**20, text(), [1, 'x'], {'k': 0.1}])
+    def entry():
+        e = {'gate': text(), 'decision': text(), 'reason': text(), 'us': rs.choice([0.7, 3, 1e-9, 123456.789, 1e22, float('nan'), True, '1', 2**70, None])}
+        if rs.random() < 0.1: e['extra'] = value()
+        if rs.random() < 0.05: del e['gate']
+        return e
+    for _ in range(5000):
+        obj = {text(): value() for _ in range(rs.randint(0, 3))} | {'trace': [entry() for _ in range(rs.randint(0, 4))]}
+        for k in ('action', 'zz', 'tracer', 'tr'):
+            if rs.random() < 0.3: obj[k] = value()
+        assert canonical_json(obj) == _json(obj), obj

@@ -75,6 +75,32 @@ def test_protected_places_inside_the_workspace(ws, ctx, monkeypatch):
     assert search_files('PRIVATE|rules', ctx=ctx).startswith('no matches')
 
 
+def _relink(target, link):
+    "Point `link` at `target` in one step (a new symlink renamed over the old), as a racing program would."
+    os.symlink(target, f"{link}.new"); os.replace(f"{link}.new", link)
+
+
+@pytest.mark.parametrize('watcher', [True, False])
+def test_kept_protected_places_follow_every_link_change(ws, ctx, monkeypatch, watcher):
+    "The protected paths are kept between calls; a link made or moved since must count at once, at any depth."
+    from passepartout import sandbox, watch
+    if not watcher: monkeypatch.setattr(watch, 'changes', lambda poll=True: None)
+    for d in ('pub', 'cfg1/gcloud', 'cfg2/gcloud', 'd1/aws', 'd2/aws'): (ws / d).mkdir(parents=True)
+    os.symlink('cfg1', ws / '.config'); os.symlink('lnk/aws', ws / '.aws'); os.symlink('d1', ws / 'lnk')
+    for path in ('pub/a', 'cfg2/gcloud/a', 'd2/aws/a'): assert write_file(path, 'x', ctx=ctx).startswith('created')
+    for path in ('cfg1/gcloud/a', 'd1/aws/a'):
+        with pytest.raises(PermissionError, match='no tool may touch'): write_file(path, 'x', ctx=ctx)
+    if watcher and watch.changes() is not None: assert any(k[0] == str(ws) for k in sandbox._protected)   # kept, not worked out each call
+    os.symlink('pub', ws / '.ssh')                          # a new link: pub is now where the keys are
+    _relink('cfg2', ws / '.config')                         # a link moved: cfg2/gcloud is protected, cfg1/gcloud no longer
+    _relink('d2', ws / 'lnk')                               # a link in the middle of another link's target
+    for path in ('pub/authorized_keys', 'cfg2/gcloud/b', 'd2/aws/b'):
+        with pytest.raises(PermissionError, match='no tool may touch'): write_file(path, 'x', ctx=ctx)
+        with pytest.raises(PermissionError, match='no tool may touch'): read_file(path.rsplit('/', 1)[0] + '/a' if 'pub' not in path else 'pub/a', ctx=ctx)
+    assert write_file('cfg1/gcloud/b', 'x', ctx=ctx).startswith('created') and write_file('d1/aws/b', 'x', ctx=ctx).startswith('created')
+    assert not (ws / 'pub' / 'authorized_keys').exists()
+
+
 def test_links_inside_are_walked_beneath_the_workspace(ws, ctx):
     (ws / 'docs' / 'sub').mkdir(parents=True); (ws / 'docs' / 'x.txt').write_text('x in docs\n')
     (ws / 'docs' / 'sub' / 'y.txt').write_text('y\n')
