@@ -66,13 +66,11 @@ class SessionStore:
     def close(self): self.db.close()
     def __repr__(self): return f"SessionStore({str(self.path)!r}, {self.db.execute('SELECT count(*) FROM sessions').fetchone()[0]} sessions)"
 
-# %% ../nbs/34_sessions.ipynb #c3234539
-def _redacted(self:SessionStore, message:dict) -> str:
+# %% ../nbs/34_sessions.ipynb #53e7ed40
+def _redacted(self:SessionStore, message:dict, secrets:bool=True) -> str: # secrets: False when the vault is known empty
     "`message` as the JSON text to store, every vault secret replaced by its handle."
     text = json.dumps(message, ensure_ascii=False, separators=(',', ':'), default=str)
-    if self._vault is None:
-        self._vault = Vault()
-    if not self._vault: return text
+    if not secrets: return text
     clean = redact(text, self._vault)
     try: json.loads(clean); return clean
     except ValueError: return json.dumps({k: redact(v, self._vault) if isinstance(v, str) else v for k, v in message.items()},
@@ -96,12 +94,14 @@ def _title(messages) -> str:
             return line if len(line) <= 80 else line[:79] + '…'
     return ''
 
-# %% ../nbs/34_sessions.ipynb #080d86e4
+# %% ../nbs/34_sessions.ipynb #d9c64a58
 def save(self:SessionStore, t:Transcript, source:str='') -> bool:
     "Write what `t` added or replaced since it was loaded or saved, in one transaction; False when another writer had moved the session."
     replaced, added = changes(t)
     if not replaced and not added: return True
-    replaced, bodies = [(self._redacted(m), seq) for seq, m in replaced], [self._redacted(m) for m in added]
+    if self._vault is None: self._vault = Vault()
+    secrets = self._vault is not False and bool(self._vault.names())   # one look at the vault per save, none per message while it is empty
+    replaced, bodies = [(self._redacted(m, secrets), seq) for seq, m in replaced], [self._redacted(m, secrets) for m in added]
     with self.lock: created, version, in_step = self._write(t, replaced, bodies, source)
     if in_step: t.saved, t.created, t.version = list(t), created, version
     return in_step
