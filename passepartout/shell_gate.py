@@ -48,13 +48,14 @@ def parse_within(data:bytes, seconds:float=PARSE_SECONDS):
         return data[offset:offset + PARSE_CHUNK]
     return bash_parser().parse(read), bool(late)
 
-# %% ../nbs/21_shell_gate.ipynb #24bf7d42
+# %% ../nbs/21_shell_gate.ipynb #8ddc65e7
 @dataclass(slots=True)
 class Finding:
     "One reason to hold or refuse a command."
     level:str    # 'ask' or 'deny'
     reason:str   # human-readable, names the offending command
 
+# %% ../nbs/21_shell_gate.ipynb #e211c6b5
 @dataclass(slots=True)
 class ShellAnalysis:
     "What `analyse` found: every simple command and every finding."
@@ -67,7 +68,7 @@ class ShellAnalysis:
         d = self.decision
         return [f.reason for f in self.findings if f.level == d]
 
-# %% ../nbs/21_shell_gate.ipynb #c195f988
+# %% ../nbs/21_shell_gate.ipynb #9a7f2bc3
 _ESC = re.compile(r'\\(.)', re.S)
 _DQ_ESC = re.compile(r'\\([$`"\\\n])')
 
@@ -76,12 +77,13 @@ def _unquote_word(t:str) -> str:
     if '\\' not in t: return t
     return _ESC.sub(lambda m: '' if m.group(1) == '\n' else m.group(1), t)
 
+# %% ../nbs/21_shell_gate.ipynb #2c28c73e
 def _ansi_c(t:str) -> str:
     "Decode a `$'...'` string."
     try: return codecs.decode(t[2:-1].encode('latin-1', 'backslashreplace'), 'unicode_escape')
     except Exception: return t[2:-1]
 
-# %% ../nbs/21_shell_gate.ipynb #4a3f2254
+# %% ../nbs/21_shell_gate.ipynb #4d5c93e7
 def _word(n, st) -> tuple:
     "(value, static) of an argument node: quotes removed; expansions guessed from known assignments."
     t = n.type
@@ -111,6 +113,7 @@ def _word(n, st) -> tuple:
     if t == 'command_substitution': return _echo_value(n, st), False
     return '', False
 
+# %% ../nbs/21_shell_gate.ipynb #4bac0268
 def _echo_value(n, st) -> str:
     "The output of `$(echo WORDS)`, the only substitution whose value we can know."
     cmds = [c for c in n.children if c.is_named]
@@ -119,11 +122,12 @@ def _echo_value(n, st) -> str:
         if ws and ws[0] in ('echo', 'printf') and len(ws) > 1: return ' '.join(w for w in ws[1:] if not w.startswith('-'))
     return ''
 
-# %% ../nbs/21_shell_gate.ipynb #1738d442
+# %% ../nbs/21_shell_gate.ipynb #317438ff
 def _short(text:str, limit:int=80) -> str:
     t = ' '.join(text.split())
     return t if len(t) <= limit else t[:limit - 1] + '…'
 
+# %% ../nbs/21_shell_gate.ipynb #a0898725
 class _State:
     "The mutable state of one analysis: what was found so far, and what the script assigned."
     def __init__(self, workspace:str|None):
@@ -153,7 +157,7 @@ def _analyse_into(text:str, st:_State, upstream:tuple=(), stdin_text:str|None=No
     joined = re.sub(r'(?<!\\)((?:\\\\)*)\\\n', r'\1', text) if '\\\n' in text else text
     if joined != text: _findings_of(joined, st)          # bash joins `\`+newline first: `$\<newline>{a[i]}`
 
-# %% ../nbs/21_shell_gate.ipynb #6e3dfb31
+# %% ../nbs/21_shell_gate.ipynb #b714d663
 _LEAVES = frozenset({'word', 'raw_string', 'number', 'ansi_c_string', 'string_content', 'comment', 'variable_name',
                      'heredoc_start', 'heredoc_end', 'heredoc_content', 'file_descriptor', 'special_variable_name', 'test_operator'})
 _EVAL_NODES, _EVAL_COMMANDS = {}, {}   # node type or command name: its check as a place where bash evaluates data (see "Where bash runs data as code")
@@ -165,6 +169,7 @@ def _evaluates(*node_types, commands=()):
         return f
     return deco
 
+# %% ../nbs/21_shell_gate.ipynb #f1095841
 def _walk(n, st:_State, depth:int, upstream:tuple=(), stdin_text=None):
     "Visit every node that can run something: commands, pipelines, redirects, assignments, functions."
     if depth > MAX_TREE_DEPTH: return st.deny('…', f"the script nests deeper than {MAX_TREE_DEPTH} levels")
@@ -229,10 +234,11 @@ def _assignment(n, st:_State, persistent:bool):
         st.vars[name] = _word(value_node, st)[0] if value_node is not None else ''
         st.bound.add(name.split('[')[0])
 
-# %% ../nbs/21_shell_gate.ipynb #2a598fdf
+# %% ../nbs/21_shell_gate.ipynb #e79be1a1
 def _redirect_op(n) -> str:
     return next((c.type for c in n.children if not c.is_named), '>')
 
+# %% ../nbs/21_shell_gate.ipynb #1faa2bba
 def _file_redirect(n, st:_State):
     "`> f`, `>> f`, `&> f`, `>| f` write f; `< f` reads it; `>&2`, `2>&1` and `/dev/null` are harmless."
     op = _redirect_op(n)
@@ -248,7 +254,6 @@ def _file_redirect(n, st:_State):
         if lvl: st.flag(lvl, text, f"reads {target}, which may hold credentials or account data")
         return
     judge_write(target, static, text, st, 'writes')
-
 
 # %% ../nbs/21_shell_gate.ipynb #ccd44d0e
 def _visit_function(n, st:_State, depth:int):
@@ -322,7 +327,29 @@ def _inert_arith(text:str) -> bool:
     "Is `text` arithmetic that cannot run code: numbers and operators, no names, quotes or expansions?"
     return _ARITH_INERT.fullmatch(text) is not None
 
-# %% ../nbs/21_shell_gate.ipynb #56b49607
+# %% ../nbs/21_shell_gate.ipynb #57316c5f
+_ARITH_OPENING = re.compile(r'''\$ (?P<open> \(\( | \[ )''', re.X)
+
+def _closing(text:str, i:int, opener:str, closer:str, depth:int) -> int|None:
+    "The index just past the bracket that closes `depth` open ones, scanning from i; None if it never closes."
+    for j in range(i, len(text)):
+        if text[j] == opener: depth += 1
+        elif text[j] == closer:
+            depth -= 1
+            if depth == 0: return j + 1
+    return None
+
+# %% ../nbs/21_shell_gate.ipynb #87bce10d
+def _arith_net(text:str, st:_State):
+    "A net under the grammar: every `$((…))` and `$[…]` in the raw text, wherever the grammar put it, must be literal arithmetic."
+    for m in _ARITH_OPENING.finditer(text):
+        paren = m['open'] == '(('
+        end = _closing(text, m.end(), '(' if paren else '[', ')' if paren else ']', 2 if paren else 1)
+        inner = None if end is None or (paren and text[end - 2:end] != '))') else text[m.end():end - (2 if paren else 1)]
+        if inner is None or not _inert_arith(inner):
+            return st.ask(text[m.start():m.start() + 60], "arithmetic with a name or an expansion in it (found in the raw text): bash evaluates a variable's value, and `a[$(…)]` in it runs a command")
+
+# %% ../nbs/21_shell_gate.ipynb #1b84e98c
 _NAME_OPERAND = re.compile(r'''
     (?P<name>[A-Za-z_][A-Za-z0-9_]*)          # a variable name
     (?: \[ (?P<index>[^\]]*) \] )?            # perhaps with a subscript, which bash evaluates as arithmetic
@@ -332,26 +359,31 @@ def _bind(name:str, text:str, st:_State):
     "The script assigns `name`: a hook such as PATH or PS4 is judged like an assignment, and the name counts as set by the script."
     check_var(name, text, st); st.bound.add(name)
 
+# %% ../nbs/21_shell_gate.ipynb #0aad9263
 def _findings_of(script:str, st:_State):
     "Analyse `script` as a second reading of text already walked: keep its findings, not its commands."
     inner = _State(st.ws); inner.bound, inner.nesting, inner.source, inner.payloads = set(st.bound), st.nesting, st.source, st.payloads
     _analyse_into(script, inner)
     st.findings.extend(inner.findings); st.parsed = st.parsed and inner.parsed
 
+# %% ../nbs/21_shell_gate.ipynb #c0dc8683
 def _as_double_quoted(text:str, st:_State):
     "Judge the expansions in `text` as bash expands a double-quoted string."
     if re.search(r'[$`]', text): _findings_of(': "' + text.replace('"', "'") + '"', st)
 
+# %% ../nbs/21_shell_gate.ipynb #9c55c4c9
 _PAYLOAD = re.compile(r'\$[({]|`')
 
 def _payload(value:str, st:_State):
     "A value bash is about to evaluate that visibly holds `$(…)`: judge that code too, so a hostile payload is denied, not merely held."
     if _PAYLOAD.search(value) and value not in st.payloads: st.payloads.add(value); _as_double_quoted(value, st)
 
+# %% ../nbs/21_shell_gate.ipynb #24755193
 def _payloads(text:str, st:_State):
     "The same for every name in `text` whose value the script assigned literally (`x='a[$(rm -rf ~)]'; echo $((x))`)."
     for name in dict.fromkeys(re.findall(r'[A-Za-z_][A-Za-z0-9_]*', text)): _payload(st.vars.get(name) or '', st)
 
+# %% ../nbs/21_shell_gate.ipynb #c2f7a7e5
 def _name_operand(value:str, static:bool, text:str, st:_State, assigns:bool=True):
     "A word bash takes as a variable name (`read NAME`, `printf -v NAME`, `unset NAME`, `-v NAME`): a plain name or a literal subscript is inert."
     _payload(value, st)
@@ -362,13 +394,14 @@ def _name_operand(value:str, static:bool, text:str, st:_State, assigns:bool=True
         st.ask(text, f"bash evaluates the subscript of {value} as arithmetic, and a name in it can run code")
     if assigns: _bind(m['name'], text, st)
 
+# %% ../nbs/21_shell_gate.ipynb #ef348808
 def _arith_operand(value:str, static:bool, raw:str, text:str, st:_State):
     "A word bash evaluates as arithmetic (`let`, `[[ a -lt b ]]`): literal numbers pass, names and expansions ask."
     if (static and _inert_arith(value)) or _inert_arith(raw.strip('"')): return
     st.ask(text, f"bash evaluates `{raw}` as arithmetic, and a value such as `a[$(…)]` in it runs a command")
     _payload(value, st); _payloads(raw, st)
 
-# %% ../nbs/21_shell_gate.ipynb #5b57c4e0
+# %% ../nbs/21_shell_gate.ipynb #8f60b8c3
 def _arith_text(n) -> str|None:
     "The text between `$((`, `$[` or `((` and the closing `))` or `]` of an arithmetic node; None if the tokens are missing."
     kids = n.children
@@ -377,6 +410,7 @@ def _arith_text(n) -> str|None:
     if start is None or end is None or end.start_byte < start.end_byte: return None
     return n.text[start.end_byte - n.start_byte:end.start_byte - n.start_byte].decode('utf-8', 'replace')
 
+# %% ../nbs/21_shell_gate.ipynb #4dedeeea
 @_evaluates('arithmetic_expansion', 'compound_statement', 'c_style_for_statement', 'command_substitution')
 def _arith_node(n, st:_State):
     "`$((…))`, `$[…]`, `((…))`, `for ((…;…;…))`: literal arithmetic passes, anything else asks."
@@ -394,6 +428,7 @@ def _arith_node(n, st:_State):
         return st.ask(text, "arithmetic with a name or an expansion in it: bash evaluates a variable's value, and `a[$(…)]` in it runs a command")
     if t == 'arithmetic_expansion' or (t == 'command_substitution' and text.endswith('))')): return 'literal'
 
+# %% ../nbs/21_shell_gate.ipynb #261a3cd2
 @_evaluates('subscript')
 def _subscript_node(n, st:_State):
     "`a[i]` in an expansion or an assignment: an indexed array's subscript is arithmetic."
@@ -405,6 +440,7 @@ def _subscript_node(n, st:_State):
         st.ask(n.text.decode('utf-8', 'replace'), "the array subscript is evaluated as arithmetic, and a name or expansion in it can run code")
         _payloads(inner or '', st)
 
+# %% ../nbs/21_shell_gate.ipynb #e2a38667
 _ARRAY_KEY = re.compile(r'''\[ (?P<index>[^\]]*) \] \+?= ''', re.X)
 
 @_evaluates('array')
@@ -418,48 +454,31 @@ def _array_node(n, st:_State):
         if m is None or not _inert_arith(m['index']):
             st.ask(where, f"the subscript in `{_short(t, 40)}` is evaluated as arithmetic, and a name or expansion in it can run code")
 
-# %% ../nbs/21_shell_gate.ipynb #0195d21a
-_ARITH_OPENING = re.compile(r'''\$ (?P<open> \(\( | \[ )''', re.X)
-
-def _closing(text:str, i:int, opener:str, closer:str, depth:int) -> int|None:
-    "The index just past the bracket that closes `depth` open ones, scanning from i; None if it never closes."
-    for j in range(i, len(text)):
-        if text[j] == opener: depth += 1
-        elif text[j] == closer:
-            depth -= 1
-            if depth == 0: return j + 1
-    return None
-
-def _arith_net(text:str, st:_State):
-    "A net under the grammar: every `$((…))` and `$[…]` in the raw text, wherever the grammar put it, must be literal arithmetic."
-    for m in _ARITH_OPENING.finditer(text):
-        paren = m['open'] == '(('
-        end = _closing(text, m.end(), '(' if paren else '[', ')' if paren else ']', 2 if paren else 1)
-        inner = None if end is None or (paren and text[end - 2:end] != '))') else text[m.end():end - (2 if paren else 1)]
-        if inner is None or not _inert_arith(inner):
-            return st.ask(text[m.start():m.start() + 60], "arithmetic with a name or an expansion in it (found in the raw text): bash evaluates a variable's value, and `a[$(…)]` in it runs a command")
-
+# %% ../nbs/21_shell_gate.ipynb #3eac1dca
 def _heredoc_expansions(redirect, body, st:_State):
     "An unquoted heredoc body is expanded like a double-quoted string; the grammar leaves some (`<<-`) unparsed, so parse it as one."
     start = next((c for c in redirect.children if c.type == 'heredoc_start'), None)
     if start is not None and not re.search(rb'''['"\\]''', start.text): _as_double_quoted(body.text.decode('utf-8', 'replace'), st)
 
+# %% ../nbs/21_shell_gate.ipynb #6076ac0a
 @_evaluates('regex')
 def _regex_node(n, st:_State):
     "The pattern of `${x//pat/rep}` and `[[ x =~ pat ]]` is one leaf to the grammar, but bash expands what is in it."
     _as_double_quoted(n.text.decode('utf-8', 'replace'), st)
 
-# %% ../nbs/21_shell_gate.ipynb #7ff0158f
+# %% ../nbs/21_shell_gate.ipynb #b1a6ba12
 def _secret_name(name:str, st:_State) -> bool:
     "Would expanding `name` read what is likely a secret from the environment? Upper-case names always; others unless the script set them first."
     return bool(name) and SECRET_NAME.search(name) is not None and (name.upper() == name or name not in st.bound)
 
+# %% ../nbs/21_shell_gate.ipynb #465d172e
 @_evaluates('simple_expansion')
 def _simple_expansion_node(n, st:_State):
     "`$NAME`: nothing is evaluated, but a secret-looking environment variable must not reach the output unattended."
     name = next((c.text.decode('utf-8', 'replace') for c in n.named_children if c.type == 'variable_name'), '')
     if _secret_name(name, st): st.ask(n.text.decode('utf-8', 'replace'), f"expands ${name}, whose name looks like a secret: the sandbox clears it, an unconfined run would not")
 
+# %% ../nbs/21_shell_gate.ipynb #a1b87787
 @_evaluates('expansion')
 def _expansion_node(n, st:_State):
     "`${…}`: indirection, `@P`, substring offsets and name listings evaluate or reveal; `${X:=…}` assigns X. Forms not understood ask."
@@ -504,7 +523,7 @@ _EVAL_BUILTINS = {  # builtin: (options that take a value, {option: what its val
 _QUOTED = re.compile(r'''"(?:[^"\\]|\\.)*"''', re.S)                  # one double-quoted string: never split
 _SAFE_START = re.compile(r'''["']?(?: [A-Za-z0-9_./%,:=@+] | \$[#?$!] )''', re.X)
 
-# %% ../nbs/21_shell_gate.ipynb #2be483e4
+# %% ../nbs/21_shell_gate.ipynb #28351a09
 def _eval_word(kind:str, value:str, static:bool, raw:str, where:str, st:_State, base:str):
     "Judge one word of an evaluating builtin (`where`: the command, shortened) by what bash does with it."
     if kind in ('name', 'lookup'): _name_operand(value, static, where, st, assigns=kind == 'name')
@@ -514,6 +533,7 @@ def _eval_word(kind:str, value:str, static:bool, raw:str, where:str, st:_State, 
         if static: _analyse_into(value.partition(':')[2] if kind == 'binding' else value, st)
     elif kind == 'library': st.deny(where, f"`{base} -f` loads a shared library into the shell")
 
+# %% ../nbs/21_shell_gate.ipynb #95a7e6c1
 @_evaluates(commands=[*_EVAL_BUILTINS, 'test', '['])
 def _eval_builtin(cmd:Command, st:_State, base:str):
     "The words of a builtin that takes variable names, arithmetic or code (`_EVAL_BUILTINS`); `test` and `[` have their own rule."
@@ -543,7 +563,7 @@ def _eval_builtin(cmd:Command, st:_State, base:str):
             st.ask(where, f"`{cmd.raw[j]}` may split into several words and shift which word bash takes as a name"); continue
         _eval_word(kinds[0], argv[j], cmd.static[j], cmd.raw[j], where, st, base)
 
-# %% ../nbs/21_shell_gate.ipynb #6bd13176
+# %% ../nbs/21_shell_gate.ipynb #d06ca231
 def _visit_unset(n, st:_State, depth:int):
     "`unset NAME…` (a node of its own in the grammar) is judged like any command."
     words = n.named_children
@@ -555,13 +575,14 @@ def _visit_unset(n, st:_State, depth:int):
     for w in words:
         if w.type not in _LEAVES: _walk(w, st, depth + 1)
 
+# %% ../nbs/21_shell_gate.ipynb #51cb586f
 @_evaluates('for_statement')
 def _for_node(n, st:_State):
     "`for NAME in …` and `select NAME in …` assign NAME."
     v = n.child_by_field_name('variable')
     if v is not None: _bind(v.text.decode('utf-8', 'replace'), n.text.decode('utf-8', 'replace').split(';')[0], st)
 
-# %% ../nbs/21_shell_gate.ipynb #8ac2ba6a
+# %% ../nbs/21_shell_gate.ipynb #78478b40
 _ARITH_TESTS = frozenset('-eq -ne -lt -le -gt -ge'.split())
 _TEST_UNARY = frozenset('-a -b -c -d -e -f -g -h -k -p -r -s -t -u -w -x -G -L -N -O -S -z -n -o -v -R !'.split())
 _TEST_BINARY = frozenset('= == != < > =~ -eq -ne -lt -le -gt -ge -nt -ot -ef -a -o'.split())
@@ -578,6 +599,7 @@ def _test_args(words:list, text:str, st:_State):
                 and not (k + 1 < n and words[k + 1][1] and words[k + 1][0] in _TEST_BINARY):
             st.ask(text, f"`{raw}` is only known at run time and may be read as an operator such as `-v`")
 
+# %% ../nbs/21_shell_gate.ipynb #d058f4aa
 @_evaluates('test_command')
 def _test_node(n, st:_State):
     "`[[ … ]]`: arithmetic comparisons evaluate both operands and `-v` evaluates a subscript; `[ … ]` goes through `_test_args`."

@@ -25,7 +25,7 @@ class Command:
     @property
     def name(self) -> str: return self.argv[0] if self.argv else ''
 
-# %% ../nbs/21a_shell_rules.ipynb #3e695177
+# %% ../nbs/21a_shell_rules.ipynb #bb5280fb
 _STRONG = re.compile(r'''
     (?:^|[=@:'"<\s])                                            # at the start of a word or a value (`--file=`, `@`, `<`)
     (?: /etc/(?:shadow|gshadow|passwd|group|master\.passwd|sudoers)\b   # account databases
@@ -61,6 +61,7 @@ def sensitive(arg:str) -> str|None:
     if ('*' in a or '?' in a or '[' in a) and ('/' in a or a.startswith('~')): return _glob_sensitive(a)
     return None
 
+# %% ../nbs/21a_shell_rules.ipynb #343e4c53
 _SENSITIVE_EXAMPLES = ('/etc/shadow', '/etc/gshadow', '/etc/passwd', '/etc/sudoers', '/etc/ssh/ssh_host_ed25519_key', '/root/.bashrc',
     '/proc/self/environ', '/proc/1/environ', '/proc/self/task/1/environ', '/proc/thread-self/environ', '~/.ssh/id_rsa', '~/.aws/credentials',
     '~/.netrc', '~/.git-credentials', '~/.gnupg/private-keys-v1.d', '~/.kube/config', '~/.docker/config.json', '~/.bash_history', '~/.pgpass')
@@ -118,7 +119,7 @@ def check_var(name:str, text:str, st):
     if _DENY_VARS.match(name): st.deny(text, f"sets {name}, which changes what programs run")
     elif _ASK_VARS.match(name): st.ask(text, f"sets {name}, which changes how programs behave")
 
-# %% ../nbs/21a_shell_rules.ipynb #e285da17
+# %% ../nbs/21a_shell_rules.ipynb #9a73ed06
 def judge_write(target:str, static:bool, text:str, st, verb:str):
     "A write to `target`: harmless sinks pass; system paths and dotfiles deny; everything else asks."
     place = _place(target, st.ws) if target else 'unknown'
@@ -129,6 +130,7 @@ def judge_write(target:str, static:bool, text:str, st, verb:str):
     where = 'a file whose name is only known at run time' if not static and not target else target
     st.ask(text, f"{verb} {where}" + ('' if place in ('workspace', 'relative') else ' outside the workspace'))
 
+# %% ../nbs/21a_shell_rules.ipynb #77e221d9
 _PLACE_WHY = {'system': 'a system location', 'dotfile': 'a dotfile that configures the shell or other tools',
               'root': 'the filesystem or home root', 'ancestor': 'a directory that contains the workspace',
               'home': 'the home directory', 'tmp': 'a temporary directory', 'outside': 'outside the workspace'}
@@ -148,6 +150,7 @@ def check_args(cmd:Command, st, start:int=1):
         if lvl == 'deny': st.deny(cmd, f"touches {a}, a credential, key or account file")
         elif lvl == 'ask': st.ask(cmd, f"touches {a}, which may hold secrets or system state")
 
+# %% ../nbs/21a_shell_rules.ipynb #b9a12c57
 def split_words(cmd:Command, st, start:int=1):
     "An unquoted `$x` or `$(...)` may split into several words, options included: for option-sensitive tools that asks."
     for k in range(start, len(cmd.argv)):
@@ -221,12 +224,13 @@ def _apply_flag(flag:str, f:Flag, value:str, cmd:Command, st, base:str, rule:Rul
     elif m in ('into', 'uploads', 'data', 'form', 'denies'): st.deny(cmd, why); return True
     return False
 
-# %% ../nbs/21a_shell_rules.ipynb #b48fa75b
+# %% ../nbs/21a_shell_rules.ipynb #b63fd489
 def _operand_indices(rule:Rule, argv:list) -> list:
     "Indices of the operands: words that are neither options nor the value of an option the rule lists."
     taken = {k for *_, k in _options(rule, argv) if k is not None}
     return [k for k in range(1, len(argv)) if (argv[k][:1] != '-' or argv[k] == '-') and k not in taken]
 
+# %% ../nbs/21a_shell_rules.ipynb #11edcb41
 def _apply_operand(meaning:str, k:int, cmd:Command, st, base:str, rule:Rule):
     "Judge the operand at `k`: a file written, or copied to unless it is remote; a process substitution is no file."
     value = cmd.argv[k]
@@ -308,7 +312,7 @@ RULES = {
 }
 RULES.update({'ripgrep': RULES['rg'], 'bsdtar': RULES['tar'], 'gtar': RULES['tar'], 'shuf': RULES['sort'], 'base32': RULES['base64'], 'wget2': RULES['wget']})
 
-# %% ../nbs/21a_shell_rules.ipynb #b79492ae
+# %% ../nbs/21a_shell_rules.ipynb #4a9ab0cc
 _HANDLERS, _HANDLER_PATTERNS = {}, []
 def _handles(*names, pattern=None):
     "Register a judging function for command names (or a regex, text or compiled, over the name)."
@@ -318,10 +322,12 @@ def _handles(*names, pattern=None):
         return f
     return deco
 
+# %% ../nbs/21a_shell_rules.ipynb #b6b6a91f
 def _child(cmd:Command, i:int) -> Command:
     "The command a wrapper runs: the words from `i` on, with the same input."
     return Command(cmd.argv[i:], cmd.static[i:], cmd.text, cmd.upstream, cmd.stdin_text, cmd.raw[i:])
 
+# %% ../nbs/21a_shell_rules.ipynb #09fc452a
 def _skip_options(argv:list, i:int, with_value:frozenset) -> int:
     "Index of the first operand after the options at `i` (`with_value`: options that take the next word)."
     while i < len(argv):
@@ -344,7 +350,7 @@ cksum sum basename dirname readlink realpath whoami id groups uname uptime w who
 expr bc true false test [ [[ du df stat file which whereis type tree zcat bzcat xzcat jq numfmt locate yes : sleep arch
 tty logname printf read wait exit return break continue shift getconf lsb_release lscpu let unset getopts'''.split())
 
-# %% ../nbs/21a_shell_rules.ipynb #48b3cbe2
+# %% ../nbs/21a_shell_rules.ipynb #b59f37e7
 _WRAPPERS = {  # name: (options that take a value, operands to skip before the command, privileged)
     'sudo': (frozenset('-u -g -h -p -C -r -t -U -D -R -T --user --group --host --prompt --close-from --role --type --other-user --chdir --chroot --command-timeout'.split()), 0, True),
     'doas': (frozenset('-u -C'.split()), 0, True), 'pkexec': (frozenset(['--user']), 0, True), 'run0': (frozenset(['--user', '-u']), 0, True),
@@ -370,6 +376,7 @@ def _wrapper(cmd:Command, st, base:str):
     if i < len(argv): return st.judge(_child(cmd, i))
     if base not in ('exec', 'time', 'command', 'builtin'): st.ask(cmd, f"`{base}` without a command")
 
+# %% ../nbs/21a_shell_rules.ipynb #f801e653
 @_handles('env')
 def _env(cmd:Command, st, base:str):
     "`env [-i] [-u NAME] [NAME=VALUE]... command`: check the assignments, judge the command; `-S` re-parses."
@@ -388,6 +395,7 @@ def _env(cmd:Command, st, base:str):
     if i < len(argv): return st.judge(_child(cmd, i))
     st.ask(cmd, "prints the environment, which may expose secrets")
 
+# %% ../nbs/21a_shell_rules.ipynb #5e20e55a
 @_handles('su')
 def _su(cmd:Command, st, base:str):
     "`su [-c SCRIPT] [user]`: privileged; a `-c` script is re-parsed."
@@ -395,19 +403,21 @@ def _su(cmd:Command, st, base:str):
     for k, a in enumerate(cmd.argv[1:-1], 1):
         if a in ('-c', '--command'): st.reparse(cmd.argv[k + 1])
 
+# %% ../nbs/21a_shell_rules.ipynb #ba4f324c
 @_handles('watch')
 def _watch(cmd:Command, st, base:str):
     "`watch` runs its arguments through `sh -c` again and again."
     i = _skip_options(cmd.argv, 1, frozenset('-n -d --interval --differences -q'.split()))
     if i < len(cmd.argv): st.reparse(' '.join(cmd.argv[i:]))
 
+# %% ../nbs/21a_shell_rules.ipynb #3acb7ce0
 @_handles('busybox', 'toybox')
 def _busybox(cmd:Command, st, base:str):
     "`busybox rm ...` is `rm ...`."
     if len(cmd.argv) > 1: st.judge(_child(cmd, 1))
     else: st.ask(cmd, f"`{base}` without an applet")
 
-# %% ../nbs/21a_shell_rules.ipynb #1c40aab8
+# %% ../nbs/21a_shell_rules.ipynb #6f9201b4
 _SHELLS = frozenset('sh bash zsh dash ksh mksh ash fish rbash yash csh tcsh'.split())
 _DOWNLOADERS = frozenset('curl wget fetch nc ncat netcat socat aria2c http https lynx links ftp tftp'.split())
 
@@ -439,6 +449,7 @@ def _shell(cmd:Command, st, base:str):
         st.ask(cmd, f"runs the script {argv[i]}"); return check_args(cmd, st)
     _stdin_program(cmd, st, 'shell')
 
+# %% ../nbs/21a_shell_rules.ipynb #f2ec72bb
 def _is_decoder(c:Command) -> bool:
     "Does `c` decode an encoded payload (`base64 -d`, `xxd -r`, `openssl ... -d`, `uudecode`)?"
     n = c.name.rsplit('/', 1)[-1]
@@ -446,6 +457,7 @@ def _is_decoder(c:Command) -> bool:
     if n == 'xxd': return any(a.startswith('-r') or a == '-revert' for a in c.argv[1:])
     return n in ('uudecode', 'openssl') and (n == 'uudecode' or '-d' in c.argv)
 
+# %% ../nbs/21a_shell_rules.ipynb #68fd2cbd
 def _stdin_program(cmd:Command, st, kind:str):
     "A shell or interpreter reading its program from its input: a heredoc is analysed, a download or decoded payload is hostile."
     if cmd.stdin_text is not None:
@@ -462,7 +474,7 @@ def _stdin_program(cmd:Command, st, kind:str):
             if kind == 'shell': st.reparse(text)
             else: _scan_code(text, cmd, st, kind)
 
-# %% ../nbs/21a_shell_rules.ipynb #09b62827
+# %% ../nbs/21a_shell_rules.ipynb #1dc0755f
 @_handles('eval')
 def _eval(cmd:Command, st, base:str):
     "`eval WORDS` runs the words joined as a script: re-parse them."
@@ -472,12 +484,14 @@ def _eval(cmd:Command, st, base:str):
         st.ask(cmd, "evaluates text that is only known at run time")
     if text.strip(): st.reparse(text)
 
+# %% ../nbs/21a_shell_rules.ipynb #74a30338
 @_handles('source', '.')
 def _source(cmd:Command, st, base:str):
     "`source FILE` runs FILE in this shell."
     if len(cmd.argv) > 1 and HOSTILE_TEXT.search(cmd.raw[1]): return st.deny(cmd, "sources a script that is downloaded at run time")
     st.ask(cmd, "runs a script file in the current shell"); check_args(cmd, st)
 
+# %% ../nbs/21a_shell_rules.ipynb #904b65e9
 @_handles('alias')
 def _alias(cmd:Command, st, base:str):
     "An alias named like a real command hijacks it: deny; other aliases ask."
@@ -487,7 +501,7 @@ def _alias(cmd:Command, st, base:str):
             return st.deny(cmd, f"defines an alias that shadows the command `{name}`")
     st.ask(cmd, "defines or lists aliases")
 
-# %% ../nbs/21a_shell_rules.ipynb #882bd91e
+# %% ../nbs/21a_shell_rules.ipynb #59c9b010
 _CODE_FLAGS = {'python': ('-c',), 'perl': ('-e', '-E'), 'ruby': ('-e',), 'node': ('-e', '--eval', '-p', '--print'),
                'php': ('-r',), 'lua': ('-e',), 'Rscript': ('-e',), 'pwsh': ('-c', '-command', '-Command'), 'osascript': ('-e',),
                'tclsh': (), 'deno': ('eval',), 'bun': ('-e', '--eval'), 'julia': ('-e',), 'irb': ()}
@@ -500,6 +514,7 @@ _INTERP = re.compile(r'''^(?:
 def _lang(base:str) -> str:
     return next((k for k in _CODE_FLAGS if base.startswith(k)), 'python' if base.startswith('pypy') else base)
 
+# %% ../nbs/21a_shell_rules.ipynb #8015646a
 @_handles(pattern=_INTERP)
 def _interpreter(cmd:Command, st, base:str):
     "An interpreter with inline code (`python -c`, `perl -e`...) asks; code that is plainly hostile is denied."
@@ -517,6 +532,7 @@ def _interpreter(cmd:Command, st, base:str):
         if inline is not None: return _scan_code(inline, cmd, st, lang)
     _stdin_program(cmd, st, lang)
 
+# %% ../nbs/21a_shell_rules.ipynb #dac68a52
 _CODE_SHELL = re.compile(r'''
     (?:system|popen|spawn\w*|exec\w*|call|run|check_output|getoutput|getstatusoutput|Popen|shell_exec|passthru|`)   # a call that runs a command
     \s*\(?\s*\[?\s*(?:f|r|b)?                                   # `(`, `([`, a string prefix
@@ -551,7 +567,7 @@ def _scan_code(code:str, cmd:Command, st, lang:str):
         elif destroys and lit.startswith(('/', '~')) and _place(lit, st.ws) in ('system', 'root', 'dotfile', 'ancestor'):
             st.deny(cmd, f"the code modifies or deletes {lit}")
 
-# %% ../nbs/21a_shell_rules.ipynb #40a85ac5
+# %% ../nbs/21a_shell_rules.ipynb #92fb2fce
 _XARGS_VALUE = frozenset('-I -i -n -L -l -P -d -E -e -s -a --max-args --max-lines --max-procs --delimiter --eof --max-chars --arg-file --replace --process-slot-var'.split())
 
 @_handles('xargs')
@@ -570,6 +586,7 @@ def _xargs(cmd:Command, st, base:str):
         st.ask(cmd, "runs a command on every file found under / or /proc, which include other processes' environments")
     if i < len(argv): st.judge(_child(cmd, i))
 
+# %% ../nbs/21a_shell_rules.ipynb #379566ba
 def _whole_tree(c:Command) -> bool:
     "Is `c` a `find` that starts at / or under /proc?"
     starts = [a for a in c.argv[1:next((k for k, a in enumerate(c.argv[1:], 1) if a.startswith(('-', '(', '!'))), len(c.argv))]]
@@ -624,7 +641,7 @@ def _find(cmd:Command, st, base:str):
         if not cmd.static[i]: st.ask(cmd, f"find's expression has a word only known at run time ({cmd.raw[i]})")
         i += 2 if a in _FIND_VALUE or a.startswith('-newer') else 1
 
-# %% ../nbs/21a_shell_rules.ipynb #345b9746
+# %% ../nbs/21a_shell_rules.ipynb #9c79f196
 def _sed_commands(script:str):
     "Yield (command letter, argument) for each command of a sed script; `s` yields its flags and `w` file."
     i, n = 0, len(script)
@@ -652,6 +669,7 @@ def _sed_commands(script:str):
             yield c, script[i + 1:arg_end].strip(); i = arg_end; continue
         yield c, ''; i += 1
 
+# %% ../nbs/21a_shell_rules.ipynb #32b1cffc
 def _sed_options(argv:list, cmd:Command, st) -> tuple:
     "Split sed's words into (scripts, files, in_place)."
     scripts, operands, in_place, i = [], [], False, 1
@@ -680,6 +698,7 @@ def _sed_options(argv:list, cmd:Command, st) -> tuple:
         scripts.append(argv[k])
     return scripts, [argv[k] for k in operands], in_place
 
+# %% ../nbs/21a_shell_rules.ipynb #ad5a5a7e
 @_handles('sed', 'gsed')
 def _sed(cmd:Command, st, base:str):
     "`sed` reads; `-i` edits in place (ask), `w` writes (ask), `e` and `s///e` run shell commands (deny)."
@@ -735,7 +754,7 @@ def _awk(cmd:Command, st, base:str):
         lvl = sensitive(f)
         if lvl: st.flag(lvl, cmd, f"reads {f}, which may hold credentials or account data")
 
-# %% ../nbs/21a_shell_rules.ipynb #76185c95
+# %% ../nbs/21a_shell_rules.ipynb #deb55122
 _GIT_READ = frozenset('status log diff show blame ls-files ls-tree rev-parse describe shortlog grep rev-list cat-file show-ref merge-base name-rev for-each-ref check-ignore count-objects whatchanged version help annotate diff-tree diff-files diff-index var cherry'.split())
 _GIT_BAD_KEYS = re.compile(r'''^(?:
     core\.(?:pager|editor|sshcommand|fsmonitor|hookspath|askpass|gitproxy|alternaterefsCommand)   # core keys that name a program
@@ -782,6 +801,7 @@ def _git(cmd:Command, st, base:str):
     what = 'talks to a remote' if sub in _GIT_NETWORK else 'changes the repository'
     st.ask(cmd, f"git {sub} {what}")
 
+# %% ../nbs/21a_shell_rules.ipynb #f843562a
 def _git_branch_lists(args:list) -> bool:
     "Is `git branch ARGS` only a listing?"
     listing = {'-a', '-r', '-l', '--list', '-v', '-vv', '--all', '--remotes', '--show-current', '--no-color', '--color', '-i', '--ignore-case', '--column', '--no-column'}
@@ -797,7 +817,7 @@ def _git_branch_lists(args:list) -> bool:
         i += 1
     return True
 
-# %% ../nbs/21a_shell_rules.ipynb #809273a4
+# %% ../nbs/21a_shell_rules.ipynb #b739c5df
 @_handles('date')
 def _date(cmd:Command, st, base:str):
     "date prints; `-s` or a set-date operand sets the clock."
@@ -805,11 +825,13 @@ def _date(cmd:Command, st, base:str):
         return st.ask(cmd, "date sets the system clock")
     check_args(cmd, st)
 
+# %% ../nbs/21a_shell_rules.ipynb #8e932fa2
 @_handles('hostname')
 def _hostname(cmd:Command, st, base:str):
     "hostname prints; an operand or `-F` sets the host name."
     if any(not a.startswith('-') or a in ('-F', '--file', '-b', '--boot') for a in cmd.argv[1:]): return st.ask(cmd, "hostname sets the host name")
 
+# %% ../nbs/21a_shell_rules.ipynb #3a716aa2
 @_handles('gzip', 'bzip2', 'xz', 'gunzip', 'bunzip2', 'unxz', 'zstd', 'lzma', 'unzip', 'zip', '7z', 'unrar', 'pigz', 'lz4')
 def _compress(cmd:Command, st, base:str):
     "Compressors read with `-c`, `-l`, `-t` (unzip: `-l`); otherwise they replace or create files."
@@ -821,7 +843,6 @@ def _compress(cmd:Command, st, base:str):
     for k, a in enumerate(cmd.argv[1:], 1):
         if a == '-d' and base in ('unzip',) and k + 1 < len(cmd.argv): judge_write(cmd.argv[k + 1], True, cmd.text, st, "unzip extracts into")
 
-
 # %% ../nbs/21a_shell_rules.ipynb #91f2729c
 @_handles('nc', 'ncat', 'netcat', 'socat', 'pwncat')
 def _netcat(cmd:Command, st, base:str):
@@ -832,7 +853,7 @@ def _netcat(cmd:Command, st, base:str):
     if cmd.upstream or cmd.stdin_text: return st.deny(cmd, f"pipes data into `{base}`, a raw network connection")
     st.ask(cmd, f"`{base}` opens a raw network connection"); check_args(cmd, st)
 
-# %% ../nbs/21a_shell_rules.ipynb #8149ddee
+# %% ../nbs/21a_shell_rules.ipynb #cca58aec
 _WIDE = re.compile(r'^(?:\.{1,2}/?|\./?\*|\*|\.\*|/\*|~/?\*?|\$HOME/?\*?)$')
 
 @_handles('rm', 'rmdir', 'unlink', 'shred', 'srm', 'trash', 'trash-put')
@@ -851,6 +872,7 @@ def _rm(cmd:Command, st, base:str):
         elif sensitive(a) == 'deny': st.deny(cmd, f"deletes {a}, a credential or account file")
     st.ask(cmd, f"`{base}` deletes files")
 
+# %% ../nbs/21a_shell_rules.ipynb #f06081c3
 @_handles('cp', 'mv', 'ln', 'install', 'rsync-local', 'link')
 def _copy(cmd:Command, st, base:str):
     "cp/mv/ln/install write their destination (and mv removes its sources): system paths and dotfiles deny."
@@ -867,6 +889,7 @@ def _copy(cmd:Command, st, base:str):
         if base == 'mv' and _place(s, st.ws) in ('system', 'root', 'dotfile', 'ancestor'): st.deny(cmd, f"moves {s} away from a system or configuration location")
     st.ask(cmd, f"`{base}` creates or changes files")
 
+# %% ../nbs/21a_shell_rules.ipynb #c0539cde
 @_handles('mkdir', 'touch', 'truncate', 'mktemp', 'mkfifo', 'dos2unix', 'unix2dos', 'patch', 'split', 'csplit', 'chattr', 'setfacl', 'fallocate')
 def _local_write(cmd:Command, st, base:str):
     "Tools that create or change the files they are given: ask; system paths and dotfiles deny."
@@ -877,7 +900,7 @@ def _local_write(cmd:Command, st, base:str):
     check_args(cmd, st)
     st.ask(cmd, f"`{base}` creates or changes files")
 
-# %% ../nbs/21a_shell_rules.ipynb #4292b3c5
+# %% ../nbs/21a_shell_rules.ipynb #4c7e4330
 def _open_mode(mode:str) -> bool:
     "Does a chmod mode make files writable by others, or setuid/setgid?"
     if re.fullmatch(r'[0-7]{1,5}', mode): return bool(int(mode, 8) & 0o6002)
@@ -886,6 +909,7 @@ def _open_mode(mode:str) -> bool:
         if m and m.group(2) in '+=' and ('s' in m.group(3) or ('w' in m.group(3) and re.search('[ao]', m.group(1)))): return True
     return False
 
+# %% ../nbs/21a_shell_rules.ipynb #6a6f4b2f
 @_handles('chmod', 'chown', 'chgrp')
 def _chmod(cmd:Command, st, base:str):
     "Changing modes or owners asks; world-writable or setuid modes and system targets deny."
@@ -900,7 +924,7 @@ def _chmod(cmd:Command, st, base:str):
             st.deny(cmd, f"{base} changes {a} ({_PLACE_WHY.get(place, 'everything below it')})")
     st.ask(cmd, f"`{base}` changes permissions or ownership")
 
-# %% ../nbs/21a_shell_rules.ipynb #75d22c1a
+# %% ../nbs/21a_shell_rules.ipynb #68ae7f8e
 _DAEMONS = re.compile(r'''\b(?:
     sshd | systemd\S* | init | dockerd | containerd | kubelet | cron | crond | rsyslogd | syslogd | journald | dbus\S*
   | NetworkManager | auditd | polkitd | udevd | getty | agetty | login | Xorg | gdm | lightdm | sddm
@@ -916,6 +940,7 @@ def _disk(cmd:Command, st, base:str):
     if base in ('fdisk', 'sfdisk', 'parted', 'gdisk') and any(a in ('-l', '--list', 'print') for a in cmd.argv[1:]): return st.ask(cmd, f"`{base}` reads the partition table")
     st.deny(cmd, f"`{base}` formats, partitions or wipes a disk")
 
+# %% ../nbs/21a_shell_rules.ipynb #c08b3da2
 @_handles('dd')
 def _dd(cmd:Command, st, base:str):
     "dd: `of=` a device or system file denies, `if=` a secret denies, otherwise ask."
@@ -927,6 +952,7 @@ def _dd(cmd:Command, st, base:str):
         if key == 'if' and sensitive(val): st.flag(sensitive(val), cmd, f"dd reads {val}")
     st.ask(cmd, "dd copies raw data")
 
+# %% ../nbs/21a_shell_rules.ipynb #a2fea865
 @_handles('kill', 'pkill', 'killall', 'skill', 'slay')
 def _kill(cmd:Command, st, base:str):
     "Killing asks; killing init, every process or a system daemon denies."
@@ -939,6 +965,7 @@ def _kill(cmd:Command, st, base:str):
     if base == 'kill' and '-1' in cmd.argv[1:] and any(x in cmd.argv for x in ('-9', '-KILL', '-s')): return st.deny(cmd, "kills every process")
     st.ask(cmd, f"`{base}` stops processes")
 
+# %% ../nbs/21a_shell_rules.ipynb #22beac41
 @_handles('history', 'printenv', 'set', 'declare', 'typeset', 'export', 'compgen', 'fc')
 def _shell_state(cmd:Command, st, base:str):
     "Printing the environment or history may expose secrets; `set -e`-style option changes are harmless (`set -k` is not)."
