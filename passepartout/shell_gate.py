@@ -141,6 +141,42 @@ class _State:
     def judge(self, cmd): _judge(cmd, self)            # for rules: the command a wrapper runs
     def reparse(self, script): _analyse_into(script, self)   # for rules: a script handed to a shell
 
+# %% ../nbs/21_shell_gate.ipynb #91f4c00f
+_ARITH_INERT = re.compile(r'''
+    (?: \s++                                  # blanks and newlines
+      | 0[xX][0-9A-Fa-f]++                    # a hexadecimal number
+      | [0-9]++ (?: \# [0-9A-Za-z@_]++ )?      # a decimal or octal number, or base#digits (bases above 10 use letters, @ and _)
+      | [-+*/%<>=!&|^~?:,()]                  # operators and parentheses
+      | \$[#?$!] | \$\{[#?$!]\}               # $#, $?, $$, $!: always a number
+      | \$\{\#[A-Za-z_][A-Za-z0-9_]*+(?:\[[@*]\])?\}   # ${#name}, ${#arr[@]}: a length or a count, always a number
+    )*+''', re.X)                             # possessive: a long run of digits or blanks cannot backtrack
+
+def _inert_arith(text:str) -> bool:
+    "Is `text` arithmetic that cannot run code: numbers and operators, no names, quotes or expansions?"
+    return _ARITH_INERT.fullmatch(text) is not None
+
+# %% ../nbs/21_shell_gate.ipynb #57316c5f
+_ARITH_OPENING = re.compile(r'''\$ (?P<open> \(\( | \[ )''', re.X)
+
+def _closing(text:str, i:int, opener:str, closer:str, depth:int) -> int|None:
+    "The index just past the bracket that closes `depth` open ones, scanning from i; None if it never closes."
+    for j in range(i, len(text)):
+        if text[j] == opener: depth += 1
+        elif text[j] == closer:
+            depth -= 1
+            if depth == 0: return j + 1
+    return None
+
+# %% ../nbs/21_shell_gate.ipynb #87bce10d
+def _arith_net(text:str, st:_State):
+    "A net under the grammar: every `$((…))` and `$[…]` in the raw text, wherever the grammar put it, must be literal arithmetic."
+    for m in _ARITH_OPENING.finditer(text):
+        paren = m['open'] == '(('
+        end = _closing(text, m.end(), '(' if paren else '[', ')' if paren else ']', 2 if paren else 1)
+        inner = None if end is None or (paren and text[end - 2:end] != '))') else text[m.end():end - (2 if paren else 1)]
+        if inner is None or not _inert_arith(inner):
+            return st.ask(text[m.start():m.start() + 60], "arithmetic with a name or an expansion in it (found in the raw text): bash evaluates a variable's value, and `a[$(…)]` in it runs a command")
+
 # %% ../nbs/21_shell_gate.ipynb #ec83051d
 def _analyse_into(text:str, st:_State, upstream:tuple=(), stdin_text:str|None=None):
     "Parse `text` as bash and walk it into `st` (used for the top level and for re-parsed scripts)."
@@ -312,42 +348,6 @@ def _judge(cmd:Command, st:_State):
         return st.flag('deny' if cmd.upstream or '&' in cmd.text else 'ask', cmd, f"the function `{base}` calls itself (fork-bomb shape)")
     if base in st.functions: return check_args(cmd, st)   # its body was checked at the definition
     judge_command(cmd, st, base)                          # the command's own rule (21a_shell_rules)
-
-# %% ../nbs/21_shell_gate.ipynb #91f4c00f
-_ARITH_INERT = re.compile(r'''
-    (?: \s++                                  # blanks and newlines
-      | 0[xX][0-9A-Fa-f]++                    # a hexadecimal number
-      | [0-9]++ (?: \# [0-9A-Za-z@_]++ )?      # a decimal or octal number, or base#digits (bases above 10 use letters, @ and _)
-      | [-+*/%<>=!&|^~?:,()]                  # operators and parentheses
-      | \$[#?$!] | \$\{[#?$!]\}               # $#, $?, $$, $!: always a number
-      | \$\{\#[A-Za-z_][A-Za-z0-9_]*+(?:\[[@*]\])?\}   # ${#name}, ${#arr[@]}: a length or a count, always a number
-    )*+''', re.X)                             # possessive: a long run of digits or blanks cannot backtrack
-
-def _inert_arith(text:str) -> bool:
-    "Is `text` arithmetic that cannot run code: numbers and operators, no names, quotes or expansions?"
-    return _ARITH_INERT.fullmatch(text) is not None
-
-# %% ../nbs/21_shell_gate.ipynb #57316c5f
-_ARITH_OPENING = re.compile(r'''\$ (?P<open> \(\( | \[ )''', re.X)
-
-def _closing(text:str, i:int, opener:str, closer:str, depth:int) -> int|None:
-    "The index just past the bracket that closes `depth` open ones, scanning from i; None if it never closes."
-    for j in range(i, len(text)):
-        if text[j] == opener: depth += 1
-        elif text[j] == closer:
-            depth -= 1
-            if depth == 0: return j + 1
-    return None
-
-# %% ../nbs/21_shell_gate.ipynb #87bce10d
-def _arith_net(text:str, st:_State):
-    "A net under the grammar: every `$((…))` and `$[…]` in the raw text, wherever the grammar put it, must be literal arithmetic."
-    for m in _ARITH_OPENING.finditer(text):
-        paren = m['open'] == '(('
-        end = _closing(text, m.end(), '(' if paren else '[', ')' if paren else ']', 2 if paren else 1)
-        inner = None if end is None or (paren and text[end - 2:end] != '))') else text[m.end():end - (2 if paren else 1)]
-        if inner is None or not _inert_arith(inner):
-            return st.ask(text[m.start():m.start() + 60], "arithmetic with a name or an expansion in it (found in the raw text): bash evaluates a variable's value, and `a[$(…)]` in it runs a command")
 
 # %% ../nbs/21_shell_gate.ipynb #1b84e98c
 _NAME_OPERAND = re.compile(r'''
