@@ -26,8 +26,10 @@ MAX_TREE_DEPTH = 200            # syntax-tree nesting beyond this is denied
 PARSE_SECONDS = 0.25            # a parse still running after this is cut short, and the command asks
 _LEVEL = {'allow': 0, 'ask': 1, 'deny': 2}
 
-# %% ../nbs/21_shell_gate.ipynb #34021557
+# %% ../nbs/21_shell_gate.ipynb #831f78b6
 _parsers = threading.local()
+
+# %% ../nbs/21_shell_gate.ipynb #b06e5369
 def bash_parser():
     "This thread's tree-sitter parser for bash, created on first use."
     parser = getattr(_parsers, 'parser', None)
@@ -37,9 +39,10 @@ def bash_parser():
         parser = _parsers.parser = Parser(Language(tree_sitter_bash.language()))
     return parser
 
-# %% ../nbs/21_shell_gate.ipynb #1921a332
+# %% ../nbs/21_shell_gate.ipynb #11514247
 PARSE_CHUNK = 4096   # bytes handed to the parser per read: how often it comes back to check the time
 
+# %% ../nbs/21_shell_gate.ipynb #575b954f
 def parse_within(data:bytes, seconds:float=PARSE_SECONDS):
     "The syntax tree of `data` and whether the parse ran out of time (then the tree covers only what was read)."
     deadline, late = time.monotonic() + seconds, []
@@ -68,10 +71,11 @@ class ShellAnalysis:
         d = self.decision
         return [f.reason for f in self.findings if f.level == d]
 
-# %% ../nbs/21_shell_gate.ipynb #9a7f2bc3
+# %% ../nbs/21_shell_gate.ipynb #65eeef16
 _ESC = re.compile(r'\\(.)', re.S)
 _DQ_ESC = re.compile(r'\\([$`"\\\n])')
 
+# %% ../nbs/21_shell_gate.ipynb #f47742e4
 def _unquote_word(t:str) -> str:
     "Remove backslash escapes from an unquoted word (`\\rm` is `rm`, backslash-newline vanishes)."
     if '\\' not in t: return t
@@ -141,7 +145,7 @@ class _State:
     def judge(self, cmd): _judge(cmd, self)            # for rules: the command a wrapper runs
     def reparse(self, script): _analyse_into(script, self)   # for rules: a script handed to a shell
 
-# %% ../nbs/21_shell_gate.ipynb #91f4c00f
+# %% ../nbs/21_shell_gate.ipynb #748d4bf2
 _ARITH_INERT = re.compile(r'''
     (?: \s++                                  # blanks and newlines
       | 0[xX][0-9A-Fa-f]++                    # a hexadecimal number
@@ -151,13 +155,15 @@ _ARITH_INERT = re.compile(r'''
       | \$\{\#[A-Za-z_][A-Za-z0-9_]*+(?:\[[@*]\])?\}   # ${#name}, ${#arr[@]}: a length or a count, always a number
     )*+''', re.X)                             # possessive: a long run of digits or blanks cannot backtrack
 
+# %% ../nbs/21_shell_gate.ipynb #54cba707
 def _inert_arith(text:str) -> bool:
     "Is `text` arithmetic that cannot run code: numbers and operators, no names, quotes or expansions?"
     return _ARITH_INERT.fullmatch(text) is not None
 
-# %% ../nbs/21_shell_gate.ipynb #57316c5f
+# %% ../nbs/21_shell_gate.ipynb #3f978902
 _ARITH_OPENING = re.compile(r'''\$ (?P<open> \(\( | \[ )''', re.X)
 
+# %% ../nbs/21_shell_gate.ipynb #50ef413f
 def _closing(text:str, i:int, opener:str, closer:str, depth:int) -> int|None:
     "The index just past the bracket that closes `depth` open ones, scanning from i; None if it never closes."
     for j in range(i, len(text)):
@@ -193,11 +199,12 @@ def _analyse_into(text:str, st:_State, upstream:tuple=(), stdin_text:str|None=No
     joined = re.sub(r'(?<!\\)((?:\\\\)*)\\\n', r'\1', text) if '\\\n' in text else text
     if joined != text: _findings_of(joined, st)          # bash joins `\`+newline first: `$\<newline>{a[i]}`
 
-# %% ../nbs/21_shell_gate.ipynb #b714d663
+# %% ../nbs/21_shell_gate.ipynb #6eb97a8b
 _LEAVES = frozenset({'word', 'raw_string', 'number', 'ansi_c_string', 'string_content', 'comment', 'variable_name',
                      'heredoc_start', 'heredoc_end', 'heredoc_content', 'file_descriptor', 'special_variable_name', 'test_operator'})
 _EVAL_NODES, _EVAL_COMMANDS = {}, {}   # node type or command name: its check as a place where bash evaluates data (see "Where bash runs data as code")
 
+# %% ../nbs/21_shell_gate.ipynb #03f3d7d9
 def _evaluates(*node_types, commands=()):
     "Register the check for grammar nodes and commands where bash evaluates data as arithmetic, names, prompts or code."
     def deco(f):
@@ -329,9 +336,10 @@ def _visit_command(n, st:_State, depth:int, upstream:tuple=(), stdin_text=None):
         for part in a.named_children:
             if part.type not in _LEAVES: _walk(part, st, depth + 1)
 
-# %% ../nbs/21_shell_gate.ipynb #b0952ccc
+# %% ../nbs/21_shell_gate.ipynb #a745c98d
 _ODD_CHARS = re.compile(r'[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]')
 
+# %% ../nbs/21_shell_gate.ipynb #d1278fff
 def _judge(cmd:Command, st:_State):
     "Judge one simple command: allowlisted read-only tools pass, everything else is looked at by name."
     name = cmd.argv[0]
@@ -349,12 +357,13 @@ def _judge(cmd:Command, st:_State):
     if base in st.functions: return check_args(cmd, st)   # its body was checked at the definition
     judge_command(cmd, st, base)                          # the command's own rule (21a_shell_rules)
 
-# %% ../nbs/21_shell_gate.ipynb #1b84e98c
+# %% ../nbs/21_shell_gate.ipynb #5d34f7b8
 _NAME_OPERAND = re.compile(r'''
     (?P<name>[A-Za-z_][A-Za-z0-9_]*)          # a variable name
     (?: \[ (?P<index>[^\]]*) \] )?            # perhaps with a subscript, which bash evaluates as arithmetic
     ''', re.X)
 
+# %% ../nbs/21_shell_gate.ipynb #b8f0a5dd
 def _bind(name:str, text:str, st:_State):
     "The script assigns `name`: a hook such as PATH or PS4 is judged like an assignment, and the name counts as set by the script."
     check_var(name, text, st); st.bound.add(name)
@@ -371,9 +380,10 @@ def _as_double_quoted(text:str, st:_State):
     "Judge the expansions in `text` as bash expands a double-quoted string."
     if re.search(r'[$`]', text): _findings_of(': "' + text.replace('"', "'") + '"', st)
 
-# %% ../nbs/21_shell_gate.ipynb #9c55c4c9
+# %% ../nbs/21_shell_gate.ipynb #a7e90e28
 _PAYLOAD = re.compile(r'\$[({]|`')
 
+# %% ../nbs/21_shell_gate.ipynb #ed755a85
 def _payload(value:str, st:_State):
     "A value bash is about to evaluate that visibly holds `$(…)`: judge that code too, so a hostile payload is denied, not merely held."
     if _PAYLOAD.search(value) and value not in st.payloads: st.payloads.add(value); _as_double_quoted(value, st)
@@ -440,9 +450,10 @@ def _subscript_node(n, st:_State):
         st.ask(n.text.decode('utf-8', 'replace'), "the array subscript is evaluated as arithmetic, and a name or expansion in it can run code")
         _payloads(inner or '', st)
 
-# %% ../nbs/21_shell_gate.ipynb #e2a38667
+# %% ../nbs/21_shell_gate.ipynb #1c18c5c6
 _ARRAY_KEY = re.compile(r'''\[ (?P<index>[^\]]*) \] \+?= ''', re.X)
 
+# %% ../nbs/21_shell_gate.ipynb #61151586
 @_evaluates('array')
 def _array_node(n, st:_State):
     "`(… [i]=v …)`: the subscripts of a compound assignment are arithmetic too."
@@ -582,11 +593,12 @@ def _for_node(n, st:_State):
     v = n.child_by_field_name('variable')
     if v is not None: _bind(v.text.decode('utf-8', 'replace'), n.text.decode('utf-8', 'replace').split(';')[0], st)
 
-# %% ../nbs/21_shell_gate.ipynb #78478b40
+# %% ../nbs/21_shell_gate.ipynb #6da06d29
 _ARITH_TESTS = frozenset('-eq -ne -lt -le -gt -ge'.split())
 _TEST_UNARY = frozenset('-a -b -c -d -e -f -g -h -k -p -r -s -t -u -w -x -G -L -N -O -S -z -n -o -v -R !'.split())
 _TEST_BINARY = frozenset('= == != < > =~ -eq -ne -lt -le -gt -ge -nt -ot -ef -a -o'.split())
 
+# %% ../nbs/21_shell_gate.ipynb #53786914
 def _test_args(words:list, text:str, st:_State):
     "`test`/`[` with (value, static, raw) words: `-v NAME` evaluates a subscript; a run-time word may split or be read as `-v`."
     n = len(words)
@@ -623,13 +635,14 @@ def _test_node(n, st:_State):
             _name_operand(*_word(e.named_children[-1], st), text, st, assigns=False)
         if e.type in ('test_command', 'binary_expression', 'unary_expression', 'parenthesized_expression'): stack.extend(e.children)
 
-# %% ../nbs/21_shell_gate.ipynb #5a335b3f
+# %% ../nbs/21_shell_gate.ipynb #9c7c5ec1
 _DECLARE_FLAGS = {  # attribute letters of declare/typeset/local/export/readonly the gate cares about
     'i': "gives the integer attribute: every later assignment is evaluated as arithmetic, and a name in it can run code",
     'n': "makes a name reference: its value is used as a variable name, and a subscript in it is evaluated on every use",
     'p': "prints variables with their values, which may include secrets",
 }
 
+# %% ../nbs/21_shell_gate.ipynb #66edce2e
 def _declaration(n, st:_State):
     "`declare`, `typeset`, `local`, `export`, `readonly`: attributes and values that make bash evaluate, and dumps of every variable."
     keyword = n.children[0].type if n.children else 'declare'
@@ -655,7 +668,7 @@ def _declaration(n, st:_State):
             if c.type == 'variable_assignment' and (value := c.child_by_field_name('value')) is not None: _payload(_word(value, st)[0], st)
     if not operands and (not flags or set(flags) - set('fF')): st.ask(text, "prints variables and their values, which may include secrets")
 
-# %% ../nbs/21_shell_gate.ipynb #eeed52c4
+# %% ../nbs/21_shell_gate.ipynb #153b979a
 _ENV_READERS = {  # command: (what in one of its words makes it print environment variables, options whose value is skipped)
     'ps':   (re.compile(r'^[A-Za-z]*e[A-Za-z]*$'), frozenset('-o -O -p -q -u -U -g -G -C -t -s -k --format --pid --user --group --sort'.split())),
     'jq':   (re.compile(r'\benv\b|\$ENV\b'), frozenset()),
@@ -663,6 +676,7 @@ _ENV_READERS = {  # command: (what in one of its words makes it print environmen
     **{grep: (re.compile(r'^(?:/|/proc|/home|/root|~|\$HOME)/?$'), frozenset('-e -f --regexp --file'.split())) for grep in ('grep', 'egrep', 'fgrep', 'rg')},
 }
 
+# %% ../nbs/21_shell_gate.ipynb #6b7ffbc9
 @_evaluates(commands=_ENV_READERS)
 def _env_reader(cmd:Command, st:_State, base:str):
     "`ps e`, `jq env`, `awk ENVIRON`, `grep -r KEY /proc`: read-only tools that print environments ask (`env`, `printenv`, `set` ask anyway)."
@@ -678,8 +692,10 @@ def resolve_workspace(workspace) -> str|None:
     ws = str(Path(workspace).expanduser().resolve())
     return None if ws == '/' else ws
 
-# %% ../nbs/21_shell_gate.ipynb #ada99e0a
+# %% ../nbs/21_shell_gate.ipynb #6f1e0d53
 _RESOLVED = {}
+
+# %% ../nbs/21_shell_gate.ipynb #e232b8c7
 def _resolve_workspace(workspace) -> str|None:
     "The fast path of `resolve_workspace`: the same answer, remembered for up to 64 workspaces."
     if workspace is None: return None

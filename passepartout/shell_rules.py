@@ -25,7 +25,7 @@ class Command:
     @property
     def name(self) -> str: return self.argv[0] if self.argv else ''
 
-# %% ../nbs/21a_shell_rules.ipynb #bb5280fb
+# %% ../nbs/21a_shell_rules.ipynb #ff927269
 _STRONG = re.compile(r'''
     (?:^|[=@:'"<\s])                                            # at the start of a word or a value (`--file=`, `@`, `<`)
     (?: /etc/(?:shadow|gshadow|passwd|group|master\.passwd|sudoers)\b   # account databases
@@ -52,6 +52,7 @@ _SYSTEM = ('/etc', '/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32
 _SYSTEM_DIRS = tuple(s + '/' for s in _SYSTEM)
 _HARMLESS_SINKS = {'/dev/null', '/dev/stdout', '/dev/stderr', '/dev/tty', '/dev/zero'}
 
+# %% ../nbs/21a_shell_rules.ipynb #7876f972
 def sensitive(arg:str) -> str|None:
     "'deny' for keys, account databases and root's files; 'ask' for likely secrets and logs (or a glob that may match one); else None."
     if not arg: return None
@@ -61,11 +62,12 @@ def sensitive(arg:str) -> str|None:
     if ('*' in a or '?' in a or '[' in a) and ('/' in a or a.startswith('~')): return _glob_sensitive(a)
     return None
 
-# %% ../nbs/21a_shell_rules.ipynb #343e4c53
+# %% ../nbs/21a_shell_rules.ipynb #eea5d631
 _SENSITIVE_EXAMPLES = ('/etc/shadow', '/etc/gshadow', '/etc/passwd', '/etc/sudoers', '/etc/ssh/ssh_host_ed25519_key', '/root/.bashrc',
     '/proc/self/environ', '/proc/1/environ', '/proc/self/task/1/environ', '/proc/thread-self/environ', '~/.ssh/id_rsa', '~/.aws/credentials',
     '~/.netrc', '~/.git-credentials', '~/.gnupg/private-keys-v1.d', '~/.kube/config', '~/.docker/config.json', '~/.bash_history', '~/.pgpass')
 
+# %% ../nbs/21a_shell_rules.ipynb #6bad6ab0
 def _glob_sensitive(pattern:str) -> str|None:
     "A glob (`/pr?c/self/env*`, `~/.ss*/id_*`) that would match a known secret: 'ask'."
     path = pattern[min((i for i in (pattern.find('/'), pattern.find('~')) if i >= 0), default=0):]   # `--file=/etc/sha*` too
@@ -100,7 +102,7 @@ def _place(p:str, ws:str|None) -> str:
 # %% ../nbs/21a_shell_rules.ipynb #6ddd9fe2
 SECRET_NAME = re.compile(r'KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|COOKIE|SESSION|AUTH|PRIVATE|^AWS_|^GCP_|^GOOGLE_|^AZURE_|^GH_|^GITHUB_|^SSH_|^GPG_|^VAULT_', re.I)
 
-# %% ../nbs/21a_shell_rules.ipynb #0e28c215
+# %% ../nbs/21a_shell_rules.ipynb #51a18e39
 _DENY_VARS = re.compile(r'''^(?:
     LD_\w+ | DYLD_\w+                                           # the dynamic loader: a library in every program
   | PATH | PROMPT_COMMAND | BASH_ENV | ENV | SHELLOPTS | BASHOPTS | PS4 | BASH_FUNC_.*   # what bash runs and where it finds it
@@ -114,6 +116,7 @@ _ASK_VARS = re.compile(r'''^(?:
   | http_proxy | https_proxy | HTTPS?_PROXY | ALL_PROXY | no_proxy | NO_PROXY   # where traffic goes
     )$''', re.X)
 
+# %% ../nbs/21a_shell_rules.ipynb #6cbde8af
 def check_var(name:str, text:str, st):
     "Assigning PATH, LD_PRELOAD, PROMPT_COMMAND... changes what later commands run: deny; other hooks ask."
     if _DENY_VARS.match(name): st.deny(text, f"sets {name}, which changes what programs run")
@@ -130,7 +133,7 @@ def judge_write(target:str, static:bool, text:str, st, verb:str):
     where = 'a file whose name is only known at run time' if not static and not target else target
     st.ask(text, f"{verb} {where}" + ('' if place in ('workspace', 'relative') else ' outside the workspace'))
 
-# %% ../nbs/21a_shell_rules.ipynb #77e221d9
+# %% ../nbs/21a_shell_rules.ipynb #71ed983a
 _PLACE_WHY = {'system': 'a system location', 'dotfile': 'a dotfile that configures the shell or other tools',
               'root': 'the filesystem or home root', 'ancestor': 'a directory that contains the workspace',
               'home': 'the home directory', 'tmp': 'a temporary directory', 'outside': 'outside the workspace'}
@@ -141,6 +144,7 @@ HOSTILE_TEXT = re.compile(r'''
   | /dev/(?:tcp|udp)/                                           # a raw socket
     ''', re.X)
 
+# %% ../nbs/21a_shell_rules.ipynb #e62c0411
 def check_args(cmd:Command, st, start:int=1):
     "Every argument of every command is checked for credential files, system secrets and raw sockets."
     for i in range(start, len(cmd.argv)):
@@ -208,9 +212,10 @@ def _options(rule:Rule, argv:list):
             yield ('-' + ch, f, a[j + 1:], None) if a[j + 1:] else ('-' + ch, f, argv[k + 1] if k + 1 < len(argv) else '', k + 1)
             break
 
-# %% ../nbs/21a_shell_rules.ipynb #86d44b81
+# %% ../nbs/21a_shell_rules.ipynb #ca4b567d
 _DANGEROUS_PLACES = ('system', 'root', 'dotfile', 'ancestor')
 
+# %% ../nbs/21a_shell_rules.ipynb #59a73346
 def _apply_flag(flag:str, f:Flag, value:str, cmd:Command, st, base:str, rule:Rule) -> bool:
     "Judge one option by what it means; True once the command is denied (nothing more to say)."
     m, file = f.means, value.lstrip('@').split('=')[-1].lstrip('@<')
@@ -252,7 +257,7 @@ def apply_rule(rule:Rule, cmd:Command, st, base:str):
     if rule.check_args: check_args(cmd, st)
     if rule.then is not None: rule.then(cmd, st, base)
 
-# %% ../nbs/21a_shell_rules.ipynb #cdbf0429
+# %% ../nbs/21a_shell_rules.ipynb #fde64d7b
 def _tar_mode(cmd:Command, st, base:str):
     "tar only lists (`t`, `--list`) unless a create, extract, append or update letter or option is given: then it asks."
     argv = cmd.argv
@@ -263,23 +268,24 @@ def _tar_mode(cmd:Command, st, base:str):
     lists = ('t' in letters or '--list' in longs) and not (set(letters) & set('cxurA') or longs & {'--extract', '--get', '--create', '--append', '--update', '--delete'})
     if not lists: st.ask(cmd, "tar creates or extracts files")
 
+# %% ../nbs/21a_shell_rules.ipynb #6c25288d
 _NETWORK = frozenset('''ssh scp sftp rsync ftp tftp telnet ping ping6 traceroute tracepath dig nslookup host whois mtr nmap
 aria2c http https xh lynx links w3m mosh nsupdate ldapsearch smbclient mail mailx sendmail mutt openssl gh'''.split())
 _POWER = frozenset('shutdown reboot halt poweroff telinit'.split())
 _ADMIN = frozenset('''systemctl service launchctl at batch useradd usermod passwd groupadd iptables nft ufw mount umount
 modprobe insmod rmmod sysctl chroot setcap apt apt-get dpkg yum dnf pacman snap brew'''.split())
 
-# %% ../nbs/21a_shell_rules.ipynb #3a183297
+# %% ../nbs/21a_shell_rules.ipynb #63088f28
+def _same(names:str, f:Flag) -> dict:
+    "One Flag for several spellings of an option."
+    return dict.fromkeys(names.split(), f)
+
+# %% ../nbs/21a_shell_rules.ipynb #0707e16a
 _ASK, _DENY = 'ask', 'deny'
-_RUNS = "{base} {flag} runs an arbitrary program"
 _UPLOADS = "uploads the local file {file} to a URL"
 _CURL_WRITES = '-o --output --output-dir -c --cookie-jar -D --dump-header --trace --trace-ascii --stderr'
 _CURL_DATA = '-d --data --data-binary --data-raw --data-urlencode --data-ascii --json --form-string'
 _WGET_WRITES = '-O --output-document -P --directory-prefix -o --output-file -a --append-output'
-
-def _same(names:str, f:Flag) -> dict:
-    "One Flag for several spellings of an option."
-    return dict.fromkeys(names.split(), f)
 
 RULES = {
     'curl': Rule(says=((_ASK, "curl talks to the network"),), flags={
@@ -312,8 +318,10 @@ RULES = {
 }
 RULES.update({'ripgrep': RULES['rg'], 'bsdtar': RULES['tar'], 'gtar': RULES['tar'], 'shuf': RULES['sort'], 'base32': RULES['base64'], 'wget2': RULES['wget']})
 
-# %% ../nbs/21a_shell_rules.ipynb #4a9ab0cc
+# %% ../nbs/21a_shell_rules.ipynb #7e70b188
 _HANDLERS, _HANDLER_PATTERNS = {}, []
+
+# %% ../nbs/21a_shell_rules.ipynb #bec95f0e
 def _handles(*names, pattern=None):
     "Register a judging function for command names (or a regex, text or compiled, over the name)."
     def deco(f):
@@ -350,7 +358,7 @@ cksum sum basename dirname readlink realpath whoami id groups uname uptime w who
 expr bc true false test [ [[ du df stat file which whereis type tree zcat bzcat xzcat jq numfmt locate yes : sleep arch
 tty logname printf read wait exit return break continue shift getconf lsb_release lscpu let unset getopts'''.split())
 
-# %% ../nbs/21a_shell_rules.ipynb #b59f37e7
+# %% ../nbs/21a_shell_rules.ipynb #ee38e360
 _WRAPPERS = {  # name: (options that take a value, operands to skip before the command, privileged)
     'sudo': (frozenset('-u -g -h -p -C -r -t -U -D -R -T --user --group --host --prompt --close-from --role --type --other-user --chdir --chroot --command-timeout'.split()), 0, True),
     'doas': (frozenset('-u -C'.split()), 0, True), 'pkexec': (frozenset(['--user']), 0, True), 'run0': (frozenset(['--user', '-u']), 0, True),
@@ -363,6 +371,7 @@ _WRAPPERS = {  # name: (options that take a value, operands to skip before the c
     'strace': (frozenset('-e -o -p -s -u -a -b -I -O -P -S -X'.split()), 0, False), 'ltrace': (frozenset('-e -o -p -s -u -a -n'.split()), 0, False),
 }
 
+# %% ../nbs/21a_shell_rules.ipynb #12040083
 @_handles(*_WRAPPERS)
 def _wrapper(cmd:Command, st, base:str):
     "`sudo`, `timeout 5`, `nice`, `nohup`, `command`, `exec`...: judge the command they run."
@@ -417,10 +426,11 @@ def _busybox(cmd:Command, st, base:str):
     if len(cmd.argv) > 1: st.judge(_child(cmd, 1))
     else: st.ask(cmd, f"`{base}` without an applet")
 
-# %% ../nbs/21a_shell_rules.ipynb #6f9201b4
+# %% ../nbs/21a_shell_rules.ipynb #2f4031d0
 _SHELLS = frozenset('sh bash zsh dash ksh mksh ash fish rbash yash csh tcsh'.split())
 _DOWNLOADERS = frozenset('curl wget fetch nc ncat netcat socat aria2c http https lynx links ftp tftp'.split())
 
+# %% ../nbs/21a_shell_rules.ipynb #b3b8218f
 @_handles(*_SHELLS)
 def _shell(cmd:Command, st, base:str):
     "`bash -c SCRIPT` re-parses SCRIPT; `bash FILE` asks; a shell reading its input judges where the input comes from."
@@ -501,7 +511,7 @@ def _alias(cmd:Command, st, base:str):
             return st.deny(cmd, f"defines an alias that shadows the command `{name}`")
     st.ask(cmd, "defines or lists aliases")
 
-# %% ../nbs/21a_shell_rules.ipynb #59c9b010
+# %% ../nbs/21a_shell_rules.ipynb #0c3ea413
 _CODE_FLAGS = {'python': ('-c',), 'perl': ('-e', '-E'), 'ruby': ('-e',), 'node': ('-e', '--eval', '-p', '--print'),
                'php': ('-r',), 'lua': ('-e',), 'Rscript': ('-e',), 'pwsh': ('-c', '-command', '-Command'), 'osascript': ('-e',),
                'tclsh': (), 'deno': ('eval',), 'bun': ('-e', '--eval'), 'julia': ('-e',), 'irb': ()}
@@ -511,6 +521,7 @@ _INTERP = re.compile(r'''^(?:
   | jshell | groovy | scala | ghci | guile | racket | sbcl | clisp
     )$''', re.X)
 
+# %% ../nbs/21a_shell_rules.ipynb #61b8908e
 def _lang(base:str) -> str:
     return next((k for k in _CODE_FLAGS if base.startswith(k)), 'python' if base.startswith('pypy') else base)
 
@@ -532,7 +543,7 @@ def _interpreter(cmd:Command, st, base:str):
         if inline is not None: return _scan_code(inline, cmd, st, lang)
     _stdin_program(cmd, st, lang)
 
-# %% ../nbs/21a_shell_rules.ipynb #dac68a52
+# %% ../nbs/21a_shell_rules.ipynb #58c29e2f
 _CODE_SHELL = re.compile(r'''
     (?:system|popen|spawn\w*|exec\w*|call|run|check_output|getoutput|getstatusoutput|Popen|shell_exec|passthru|`)   # a call that runs a command
     \s*\(?\s*\[?\s*(?:f|r|b)?                                   # `(`, `([`, a string prefix
@@ -553,6 +564,7 @@ _CODE_DESTROY = re.compile(r'''
   | write | mkfs | format
     ''', re.X)
 
+# %% ../nbs/21a_shell_rules.ipynb #9f1058c2
 def _scan_code(code:str, cmd:Command, st, lang:str):
     "Inline interpreter code always asks; shell commands it runs are analysed; sockets with exec/reads, secrets and system deletes deny."
     st.ask(cmd, f"runs inline {lang} code")
@@ -567,9 +579,10 @@ def _scan_code(code:str, cmd:Command, st, lang:str):
         elif destroys and lit.startswith(('/', '~')) and _place(lit, st.ws) in ('system', 'root', 'dotfile', 'ancestor'):
             st.deny(cmd, f"the code modifies or deletes {lit}")
 
-# %% ../nbs/21a_shell_rules.ipynb #92fb2fce
+# %% ../nbs/21a_shell_rules.ipynb #6082e858
 _XARGS_VALUE = frozenset('-I -i -n -L -l -P -d -E -e -s -a --max-args --max-lines --max-procs --delimiter --eof --max-chars --arg-file --replace --process-slot-var'.split())
 
+# %% ../nbs/21a_shell_rules.ipynb #4ab23eca
 @_handles('xargs')
 def _xargs(cmd:Command, st, base:str):
     "`xargs CMD` runs CMD with words read from its input: judge CMD (plain `xargs` runs `echo`)."
@@ -592,13 +605,14 @@ def _whole_tree(c:Command) -> bool:
     starts = [a for a in c.argv[1:next((k for k, a in enumerate(c.argv[1:], 1) if a.startswith(('-', '(', '!'))), len(c.argv))]]
     return c.name.rsplit('/', 1)[-1] == 'find' and any(a.rstrip('/') in ('', '/proc') or a.startswith('/proc/') for a in starts)
 
-# %% ../nbs/21a_shell_rules.ipynb #055b4873
+# %% ../nbs/21a_shell_rules.ipynb #b303c0f1
 _FIND_VALUE = frozenset('''-name -iname -path -ipath -wholename -iwholename -regex -iregex -type -xtype -size -mtime -mmin
 -atime -amin -ctime -cmin -newer -anewer -cnewer -user -group -uid -gid -perm -links -inum -samefile -maxdepth -mindepth
 -fstype -printf -context -used -lname -ilname -regextype -D -O -files0-from'''.split())
 _FIND_FILTERS = frozenset('-name -iname -path -ipath -wholename -iwholename -regex -iregex -lname -ilname'.split())
 _FIND_WRITES = {'-fprint': 1, '-fprint0': 1, '-fls': 1, '-fprintf': 2}
 
+# %% ../nbs/21a_shell_rules.ipynb #20602cfa
 @_handles('find')
 def _find(cmd:Command, st, base:str):
     "`find` lists; `-exec`/`-ok` run a command, `-delete` deletes, `-fprint*`/`-fls` write a file."
@@ -718,10 +732,11 @@ def _sed(cmd:Command, st, base:str):
         lvl = sensitive(f)
         if lvl: st.flag(lvl, cmd, f"reads {f}, which may hold credentials or account data")
 
-# %% ../nbs/21a_shell_rules.ipynb #2597f6f0
+# %% ../nbs/21a_shell_rules.ipynb #30b16f36
 _AWK_STRINGS = re.compile(r'"(?:\\.|[^"\\])*"')
 _AWK_REGEX = re.compile(r'(^|[\s(~,{;!&|])/(?:\\.|[^/\\\n])+/')
 
+# %% ../nbs/21a_shell_rules.ipynb #f268ea2a
 @_handles('awk', 'gawk', 'mawk', 'nawk', 'busybox-awk')
 def _awk(cmd:Command, st, base:str):
     "`awk` reads; `system()`, pipes, `getline` and `print > file` ask, and the shell text they run is analysed."
@@ -754,7 +769,7 @@ def _awk(cmd:Command, st, base:str):
         lvl = sensitive(f)
         if lvl: st.flag(lvl, cmd, f"reads {f}, which may hold credentials or account data")
 
-# %% ../nbs/21a_shell_rules.ipynb #deb55122
+# %% ../nbs/21a_shell_rules.ipynb #5ec8c8e6
 _GIT_READ = frozenset('status log diff show blame ls-files ls-tree rev-parse describe shortlog grep rev-list cat-file show-ref merge-base name-rev for-each-ref check-ignore count-objects whatchanged version help annotate diff-tree diff-files diff-index var cherry'.split())
 _GIT_BAD_KEYS = re.compile(r'''^(?:
     core\.(?:pager|editor|sshcommand|fsmonitor|hookspath|askpass|gitproxy|alternaterefsCommand)   # core keys that name a program
@@ -766,6 +781,7 @@ _GIT_LISTS = {'stash': ('list', 'show'), 'tag': ('', '-l', '--list'), 'remote': 
               'notes': ('', 'list', 'show'), 'config': ('--get', '-l', '--list', '--get-all', '--get-regexp'), 'worktree': ('list',)}
 _GIT_NETWORK = frozenset('clone fetch pull push ls-remote submodule remote archive send-email request-pull'.split())
 
+# %% ../nbs/21a_shell_rules.ipynb #c6f9a484
 @_handles('git')
 def _git(cmd:Command, st, base:str):
     "git: read-only subcommands pass; `-c` with a program-running key, `--upload-pack`, `reset --hard` deny; the rest asks."
@@ -853,9 +869,10 @@ def _netcat(cmd:Command, st, base:str):
     if cmd.upstream or cmd.stdin_text: return st.deny(cmd, f"pipes data into `{base}`, a raw network connection")
     st.ask(cmd, f"`{base}` opens a raw network connection"); check_args(cmd, st)
 
-# %% ../nbs/21a_shell_rules.ipynb #cca58aec
+# %% ../nbs/21a_shell_rules.ipynb #6b08e55e
 _WIDE = re.compile(r'^(?:\.{1,2}/?|\./?\*|\*|\.\*|/\*|~/?\*?|\$HOME/?\*?)$')
 
+# %% ../nbs/21a_shell_rules.ipynb #0fbeaea8
 @_handles('rm', 'rmdir', 'unlink', 'shred', 'srm', 'trash', 'trash-put')
 def _rm(cmd:Command, st, base:str):
     "Deleting asks; deleting `/`, `~`, `.`, `*`, the workspace or anything in a system directory denies."
@@ -924,7 +941,7 @@ def _chmod(cmd:Command, st, base:str):
             st.deny(cmd, f"{base} changes {a} ({_PLACE_WHY.get(place, 'everything below it')})")
     st.ask(cmd, f"`{base}` changes permissions or ownership")
 
-# %% ../nbs/21a_shell_rules.ipynb #68ae7f8e
+# %% ../nbs/21a_shell_rules.ipynb #edfbdec3
 _DAEMONS = re.compile(r'''\b(?:
     sshd | systemd\S* | init | dockerd | containerd | kubelet | cron | crond | rsyslogd | syslogd | journald | dbus\S*
   | NetworkManager | auditd | polkitd | udevd | getty | agetty | login | Xorg | gdm | lightdm | sddm
@@ -934,6 +951,7 @@ _DAEMONS = re.compile(r'''\b(?:
     )\b''', re.X)
 _DISK_TOOLS = frozenset('mkfs mke2fs mkswap wipefs fdisk sfdisk gdisk cfdisk parted blkdiscard hdparm badblocks cryptsetup lvremove vgremove pvremove zpool'.split())
 
+# %% ../nbs/21a_shell_rules.ipynb #6125415a
 @_handles(*_DISK_TOOLS, pattern=r'^mkfs\.')
 def _disk(cmd:Command, st, base:str):
     "Formatting and partitioning tools wipe disks."
@@ -974,12 +992,13 @@ def _shell_state(cmd:Command, st, base:str):
     if base == 'set' and len(cmd.argv) > 1 and all(a[:1] in '-+' or a in ('pipefail', 'errexit', 'nounset', 'xtrace') for a in cmd.argv[1:]): return
     st.ask(cmd, f"`{base}` prints or changes shell state, which may expose secrets")
 
-# %% ../nbs/21a_shell_rules.ipynb #44983a3c
+# %% ../nbs/21a_shell_rules.ipynb #92b6e2a0
 KNOWN_NAMES = _READONLY | _SHELLS | _DOWNLOADERS | _NETWORK | _DISK_TOOLS | _POWER | frozenset('''cd ls rm cp mv sudo su git cat echo
 printf test eval exec source alias unalias export set unset command builtin type which kill trap read wait exit return
 python python3 perl ruby node npm pip pip3 make chmod chown mkdir touch find xargs sed awk grep tar ssh curl wget
 let mapfile readarray getopts unset trap complete compgen bind enable'''.split())
 
+# %% ../nbs/21a_shell_rules.ipynb #417a8906
 def known_command(name:str) -> bool:
     "Is `name` a real command the gate knows? A function or alias of that name would hijack it."
     return name in KNOWN_NAMES or name in RULES or name in _HANDLERS
