@@ -129,3 +129,16 @@ def test_the_per_thread_parser_with_a_deadline_parses_like_a_fresh_parser(comman
     other = []
     t = threading.Thread(target=lambda: other.append(str(parse_within(data)[0].root_node))); t.start(); t.join()
     assert other == [reference]
+
+
+def test_the_rules_point_down():
+    "shell_rules imports no module of the package: the walker and the sandbox import it, never the reverse."
+    import ast, inspect
+    from passepartout import shell_rules
+    tree = ast.parse(inspect.getsource(shell_rules))
+    own = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and (n.level or (n.module or '').startswith('passepartout'))]
+    own += [n for n in ast.walk(tree) if isinstance(n, ast.Import) and any(a.name.startswith('passepartout') for a in n.names)]
+    assert not own, [ast.dump(n) for n in own]
+    from passepartout import shell_gate as gate
+    modules = {n.module for n in ast.walk(ast.parse(inspect.getsource(gate))) if isinstance(n, ast.ImportFrom)}
+    assert 'passepartout.shell_rules' in modules and not {m for m in modules if m and 'sandbox' in m}, modules
