@@ -6,16 +6,16 @@ Docs: https://passepartout-agent.github.io/passepartout/shell_gate.html.md"""
 
 # %% auto #0
 __all__ = ['SHELL_GATE_PRIORITY', 'MAX_COMMAND_BYTES', 'MAX_NESTING', 'MAX_TREE_DEPTH', 'PARSE_SECONDS', 'PARSE_CHUNK',
-           'bash_parser', 'parse_within', 'Finding', 'Command', 'ShellAnalysis', 'analyse', 'shell_verdict',
+           'bash_parser', 'parse_within', 'Finding', 'ShellAnalysis', 'resolve_workspace', 'analyse', 'shell_verdict',
            'shell_gate']
 
-# %% ../nbs/21_shell_gate.ipynb #e23c1e0d
-import re, posixpath, codecs, shlex, threading, time
-from dataclasses import dataclass, field
+# %% ../nbs/21_shell_gate.ipynb #8ddb0fe1
+import re, codecs, threading, time
+from dataclasses import dataclass
 from pathlib import Path
 from . import config
 from .gates import Verdict, allow, ask, deny
-from .sandbox import SECRET_NAME
+from .shell_rules import Command, SECRET_NAME, HOSTILE_TEXT, check_args, check_var, judge_command, judge_write, known_command, sensitive
 from .signals import Action, Context
 
 # %% ../nbs/21_shell_gate.ipynb #dbe66f7f
@@ -26,8 +26,10 @@ MAX_TREE_DEPTH = 200            # syntax-tree nesting beyond this is denied
 PARSE_SECONDS = 0.25            # a parse still running after this is cut short, and the command asks
 _LEVEL = {'allow': 0, 'ask': 1, 'deny': 2}
 
-# %% ../nbs/21_shell_gate.ipynb #34021557
+# %% ../nbs/21_shell_gate.ipynb #831f78b6
 _parsers = threading.local()
+
+# %% ../nbs/21_shell_gate.ipynb #b06e5369
 def bash_parser():
     "This thread's tree-sitter parser for bash, created on first use."
     parser = getattr(_parsers, 'parser', None)
@@ -37,9 +39,10 @@ def bash_parser():
         parser = _parsers.parser = Parser(Language(tree_sitter_bash.language()))
     return parser
 
-# %% ../nbs/21_shell_gate.ipynb #1921a332
+# %% ../nbs/21_shell_gate.ipynb #11514247
 PARSE_CHUNK = 4096   # bytes handed to the parser per read: how often it comes back to check the time
 
+# %% ../nbs/21_shell_gate.ipynb #575b954f
 def parse_within(data:bytes, seconds:float=PARSE_SECONDS):
     "The syntax tree of `data` and whether the parse ran out of time (then the tree covers only what was read)."
     deadline, late = time.monotonic() + seconds, []
@@ -48,25 +51,14 @@ def parse_within(data:bytes, seconds:float=PARSE_SECONDS):
         return data[offset:offset + PARSE_CHUNK]
     return bash_parser().parse(read), bool(late)
 
-# %% ../nbs/21_shell_gate.ipynb #328923b7
+# %% ../nbs/21_shell_gate.ipynb #8ddc65e7
 @dataclass(slots=True)
 class Finding:
     "One reason to hold or refuse a command."
     level:str    # 'ask' or 'deny'
     reason:str   # human-readable, names the offending command
 
-@dataclass(slots=True)
-class Command:
-    "One simple command as bash would run it (after unwrapping `sudo`, `env`, `xargs`...)."
-    argv:list            # words, quotes removed; a run-time value is our best guess
-    static:list          # per word: True if its value is known before running
-    text:str             # source text, for reasons
-    upstream:tuple=()    # commands whose output is piped into this one
-    stdin_text:str|None=None # a heredoc or here-string fed to it
-    raw:list=field(default_factory=list) # per word: its source text
-    @property
-    def name(self) -> str: return self.argv[0] if self.argv else ''
-
+# %% ../nbs/21_shell_gate.ipynb #e211c6b5
 @dataclass(slots=True)
 class ShellAnalysis:
     "What `analyse` found: every simple command and every finding."
@@ -79,21 +71,23 @@ class ShellAnalysis:
         d = self.decision
         return [f.reason for f in self.findings if f.level == d]
 
-# %% ../nbs/21_shell_gate.ipynb #c195f988
+# %% ../nbs/21_shell_gate.ipynb #65eeef16
 _ESC = re.compile(r'\\(.)', re.S)
 _DQ_ESC = re.compile(r'\\([$`"\\\n])')
 
+# %% ../nbs/21_shell_gate.ipynb #f47742e4
 def _unquote_word(t:str) -> str:
     "Remove backslash escapes from an unquoted word (`\\rm` is `rm`, backslash-newline vanishes)."
     if '\\' not in t: return t
     return _ESC.sub(lambda m: '' if m.group(1) == '\n' else m.group(1), t)
 
+# %% ../nbs/21_shell_gate.ipynb #2c28c73e
 def _ansi_c(t:str) -> str:
     "Decode a `$'...'` string."
     try: return codecs.decode(t[2:-1].encode('latin-1', 'backslashreplace'), 'unicode_escape')
     except Exception: return t[2:-1]
 
-# %% ../nbs/21_shell_gate.ipynb #4a3f2254
+# %% ../nbs/21_shell_gate.ipynb #4d5c93e7
 def _word(n, st) -> tuple:
     "(value, static) of an argument node: quotes removed; expansions guessed from known assignments."
     t = n.type
@@ -123,6 +117,7 @@ def _word(n, st) -> tuple:
     if t == 'command_substitution': return _echo_value(n, st), False
     return '', False
 
+# %% ../nbs/21_shell_gate.ipynb #4bac0268
 def _echo_value(n, st) -> str:
     "The output of `$(echo WORDS)`, the only substitution whose value we can know."
     cmds = [c for c in n.children if c.is_named]
@@ -131,63 +126,12 @@ def _echo_value(n, st) -> str:
         if ws and ws[0] in ('echo', 'printf') and len(ws) > 1: return ' '.join(w for w in ws[1:] if not w.startswith('-'))
     return ''
 
-# %% ../nbs/21_shell_gate.ipynb #77d7516a
-_STRONG = re.compile(r'''(?:^|[=@:'"<\s])(?:/etc/(?:shadow|gshadow|passwd|group|master\.passwd|sudoers)\b|/etc/(?:security|pam\.d|ssh|ssl)(?:/|$)|/root(?:/|$)|/proc/1(?:/|$)|/var/lib/pam|~root)|/proc/[^/]*/environ|(?:^|/)\.ssh(?:/|$)|id_(?:rsa|dsa|ecdsa|ed25519)|(?:^|/)\.(?:gnupg|aws|azure|kube|password-store)(?:/|$)|(?:^|/)\.(?:netrc|pgpass|git-credentials|pypirc|vault-token|docker/config\.json|bash_history|zsh_history)$|\.config/gcloud|/etc/krb5\.keytab''', re.I)
-_SOFT = re.compile(r'''(?:^|/)\.env(?:\.|$)|\.(?:pem|key|p12|pfx|jks|keystore|kdbx|crt)$|token|secret|passw|credential|private|keychain|keyring|history|(?:^|[=:\s])/(?:var/(?:log|mail|spool)|boot)(?:/|$)|cron|(?:^|[=:\s])/proc/(?:\d|self|thread-self|/)|(?:^|[=:\s])/dev/(?!null\b|zero\b|u?random\b|std(?:in|out|err)\b|fd/|tty\b|shm/|disk/)|\.mozilla|google-chrome|chromium|wp-config|(?:^|/)environ$''', re.I)
-_SYSTEM = ('/etc', '/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/boot', '/root', '/sys', '/proc',
-           '/dev', '/var', '/opt', '/srv', '/snap', '/System', '/Library', '/private', '/Applications', '/nix')
-_SYSTEM_DIRS = tuple(s + '/' for s in _SYSTEM)
-_HARMLESS_SINKS = {'/dev/null', '/dev/stdout', '/dev/stderr', '/dev/tty', '/dev/zero'}
-
-def _sensitive(arg:str) -> str|None:
-    "'deny' for keys, account databases and root's files; 'ask' for likely secrets and logs (or a glob that may match one); else None."
-    if not arg: return None
-    a = posixpath.normpath(arg) if arg.startswith('/') and '..' in arg else arg
-    if _STRONG.search(a) or ('/proc/' in a and re.search(r'(?:^|/)environ\b', a)): return 'deny'   # /proc/self/task/1/environ too
-    if _SOFT.search(a): return 'ask'
-    if ('*' in a or '?' in a or '[' in a) and ('/' in a or a.startswith('~')): return _glob_sensitive(a)
-    return None
-
-_SENSITIVE_EXAMPLES = ('/etc/shadow', '/etc/gshadow', '/etc/passwd', '/etc/sudoers', '/etc/ssh/ssh_host_ed25519_key', '/root/.bashrc',
-    '/proc/self/environ', '/proc/1/environ', '/proc/self/task/1/environ', '/proc/thread-self/environ', '~/.ssh/id_rsa', '~/.aws/credentials',
-    '~/.netrc', '~/.git-credentials', '~/.gnupg/private-keys-v1.d', '~/.kube/config', '~/.docker/config.json', '~/.bash_history', '~/.pgpass')
-
-def _glob_sensitive(pattern:str) -> str|None:
-    "A glob (`/pr?c/self/env*`, `~/.ss*/id_*`) that would match a known secret: 'ask'."
-    path = pattern[min((i for i in (pattern.find('/'), pattern.find('~')) if i >= 0), default=0):]   # `--file=/etc/sha*` too
-    path = re.sub(r'\*+', '*', re.sub(r'\[[^\]/]*\]', '?', path))      # a bracket class matches one character; `**` is `*`
-    if path.count('*') > 8: return 'ask'                               # too many wildcards to match quickly: fail closed
-    rx = ''.join(('' if k and path[k - 1] != '/' else r'(?!\.)') + ('[^/]*' if c == '*' else '[^/]') if c in '*?' else re.escape(c) for k, c in enumerate(path))
-    return 'ask' if any(re.fullmatch(rx, e) for e in _SENSITIVE_EXAMPLES) else None
-
-# %% ../nbs/21_shell_gate.ipynb #9c744f82
-def _place(p:str, ws:str|None) -> str:
-    "Classify a write target: 'sink', 'root', 'system', 'dotfile', 'home', 'workspace', 'tmp', 'ancestor', 'outside', 'relative'."
-    if p in _HARMLESS_SINKS or p.startswith('/dev/fd/') or p.startswith('/proc/self/fd/'): return 'sink'
-    if p.startswith('~') or p.startswith('$HOME'):
-        rest = p.split('/', 1)[1] if '/' in p else ''
-        if p.startswith('~') and not p.startswith('~/') and p != '~': return 'system'  # ~otheruser
-        return 'dotfile' if rest.startswith('.') else ('home' if rest.strip('/*') else 'root')
-    if not p.startswith('/'):
-        if ws is None: return 'outside' if p.split('/')[0] == '..' else 'relative'
-        p = posixpath.join(ws, p)
-    q = posixpath.normpath(p)
-    if q == '/' or q == '/*': return 'root'
-    if ws is not None:
-        if q == ws or q.startswith(ws + '/'): return 'workspace'
-        if ws.startswith(q + '/') or q.rstrip('/*') == ws: return 'ancestor'
-    if q == '/tmp' or q.startswith('/tmp/') or q.startswith('/var/tmp/'): return 'tmp'
-    if q.startswith('/home/'):
-        parts = q.split('/')
-        return 'dotfile' if len(parts) > 3 and parts[3].startswith('.') else ('home' if len(parts) > 3 else 'root')
-    if q in _SYSTEM or q.startswith(_SYSTEM_DIRS): return 'system'
-    return 'outside'
-
-# %% ../nbs/21_shell_gate.ipynb #f7753ff8
+# %% ../nbs/21_shell_gate.ipynb #317438ff
 def _short(text:str, limit:int=80) -> str:
     t = ' '.join(text.split())
     return t if len(t) <= limit else t[:limit - 1] + '…'
 
+# %% ../nbs/21_shell_gate.ipynb #a0898725
 class _State:
     "The mutable state of one analysis: what was found so far, and what the script assigned."
     def __init__(self, workspace:str|None):
@@ -198,6 +142,46 @@ class _State:
         self.findings.append(Finding(level, f"`{_short(cmd if isinstance(cmd, str) else cmd.text)}`: {why}"))
     def ask(self, cmd, why): self.flag('ask', cmd, why)
     def deny(self, cmd, why): self.flag('deny', cmd, why)
+    def judge(self, cmd): _judge(cmd, self)            # for rules: the command a wrapper runs
+    def reparse(self, script): _analyse_into(script, self)   # for rules: a script handed to a shell
+
+# %% ../nbs/21_shell_gate.ipynb #748d4bf2
+_ARITH_INERT = re.compile(r'''
+    (?: \s++                                  # blanks and newlines
+      | 0[xX][0-9A-Fa-f]++                    # a hexadecimal number
+      | [0-9]++ (?: \# [0-9A-Za-z@_]++ )?      # a decimal or octal number, or base#digits (bases above 10 use letters, @ and _)
+      | [-+*/%<>=!&|^~?:,()]                  # operators and parentheses
+      | \$[#?$!] | \$\{[#?$!]\}               # $#, $?, $$, $!: always a number
+      | \$\{\#[A-Za-z_][A-Za-z0-9_]*+(?:\[[@*]\])?\}   # ${#name}, ${#arr[@]}: a length or a count, always a number
+    )*+''', re.X)                             # possessive: a long run of digits or blanks cannot backtrack
+
+# %% ../nbs/21_shell_gate.ipynb #54cba707
+def _inert_arith(text:str) -> bool:
+    "Is `text` arithmetic that cannot run code: numbers and operators, no names, quotes or expansions?"
+    return _ARITH_INERT.fullmatch(text) is not None
+
+# %% ../nbs/21_shell_gate.ipynb #3f978902
+_ARITH_OPENING = re.compile(r'''\$ (?P<open> \(\( | \[ )''', re.X)
+
+# %% ../nbs/21_shell_gate.ipynb #50ef413f
+def _closing(text:str, i:int, opener:str, closer:str, depth:int) -> int|None:
+    "The index just past the bracket that closes `depth` open ones, scanning from i; None if it never closes."
+    for j in range(i, len(text)):
+        if text[j] == opener: depth += 1
+        elif text[j] == closer:
+            depth -= 1
+            if depth == 0: return j + 1
+    return None
+
+# %% ../nbs/21_shell_gate.ipynb #87bce10d
+def _arith_net(text:str, st:_State):
+    "A net under the grammar: every `$((…))` and `$[…]` in the raw text, wherever the grammar put it, must be literal arithmetic."
+    for m in _ARITH_OPENING.finditer(text):
+        paren = m['open'] == '(('
+        end = _closing(text, m.end(), '(' if paren else '[', ')' if paren else ']', 2 if paren else 1)
+        inner = None if end is None or (paren and text[end - 2:end] != '))') else text[m.end():end - (2 if paren else 1)]
+        if inner is None or not _inert_arith(inner):
+            return st.ask(text[m.start():m.start() + 60], "arithmetic with a name or an expansion in it (found in the raw text): bash evaluates a variable's value, and `a[$(…)]` in it runs a command")
 
 # %% ../nbs/21_shell_gate.ipynb #ec83051d
 def _analyse_into(text:str, st:_State, upstream:tuple=(), stdin_text:str|None=None):
@@ -215,11 +199,12 @@ def _analyse_into(text:str, st:_State, upstream:tuple=(), stdin_text:str|None=No
     joined = re.sub(r'(?<!\\)((?:\\\\)*)\\\n', r'\1', text) if '\\\n' in text else text
     if joined != text: _findings_of(joined, st)          # bash joins `\`+newline first: `$\<newline>{a[i]}`
 
-# %% ../nbs/21_shell_gate.ipynb #6e3dfb31
+# %% ../nbs/21_shell_gate.ipynb #6eb97a8b
 _LEAVES = frozenset({'word', 'raw_string', 'number', 'ansi_c_string', 'string_content', 'comment', 'variable_name',
                      'heredoc_start', 'heredoc_end', 'heredoc_content', 'file_descriptor', 'special_variable_name', 'test_operator'})
 _EVAL_NODES, _EVAL_COMMANDS = {}, {}   # node type or command name: its check as a place where bash evaluates data (see "Where bash runs data as code")
 
+# %% ../nbs/21_shell_gate.ipynb #03f3d7d9
 def _evaluates(*node_types, commands=()):
     "Register the check for grammar nodes and commands where bash evaluates data as arithmetic, names, prompts or code."
     def deco(f):
@@ -227,6 +212,7 @@ def _evaluates(*node_types, commands=()):
         return f
     return deco
 
+# %% ../nbs/21_shell_gate.ipynb #f1095841
 def _walk(n, st:_State, depth:int, upstream:tuple=(), stdin_text=None):
     "Visit every node that can run something: commands, pipelines, redirects, assignments, functions."
     if depth > MAX_TREE_DEPTH: return st.deny('…', f"the script nests deeper than {MAX_TREE_DEPTH} levels")
@@ -281,28 +267,21 @@ def _visit_redirected(n, st:_State, depth:int, upstream:tuple):
         if h.type == 'pipeline': _visit_pipeline(h.named_children, st, depth + 1, fed)
         else: _walk(h, st, depth + 1)
 
-# %% ../nbs/21_shell_gate.ipynb #12f81d1c
-_DENY_VARS = re.compile(r'^(?:LD_\w+|DYLD_\w+|PATH|PROMPT_COMMAND|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|BASH_FUNC_.*|BASH_LOADABLES_PATH|GCONV_PATH)$')
-_ASK_VARS = re.compile(r'^(?:IFS|PS[0-3]|HOME|SHELL|CDPATH|GLOBIGNORE|HISTFILE|HISTCONTROL|PAGER|MANPAGER|EDITOR|VISUAL|GIT_\w+|PYTHON\w+|NODE_OPTIONS|NODE_PATH|PERL5\w+|PERLLIB|RUBYOPT|RUBYLIB|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|LESSOPEN|LESSCLOSE|TMPDIR|SSH_\w+|http_proxy|https_proxy|HTTPS?_PROXY|ALL_PROXY|no_proxy|NO_PROXY)$')
-
-def _check_var(name:str, text:str, st:_State):
-    "Assigning PATH, LD_PRELOAD, PROMPT_COMMAND... changes what later commands run: deny; other hooks ask."
-    if _DENY_VARS.match(name): st.deny(text, f"sets {name}, which changes what programs run")
-    elif _ASK_VARS.match(name): st.ask(text, f"sets {name}, which changes how programs behave")
-
+# %% ../nbs/21_shell_gate.ipynb #128de0d2
 def _assignment(n, st:_State, persistent:bool):
     "A `NAME=value` assignment: check the name, remember a literal value for later `$NAME`."
     name_node, value_node = n.child_by_field_name('name'), n.child_by_field_name('value')
     name = name_node.text.decode('utf-8', 'replace') if name_node is not None else ''
-    _check_var(name.split('[')[0], n.text.decode('utf-8', 'replace'), st)
+    check_var(name.split('[')[0], n.text.decode('utf-8', 'replace'), st)
     if persistent and name:
         st.vars[name] = _word(value_node, st)[0] if value_node is not None else ''
         st.bound.add(name.split('[')[0])
 
-# %% ../nbs/21_shell_gate.ipynb #609bb4ee
+# %% ../nbs/21_shell_gate.ipynb #e79be1a1
 def _redirect_op(n) -> str:
     return next((c.type for c in n.children if not c.is_named), '>')
 
+# %% ../nbs/21_shell_gate.ipynb #1faa2bba
 def _file_redirect(n, st:_State):
     "`> f`, `>> f`, `&> f`, `>| f` write f; `< f` reads it; `>&2`, `2>&1` and `/dev/null` are harmless."
     op = _redirect_op(n)
@@ -314,31 +293,17 @@ def _file_redirect(n, st:_State):
     if op in ('>&', '<&', '>&-', '<&-') and (target.isdigit() or target == '-'): return
     if '/dev/tcp/' in target or '/dev/udp/' in target: return st.deny(text, "opens a raw network connection through /dev/tcp")
     if op in ('<', '<<<'):
-        lvl = _sensitive(target)
+        lvl = sensitive(target)
         if lvl: st.flag(lvl, text, f"reads {target}, which may hold credentials or account data")
         return
-    _judge_write(target, static, text, st, 'writes')
+    judge_write(target, static, text, st, 'writes')
 
-def _judge_write(target:str, static:bool, text:str, st:_State, verb:str):
-    "A write to `target`: harmless sinks pass; system paths and dotfiles deny; everything else asks."
-    place = _place(target, st.ws) if target else 'unknown'
-    if place == 'sink': return
-    if place in ('system', 'dotfile', 'root', 'ancestor'):
-        return st.deny(text, f"{verb} {target or '?'} ({_PLACE_WHY[place]})")
-    if _sensitive(target) == 'deny': return st.deny(text, f"{verb} {target}, a credential or account file")
-    where = 'a file whose name is only known at run time' if not static and not target else target
-    st.ask(text, f"{verb} {where}" + ('' if place in ('workspace', 'relative') else ' outside the workspace'))
-
-_PLACE_WHY = {'system': 'a system location', 'dotfile': 'a dotfile that configures the shell or other tools',
-              'root': 'the filesystem or home root', 'ancestor': 'a directory that contains the workspace',
-              'home': 'the home directory', 'tmp': 'a temporary directory', 'outside': 'outside the workspace'}
-
-# %% ../nbs/21_shell_gate.ipynb #3e7569ea
+# %% ../nbs/21_shell_gate.ipynb #ccd44d0e
 def _visit_function(n, st:_State, depth:int):
     "A function definition: its body is checked like any other code; shadowing a real command is hostile."
     name = (n.child_by_field_name('name').text.decode('utf-8', 'replace') if n.child_by_field_name('name') is not None else '')
     text = n.text.decode('utf-8', 'replace')
-    if name in _KNOWN_NAMES or name in _HANDLERS or name == ':' or '/' in name:
+    if known_command(name) or name == ':' or '/' in name:
         st.deny(text.split('{')[0], f"defines a function that shadows the command `{name}`")
     st.functions.add(name)
     outer, st.current_function = st.current_function, name
@@ -371,16 +336,17 @@ def _visit_command(n, st:_State, depth:int, upstream:tuple=(), stdin_text=None):
         for part in a.named_children:
             if part.type not in _LEAVES: _walk(part, st, depth + 1)
 
-# %% ../nbs/21_shell_gate.ipynb #0a12238c
+# %% ../nbs/21_shell_gate.ipynb #a745c98d
 _ODD_CHARS = re.compile(r'[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]')
 
+# %% ../nbs/21_shell_gate.ipynb #d1278fff
 def _judge(cmd:Command, st:_State):
     "Judge one simple command: allowlisted read-only tools pass, everything else is looked at by name."
     name = cmd.argv[0]
     if not cmd.static[0]:
         st.ask(cmd, "the command name is only known at run time")
         if name.strip(): _judge(Command(name.split() + cmd.argv[1:], [True] * len(name.split()) + cmd.static[1:], cmd.text, cmd.upstream, cmd.stdin_text, name.split() + cmd.raw[1:]), st)
-        elif _HOSTILE_TEXT.search(cmd.raw[0]): st.deny(cmd, "the command name comes from a download or decoded payload")
+        elif HOSTILE_TEXT.search(cmd.raw[0]): st.deny(cmd, "the command name comes from a download or decoded payload")
         return
     base = name.rsplit('/', 1)[-1] if '/' in name else name
     if not base.isascii() or _ODD_CHARS.search(base):
@@ -388,770 +354,350 @@ def _judge(cmd:Command, st:_State):
     if (check := _EVAL_COMMANDS.get(base)) is not None: check(cmd, st, base)
     if base == st.current_function:
         return st.flag('deny' if cmd.upstream or '&' in cmd.text else 'ask', cmd, f"the function `{base}` calls itself (fork-bomb shape)")
-    if base in st.functions: return _check_args(cmd, st)   # its body was checked at the definition
-    handler = _HANDLERS.get(base)
-    if handler is not None: return handler(cmd, st, base)
-    if base in _READONLY: return _check_args(cmd, st)
-    for pattern, handler in _HANDLER_PATTERNS:
-        if pattern.match(base): return handler(cmd, st, base)
-    st.ask(cmd, f"`{base}` is not on the read-only list")
-    _check_args(cmd, st)
+    if base in st.functions: return check_args(cmd, st)   # its body was checked at the definition
+    judge_command(cmd, st, base)                          # the command's own rule (21a_shell_rules)
 
-_HOSTILE_TEXT = re.compile(r'\b(?:curl|wget|fetch|nc|ncat|netcat|socat|aria2c)\b|base64\s+(?:-d|--decode|-D)|xxd\s+-r|/dev/(?:tcp|udp)/')
+# %% ../nbs/21_shell_gate.ipynb #5d34f7b8
+_NAME_OPERAND = re.compile(r'''
+    (?P<name>[A-Za-z_][A-Za-z0-9_]*)          # a variable name
+    (?: \[ (?P<index>[^\]]*) \] )?            # perhaps with a subscript, which bash evaluates as arithmetic
+    ''', re.X)
 
-def _check_args(cmd:Command, st:_State, start:int=1):
-    "Every argument of every command is checked for credential files, system secrets and raw sockets."
-    for i in range(start, len(cmd.argv)):
-        a = cmd.argv[i]
-        if '/dev/tcp/' in a or '/dev/udp/' in a: st.deny(cmd, "opens a raw network connection through /dev/tcp"); continue
-        lvl = _sensitive(a)
-        if lvl == 'deny': st.deny(cmd, f"touches {a}, a credential, key or account file")
-        elif lvl == 'ask': st.ask(cmd, f"touches {a}, which may hold secrets or system state")
+# %% ../nbs/21_shell_gate.ipynb #b8f0a5dd
+def _bind(name:str, text:str, st:_State):
+    "The script assigns `name`: a hook such as PATH or PS4 is judged like an assignment, and the name counts as set by the script."
+    check_var(name, text, st); st.bound.add(name)
 
-def _split_words(cmd:Command, st:_State, start:int=1):
-    "An unquoted `$x` or `$(...)` may split into several words, options included: for option-sensitive tools that asks."
-    for k in range(start, len(cmd.argv)):
-        if not cmd.static[k] and not cmd.raw[k].startswith('"'):
-            return st.ask(cmd, f"`{cmd.raw[k]}` may expand into several words, including options")
+# %% ../nbs/21_shell_gate.ipynb #0aad9263
+def _findings_of(script:str, st:_State):
+    "Analyse `script` as a second reading of text already walked: keep its findings, not its commands."
+    inner = _State(st.ws); inner.bound, inner.nesting, inner.source, inner.payloads = set(st.bound), st.nesting, st.source, st.payloads
+    _analyse_into(script, inner)
+    st.findings.extend(inner.findings); st.parsed = st.parsed and inner.parsed
 
-# %% ../nbs/21_shell_gate.ipynb #0e3421e3
-_HANDLERS, _HANDLER_PATTERNS = {}, []
-def _handles(*names, pattern:str|None=None):
-    "Register a judging function for command names (or a regex over the name)."
-    def deco(f):
-        for n in names: _HANDLERS[n] = f
-        if pattern: _HANDLER_PATTERNS.append((re.compile(pattern), f))
-        return f
-    return deco
+# %% ../nbs/21_shell_gate.ipynb #c0dc8683
+def _as_double_quoted(text:str, st:_State):
+    "Judge the expansions in `text` as bash expands a double-quoted string."
+    if re.search(r'[$`]', text): _findings_of(': "' + text.replace('"', "'") + '"', st)
 
-def _child(cmd:Command, i:int) -> Command:
-    "The command a wrapper runs: the words from `i` on, with the same input."
-    return Command(cmd.argv[i:], cmd.static[i:], cmd.text, cmd.upstream, cmd.stdin_text, cmd.raw[i:])
+# %% ../nbs/21_shell_gate.ipynb #a7e90e28
+_PAYLOAD = re.compile(r'\$[({]|`')
 
-def _skip_options(argv:list, i:int, with_value:frozenset) -> int:
-    "Index of the first operand after the options at `i` (`with_value`: options that take the next word)."
-    while i < len(argv):
-        a = argv[i]
-        if a == '--': return i + 1
-        if a.startswith('--'):
-            i += 1 if '=' in a or a not in with_value else 2; continue
-        if len(a) < 2 or a[0] != '-': return i
-        i += 1
-        for k, ch in enumerate(a[1:], 1):
-            if '-' + ch in with_value:
-                if k == len(a) - 1: i += 1
-                break
-    return i
+# %% ../nbs/21_shell_gate.ipynb #ed755a85
+def _payload(value:str, st:_State):
+    "A value bash is about to evaluate that visibly holds `$(…)`: judge that code too, so a hostile payload is denied, not merely held."
+    if _PAYLOAD.search(value) and value not in st.payloads: st.payloads.add(value); _as_double_quoted(value, st)
 
-# %% ../nbs/21_shell_gate.ipynb #0f07f6ee
-_READONLY = frozenset('''ls cat head tail wc grep egrep fgrep zgrep rg echo printf pwd cd cut tr rev tac nl paste join comm
-diff cmp fold fmt column expand unexpand od hexdump strings md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum
-cksum sum basename dirname readlink realpath whoami id groups uname uptime w who ps pgrep pstree top free nproc cal seq
-expr bc true false test [ [[ du df stat file which whereis type tree zcat bzcat xzcat jq numfmt locate yes : sleep arch
-tty logname printf read wait exit return break continue shift getconf lsb_release lscpu let unset getopts'''.split())
+# %% ../nbs/21_shell_gate.ipynb #24755193
+def _payloads(text:str, st:_State):
+    "The same for every name in `text` whose value the script assigned literally (`x='a[$(rm -rf ~)]'; echo $((x))`)."
+    for name in dict.fromkeys(re.findall(r'[A-Za-z_][A-Za-z0-9_]*', text)): _payload(st.vars.get(name) or '', st)
 
-# %% ../nbs/21_shell_gate.ipynb #8643409b
-_WRAPPERS = {  # name: (options that take a value, operands to skip before the command, privileged)
-    'sudo': (frozenset('-u -g -h -p -C -r -t -U -D -R -T --user --group --host --prompt --close-from --role --type --other-user --chdir --chroot --command-timeout'.split()), 0, True),
-    'doas': (frozenset('-u -C'.split()), 0, True), 'pkexec': (frozenset(['--user']), 0, True), 'run0': (frozenset(['--user', '-u']), 0, True),
-    'timeout': (frozenset('-s -k --signal --kill-after'.split()), 1, False),
-    'nice': (frozenset('-n --adjustment'.split()), 0, False), 'ionice': (frozenset('-c -n -p -P -u --class --classdata'.split()), 0, False),
-    'nohup': (frozenset(), 0, False), 'setsid': (frozenset(), 0, False), 'builtin': (frozenset(), 0, False),
-    'stdbuf': (frozenset('-i -o -e --input --output --error'.split()), 0, False), 'time': (frozenset('-f -o --format --output'.split()), 0, False),
-    'exec': (frozenset(['-a']), 0, False), 'command': (frozenset(), 0, False), 'unbuffer': (frozenset(), 0, False),
-    'chronic': (frozenset(), 0, False), 'flock': (frozenset('-w -E --timeout --conflict-exit-code'.split()), 1, False),
-    'strace': (frozenset('-e -o -p -s -u -a -b -I -O -P -S -X'.split()), 0, False), 'ltrace': (frozenset('-e -o -p -s -u -a -n'.split()), 0, False),
-}
+# %% ../nbs/21_shell_gate.ipynb #c2f7a7e5
+def _name_operand(value:str, static:bool, text:str, st:_State, assigns:bool=True):
+    "A word bash takes as a variable name (`read NAME`, `printf -v NAME`, `unset NAME`, `-v NAME`): a plain name or a literal subscript is inert."
+    _payload(value, st)
+    m = _NAME_OPERAND.fullmatch(value) if static else None
+    if m is None:
+        return st.ask(text, f"bash takes `{value or '…'}` as a variable name and evaluates a subscript in it, which can run code")
+    if m['index'] is not None and m['index'] not in ('@', '*') and not _inert_arith(m['index']):
+        st.ask(text, f"bash evaluates the subscript of {value} as arithmetic, and a name in it can run code")
+    if assigns: _bind(m['name'], text, st)
 
-@_handles(*_WRAPPERS)
-def _wrapper(cmd:Command, st:_State, base:str):
-    "`sudo`, `timeout 5`, `nice`, `nohup`, `command`, `exec`...: judge the command they run."
-    with_value, skip, privileged = _WRAPPERS[base]
-    argv = cmd.argv
-    if base == 'command' and any(a in ('-v', '-V') for a in argv[1:2]): return _check_args(cmd, st)
-    if base == 'flock' and any(a in ('-c', '--command') for a in argv): return st.ask(cmd, "flock runs a command string")
-    if privileged: st.ask(cmd, f"`{base}` runs a command with elevated privileges")
-    if base in ('strace', 'ltrace'): st.ask(cmd, f"`{base}` traces a program")
-    i = _skip_options(argv, 1, with_value) + skip
-    if i < len(argv): return _judge(_child(cmd, i), st)
-    if base not in ('exec', 'time', 'command', 'builtin'): st.ask(cmd, f"`{base}` without a command")
+# %% ../nbs/21_shell_gate.ipynb #ef348808
+def _arith_operand(value:str, static:bool, raw:str, text:str, st:_State):
+    "A word bash evaluates as arithmetic (`let`, `[[ a -lt b ]]`): literal numbers pass, names and expansions ask."
+    if (static and _inert_arith(value)) or _inert_arith(raw.strip('"')): return
+    st.ask(text, f"bash evaluates `{raw}` as arithmetic, and a value such as `a[$(…)]` in it runs a command")
+    _payload(value, st); _payloads(raw, st)
 
-@_handles('env')
-def _env(cmd:Command, st:_State, base:str):
-    "`env [-i] [-u NAME] [NAME=VALUE]... command`: check the assignments, judge the command; `-S` re-parses."
-    argv, i = cmd.argv, 1
-    while i < len(argv):
-        a = argv[i]
-        if a in ('-u', '--unset', '-C', '--chdir', '-P'): i += 2
-        elif a in ('-S', '--split-string') or a.startswith(('-S', '--split-string=')):
-            script = argv[i + 1] if a in ('-S', '--split-string') and i + 1 < len(argv) else a.split('=', 1)[-1] if a.startswith('--') else a[2:]
-            rest = argv[i + 2:] if a in ('-S', '--split-string') else argv[i + 1:]
-            return _analyse_into(script + ' ' + ' '.join(shlex.quote(r) for r in rest), st)
-        elif a.startswith('-') and a != '-': i += 1
-        elif a.startswith('BASH_FUNC_'): return st.deny(cmd, "defines a function through the environment (BASH_FUNC_…), which a nested bash imports and runs")
-        elif '=' in a and a.split('=', 1)[0].isidentifier(): _check_var(a.split('=', 1)[0], cmd.text, st); i += 1
-        else: break
-    if i < len(argv): return _judge(_child(cmd, i), st)
-    st.ask(cmd, "prints the environment, which may expose secrets")
+# %% ../nbs/21_shell_gate.ipynb #8f60b8c3
+def _arith_text(n) -> str|None:
+    "The text between `$((`, `$[` or `((` and the closing `))` or `]` of an arithmetic node; None if the tokens are missing."
+    kids = n.children
+    start = next((c for c in kids if c.type in ('$((', '$[', '((')), None)
+    end = next((c for c in reversed(kids) if c.type in ('))', ']')), None)
+    if start is None or end is None or end.start_byte < start.end_byte: return None
+    return n.text[start.end_byte - n.start_byte:end.start_byte - n.start_byte].decode('utf-8', 'replace')
 
-@_handles('su')
-def _su(cmd:Command, st:_State, base:str):
-    "`su [-c SCRIPT] [user]`: privileged; a `-c` script is re-parsed."
-    st.ask(cmd, "`su` switches user")
-    for k, a in enumerate(cmd.argv[1:-1], 1):
-        if a in ('-c', '--command'): _analyse_into(cmd.argv[k + 1], st)
+# %% ../nbs/21_shell_gate.ipynb #4dedeeea
+@_evaluates('arithmetic_expansion', 'compound_statement', 'c_style_for_statement', 'command_substitution')
+def _arith_node(n, st:_State):
+    "`$((…))`, `$[…]`, `((…))`, `for ((…;…;…))`: literal arithmetic passes, anything else asks."
+    t, text = n.type, n.text.decode('utf-8', 'replace')
+    if t == 'compound_statement' and (not n.children or n.children[0].type != '(('): return   # `{ …; }`
+    if t == 'command_substitution':                       # the grammar reads a heredoc's `$((x))` as `$( (x) )`; bash does arithmetic
+        if not text.startswith('$(('): return
+        inner = text[3:-2] if text.endswith('))') else text[3:]
+    else: inner = _arith_text(n)
+    if t == 'c_style_for_statement':
+        text = f"for (({inner}))"
+        if inner is not None: inner = inner.replace(';', ' ')
+    if inner is None or not _inert_arith(inner):
+        _payloads(inner or '', st)
+        return st.ask(text, "arithmetic with a name or an expansion in it: bash evaluates a variable's value, and `a[$(…)]` in it runs a command")
+    if t == 'arithmetic_expansion' or (t == 'command_substitution' and text.endswith('))')): return 'literal'
 
-@_handles('watch')
-def _watch(cmd:Command, st:_State, base:str):
-    "`watch` runs its arguments through `sh -c` again and again."
-    i = _skip_options(cmd.argv, 1, frozenset('-n -d --interval --differences -q'.split()))
-    if i < len(cmd.argv): _analyse_into(' '.join(cmd.argv[i:]), st)
+# %% ../nbs/21_shell_gate.ipynb #261a3cd2
+@_evaluates('subscript')
+def _subscript_node(n, st:_State):
+    "`a[i]` in an expansion or an assignment: an indexed array's subscript is arithmetic."
+    kids = n.children
+    start = next((c for c in kids if c.type == '['), None)
+    end = next((c for c in reversed(kids) if c.type == ']'), None)
+    inner = n.text[start.end_byte - n.start_byte:end.start_byte - n.start_byte].decode('utf-8', 'replace') if start and end else None
+    if inner is None or (inner.strip() not in ('@', '*') and not _inert_arith(inner)):
+        st.ask(n.text.decode('utf-8', 'replace'), "the array subscript is evaluated as arithmetic, and a name or expansion in it can run code")
+        _payloads(inner or '', st)
 
-@_handles('busybox', 'toybox')
-def _busybox(cmd:Command, st:_State, base:str):
-    "`busybox rm ...` is `rm ...`."
-    if len(cmd.argv) > 1: _judge(_child(cmd, 1), st)
-    else: st.ask(cmd, f"`{base}` without an applet")
+# %% ../nbs/21_shell_gate.ipynb #1c18c5c6
+_ARRAY_KEY = re.compile(r'''\[ (?P<index>[^\]]*) \] \+?= ''', re.X)
 
-# %% ../nbs/21_shell_gate.ipynb #b5d147f6
-_SHELLS = frozenset('sh bash zsh dash ksh mksh ash fish rbash yash csh tcsh'.split())
-_DOWNLOADERS = frozenset('curl wget fetch nc ncat netcat socat aria2c http https lynx links ftp tftp'.split())
+# %% ../nbs/21_shell_gate.ipynb #61151586
+@_evaluates('array')
+def _array_node(n, st:_State):
+    "`(… [i]=v …)`: the subscripts of a compound assignment are arithmetic too."
+    where = _short(n.text.decode('utf-8', 'replace'))
+    for c in n.named_children:
+        t = c.text.decode('utf-8', 'replace')
+        if not t.startswith('[') or ']' not in t: continue
+        m = _ARRAY_KEY.match(t)
+        if m is None or not _inert_arith(m['index']):
+            st.ask(where, f"the subscript in `{_short(t, 40)}` is evaluated as arithmetic, and a name or expansion in it can run code")
 
-@_handles(*_SHELLS)
-def _shell(cmd:Command, st:_State, base:str):
-    "`bash -c SCRIPT` re-parses SCRIPT; `bash FILE` asks; a shell reading its input judges where the input comes from."
-    argv, i, run_string = cmd.argv, 1, False
-    while i < len(argv):
-        a = argv[i]
-        if a in ('-o', '+o', '-O', '+O', '--rcfile', '--init-file'):
-            if a in ('--rcfile', '--init-file'): st.ask(cmd, "loads a startup file")
-            i += 2; continue
-        if a == '--': i += 1; break
-        if a in ('-', '-s'): break
-        if a in ('--login', '--interactive') or (a[:1] == '-' and a[1:2] != '-' and set(a[1:]) & set('il')):
-            st.ask(cmd, f"`{base} {a}` starts a login or interactive shell, which runs startup files (~/.profile, ~/.bashrc, $ENV)")
-        if len(a) > 1 and a[0] in '-+':
-            run_string = run_string or (a[0] == '-' and not a.startswith('--') and 'c' in a); i += 1; continue
-        break
-    if run_string:
-        if i >= len(argv): return st.ask(cmd, f"`{base} -c` without a script")
-        if cmd.static[i]: return _analyse_into(argv[i], st)
-        if _HOSTILE_TEXT.search(cmd.raw[i]): return st.deny(cmd, "runs a script that is downloaded or decoded at run time")
-        st.ask(cmd, "runs a script that is only known at run time")
-        if argv[i].strip(): _analyse_into(argv[i], st)
+# %% ../nbs/21_shell_gate.ipynb #3eac1dca
+def _heredoc_expansions(redirect, body, st:_State):
+    "An unquoted heredoc body is expanded like a double-quoted string; the grammar leaves some (`<<-`) unparsed, so parse it as one."
+    start = next((c for c in redirect.children if c.type == 'heredoc_start'), None)
+    if start is not None and not re.search(rb'''['"\\]''', start.text): _as_double_quoted(body.text.decode('utf-8', 'replace'), st)
+
+# %% ../nbs/21_shell_gate.ipynb #6076ac0a
+@_evaluates('regex')
+def _regex_node(n, st:_State):
+    "The pattern of `${x//pat/rep}` and `[[ x =~ pat ]]` is one leaf to the grammar, but bash expands what is in it."
+    _as_double_quoted(n.text.decode('utf-8', 'replace'), st)
+
+# %% ../nbs/21_shell_gate.ipynb #b1a6ba12
+def _secret_name(name:str, st:_State) -> bool:
+    "Would expanding `name` read what is likely a secret from the environment? Upper-case names always; others unless the script set them first."
+    return bool(name) and SECRET_NAME.search(name) is not None and (name.upper() == name or name not in st.bound)
+
+# %% ../nbs/21_shell_gate.ipynb #465d172e
+@_evaluates('simple_expansion')
+def _simple_expansion_node(n, st:_State):
+    "`$NAME`: nothing is evaluated, but a secret-looking environment variable must not reach the output unattended."
+    name = next((c.text.decode('utf-8', 'replace') for c in n.named_children if c.type == 'variable_name'), '')
+    if _secret_name(name, st): st.ask(n.text.decode('utf-8', 'replace'), f"expands ${name}, whose name looks like a secret: the sandbox clears it, an unconfined run would not")
+
+# %% ../nbs/21_shell_gate.ipynb #a1b87787
+@_evaluates('expansion')
+def _expansion_node(n, st:_State):
+    "`${…}`: indirection, `@P`, substring offsets and name listings evaluate or reveal; `${X:=…}` assigns X. Forms not understood ask."
+    text, base = n.text, n.start_byte
+    where = text.decode('utf-8', 'replace')
+    name_node = next((c for c in n.named_children if c.type in ('variable_name', 'subscript', 'special_variable_name')), None)
+    if name_node is None:                                # ${#}, ${!}, ${!#}: special parameters
+        if re.fullmatch(rb'\$\{(?:[#!?$-]|!\#)\}', text) is None: st.ask(where, "an expansion the gate does not understand")
         return
-    if i < len(argv) and argv[i] not in ('-', '-s'):
-        if _HOSTILE_TEXT.search(cmd.raw[i]): return st.deny(cmd, "runs a script that is downloaded or decoded at run time")
-        st.ask(cmd, f"runs the script {argv[i]}"); return _check_args(cmd, st)
-    _stdin_program(cmd, st, 'shell')
+    prefix = text[2:name_node.start_byte - base].decode('utf-8', 'replace').strip()
+    rest = text[name_node.end_byte - base:-1].decode('utf-8', 'replace')
+    name_text = name_node.text.decode('utf-8', 'replace')
+    name = name_text.split('[', 1)[0]
+    keys = name_node.type == 'subscript' and name_text[len(name):].strip() in ('[@]', '[*]')
+    if prefix == '!':
+        if rest in ('@', '*'): st.ask(where, "lists the names of variables, which may name secrets")
+        elif not (keys and rest == ''): st.ask(where, "indirection: bash takes the value as a variable name and evaluates a subscript in it"); _payloads(name, st)
+    elif prefix not in ('', '#'): st.ask(where, "an expansion the gate does not understand")
+    if rest.startswith(':') and rest[1:2] not in ('-', '=', '+', '?') and not _inert_arith(rest[1:]):
+        st.ask(where, "a substring offset or length is arithmetic, and a name or expansion in it can run code"); _payloads(rest, st)
+    if rest.startswith('@') and 'P' in rest[1:]: st.ask(where, "`@P` expands the value as a prompt string, which runs `$(…)` in it"); _payloads(name, st)
+    if rest.startswith((':=', '=')) and prefix == '': check_var(name, where, st)   # assigns only when unset: not counted as set
+    if "'" in rest: _as_double_quoted(rest, st)          # inside "…", `'` in `${x:-'…'}` does not quote: bash expands what it holds
+    if _secret_name(name, st): st.ask(where, f"expands {name}, whose name looks like a secret: the sandbox clears it, an unconfined run would not")
 
-def _is_decoder(c:Command) -> bool:
-    "Does `c` decode an encoded payload (`base64 -d`, `xxd -r`, `openssl ... -d`, `uudecode`)?"
-    n = c.name.rsplit('/', 1)[-1]
-    if n in ('base64', 'base32', 'basenc'): return any(a in ('-d', '--decode', '-D') or (a.startswith('-') and not a.startswith('--') and 'd' in a) for a in c.argv[1:])
-    if n == 'xxd': return any(a.startswith('-r') or a == '-revert' for a in c.argv[1:])
-    return n in ('uudecode', 'openssl') and (n == 'uudecode' or '-d' in c.argv)
+# %% ../nbs/21_shell_gate.ipynb #088a38fa
+_EVAL_BUILTINS = {  # builtin: (options that take a value, {option: what its value is}, what the operands are, in order, the last repeating)
+    'let':       ('',            {},                 ('arith',)),
+    'read':      ('adinNptu',    {'a': 'name'},      ('name',)),
+    'mapfile':   ('CcdnOsu',     {'C': 'code'},      ('name',)),
+    'readarray': ('CcdnOsu',     {'C': 'code'},      ('name',)),
+    'printf':    ('v',           {'v': 'name'},      ('value',)),
+    'wait':      ('p',           {'p': 'name'},      ('value',)),
+    'getopts':   ('',            {},                 ('value', 'name', 'value')),
+    'unset':     ('',            {},                 ('lookup',)),
+    'trap':      ('',            {},                 ('code', 'value')),
+    'complete':  ('ACFGoPSWX',   {'C': 'code'},      ('value',)),
+    'compgen':   ('ACFGoPSWXV',  {'C': 'code', 'V': 'name'}, ('value',)),
+    'bind':      ('mqurfx',      {'x': 'binding'},   ('value',)),
+    'enable':    ('f',           {'f': 'library'},   ('value',)),
+}
+_QUOTED = re.compile(r'''"(?:[^"\\]|\\.)*"''', re.S)                  # one double-quoted string: never split
+_SAFE_START = re.compile(r'''["']?(?: [A-Za-z0-9_./%,:=@+] | \$[#?$!] )''', re.X)
 
-def _stdin_program(cmd:Command, st:_State, kind:str):
-    "A shell or interpreter reading its program from its input: a heredoc is analysed, a download or decoded payload is hostile."
-    if cmd.stdin_text is not None:
-        if kind == 'shell': return _analyse_into(cmd.stdin_text, st)
-        return _scan_code(cmd.stdin_text, cmd, st, kind)
-    names = {c.name.rsplit('/', 1)[-1] for c in cmd.upstream}
-    if names & _DOWNLOADERS: return st.deny(cmd, "pipes a download straight into an interpreter")
-    if any(_is_decoder(c) for c in cmd.upstream): return st.deny(cmd, "decodes an encoded payload and runs it")
-    if not cmd.upstream: return st.ask(cmd, f"starts an interactive {kind}")
-    st.ask(cmd, f"runs a program read from a pipe into `{cmd.name}`")
-    for c in cmd.upstream:
-        if c.name in ('echo', 'printf') and all(c.static):
-            text = ' '.join(a for a in c.argv[1:] if not a.startswith('-'))
-            if kind == 'shell': _analyse_into(text, st)
-            else: _scan_code(text, cmd, st, kind)
+# %% ../nbs/21_shell_gate.ipynb #28351a09
+def _eval_word(kind:str, value:str, static:bool, raw:str, where:str, st:_State, base:str):
+    "Judge one word of an evaluating builtin (`where`: the command, shortened) by what bash does with it."
+    if kind in ('name', 'lookup'): _name_operand(value, static, where, st, assigns=kind == 'name')
+    elif kind == 'arith': _arith_operand(value, static, raw, where, st)
+    elif kind in ('code', 'binding'):
+        st.ask(where, f"`{base}` runs shell code given as a string")
+        if static: _analyse_into(value.partition(':')[2] if kind == 'binding' else value, st)
+    elif kind == 'library': st.deny(where, f"`{base} -f` loads a shared library into the shell")
 
-# %% ../nbs/21_shell_gate.ipynb #4ccd8db6
-@_handles('eval')
-def _eval(cmd:Command, st:_State, base:str):
-    "`eval WORDS` runs the words joined as a script: re-parse them."
-    text = ' '.join(cmd.argv[1:])
-    if not all(cmd.static[1:]):
-        if _HOSTILE_TEXT.search(' '.join(cmd.raw[1:])): return st.deny(cmd, "evaluates text that is downloaded or decoded at run time")
-        st.ask(cmd, "evaluates text that is only known at run time")
-    if text.strip(): _analyse_into(text, st)
-
-@_handles('source', '.')
-def _source(cmd:Command, st:_State, base:str):
-    "`source FILE` runs FILE in this shell."
-    if len(cmd.argv) > 1 and _HOSTILE_TEXT.search(cmd.raw[1]): return st.deny(cmd, "sources a script that is downloaded at run time")
-    st.ask(cmd, "runs a script file in the current shell"); _check_args(cmd, st)
-
-@_handles('alias')
-def _alias(cmd:Command, st:_State, base:str):
-    "An alias named like a real command hijacks it: deny; other aliases ask."
-    for a in cmd.argv[1:]:
-        name = a.split('=', 1)[0]
-        if '=' in a and (name in _KNOWN_NAMES or name in _HANDLERS):
-            return st.deny(cmd, f"defines an alias that shadows the command `{name}`")
-    st.ask(cmd, "defines or lists aliases")
-
-# %% ../nbs/21_shell_gate.ipynb #bed7e6cf
-_CODE_FLAGS = {'python': ('-c',), 'perl': ('-e', '-E'), 'ruby': ('-e',), 'node': ('-e', '--eval', '-p', '--print'),
-               'php': ('-r',), 'lua': ('-e',), 'Rscript': ('-e',), 'pwsh': ('-c', '-command', '-Command'), 'osascript': ('-e',),
-               'tclsh': (), 'deno': ('eval',), 'bun': ('-e', '--eval'), 'julia': ('-e',), 'irb': ()}
-_INTERP = re.compile(r'^(?:python[\d.]*|pypy[\d.]*|perl[\d.]*|ruby[\d.]*|node(?:js)?|php[\d.]*|lua(?:jit)?[\d.]*|Rscript|R|pwsh|powershell|osascript|tclsh[\d.]*|wish|deno|bun|julia|irb|jshell|groovy|scala|ghci|guile|racket|sbcl|clisp)$')
-
-def _lang(base:str) -> str:
-    return next((k for k in _CODE_FLAGS if base.startswith(k)), 'python' if base.startswith('pypy') else base)
-
-@_handles(pattern=_INTERP.pattern)
-def _interpreter(cmd:Command, st:_State, base:str):
-    "An interpreter with inline code (`python -c`, `perl -e`...) asks; code that is plainly hostile is denied."
-    lang, argv = _lang(base), cmd.argv
-    flags = _CODE_FLAGS.get(lang, ())
-    for i, a in enumerate(argv[1:], 1):
-        if a == '-m': return st.ask(cmd, f"runs a {lang} module")
-        if a in ('-', '-s'): break
-        if not a.startswith('-'):
-            if a in flags: return _scan_code(argv[i + 1] if i + 1 < len(argv) else '', cmd, st, lang)
-            st.ask(cmd, f"runs the {lang} program {a}"); return _check_args(cmd, st)
-        if a in flags or (lang in ('perl', 'ruby') and re.match(r'^-[a-zA-Z]*[eE]$', a)) or (lang == 'python' and re.match(r'^-[a-zA-Z]*c$', a)):
-            return _scan_code(argv[i + 1] if i + 1 < len(argv) else '', cmd, st, lang)
-        inline = next((a[len(f):].lstrip('=') for f in flags if a.startswith(f) and len(a) > len(f)), None)
-        if inline is not None: return _scan_code(inline, cmd, st, lang)
-    _stdin_program(cmd, st, lang)
-
-_CODE_SHELL = re.compile(r'''(?:system|popen|spawn\w*|exec\w*|call|run|check_output|getoutput|getstatusoutput|Popen|shell_exec|passthru|`)\s*\(?\s*\[?\s*(?:f|r|b)?(['"])((?:\\.|(?!\1).)+)\1''')
-_CODE_LITERAL = re.compile(r'''(['"])((?:\\.|(?!\1).){1,4096})\1''')
-_CODE_SOCKET = re.compile(r'socket\.socket|create_connection|IO::Socket|TCPSocket|fsockopen|net\.(?:connect|Socket|createConnection)|/dev/tcp/|Net::HTTP|urlopen|requests\.(?:get|post|put)|http\.client|fetch\(')
-_CODE_RUNS = re.compile(r'dup2|pty\.spawn|subprocess|os\.system|popen|exec\w*\(|/bin/(?:ba)?sh|\bopen\(|read_text|File\.read|readFileSync|file_get_contents|slurp')
-_CODE_DESTROY = re.compile(r'rmtree|remove|unlink|rmdir|truncate|chmod|chown|rename|replace|open\([^)]*[\'"][wa]|write|mkfs|format')
-
-def _scan_code(code:str, cmd:Command, st:_State, lang:str):
-    "Inline interpreter code always asks; shell commands it runs are analysed; sockets with exec/reads, secrets and system deletes deny."
-    st.ask(cmd, f"runs inline {lang} code")
-    for m in _CODE_SHELL.finditer(code): _analyse_into(m.group(2), st)
-    if _CODE_SOCKET.search(code) and _CODE_RUNS.search(code): st.deny(cmd, "the code opens a network connection and runs or reads something over it")
-    if re.search(r'b64decode|base64|decode\(|unpack\(', code) and re.search(r'\bexec\b|\beval\b|system|compile\(', code):
-        st.deny(cmd, "the code decodes a payload and executes it")
-    destroys = _CODE_DESTROY.search(code)
-    for m in _CODE_LITERAL.finditer(code):
-        lit = m.group(2)
-        if _sensitive(lit) == 'deny': st.deny(cmd, f"the code touches {lit}, a credential or account file")
-        elif destroys and lit.startswith(('/', '~')) and _place(lit, st.ws) in ('system', 'root', 'dotfile', 'ancestor'):
-            st.deny(cmd, f"the code modifies or deletes {lit}")
-
-# %% ../nbs/21_shell_gate.ipynb #ef2dce22
-_XARGS_VALUE = frozenset('-I -i -n -L -l -P -d -E -e -s -a --max-args --max-lines --max-procs --delimiter --eof --max-chars --arg-file --replace --process-slot-var'.split())
-
-@_handles('xargs')
-def _xargs(cmd:Command, st:_State, base:str):
-    "`xargs CMD` runs CMD with words read from its input: judge CMD (plain `xargs` runs `echo`)."
+# %% ../nbs/21_shell_gate.ipynb #95a7e6c1
+@_evaluates(commands=[*_EVAL_BUILTINS, 'test', '['])
+def _eval_builtin(cmd:Command, st:_State, base:str):
+    "The words of a builtin that takes variable names, arithmetic or code (`_EVAL_BUILTINS`); `test` and `[` have their own rule."
+    where = _short(cmd.text)
+    if base in ('test', '['):
+        return _test_args(list(zip(cmd.argv, cmd.static, cmd.raw))[1:len(cmd.argv) - (base == '[' and cmd.argv[-1:] == [']'])], where, st)
+    valued, option_kinds, operand_kinds = _EVAL_BUILTINS[base]
     argv, i = cmd.argv, 1
     while i < len(argv):
         a = argv[i]
+        if not cmd.static[i]:
+            if not _SAFE_START.match(cmd.raw[i]): return st.ask(where, f"`{cmd.raw[i]}` is only known at run time and may become an option such as `-v NAME`")
+            break
         if a == '--': i += 1; break
         if not a.startswith('-') or a == '-': break
-        if a in _XARGS_VALUE: i += 2
-        elif a[:2] in ('-I', '-n', '-L', '-P', '-d', '-E', '-s', '-a') or a.startswith(('-i', '-l', '-e')) or '=' in a: i += 1
-        else: i += 1
-    _check_args(Command(argv[:i], cmd.static[:i], cmd.text, cmd.upstream, cmd.stdin_text, cmd.raw[:i]), st)   # `-a FILE` reads FILE
-    if any(_whole_tree(c) for c in cmd.upstream) and i < len(argv):
-        st.ask(cmd, "runs a command on every file found under / or /proc, which include other processes' environments")
-    if i < len(argv): _judge(_child(cmd, i), st)
-
-def _whole_tree(c:Command) -> bool:
-    "Is `c` a `find` that starts at / or under /proc?"
-    starts = [a for a in c.argv[1:next((k for k, a in enumerate(c.argv[1:], 1) if a.startswith(('-', '(', '!'))), len(c.argv))]]
-    return c.name.rsplit('/', 1)[-1] == 'find' and any(a.rstrip('/') in ('', '/proc') or a.startswith('/proc/') for a in starts)
-
-# %% ../nbs/21_shell_gate.ipynb #72f85c78
-_FIND_VALUE = frozenset('''-name -iname -path -ipath -wholename -iwholename -regex -iregex -type -xtype -size -mtime -mmin
--atime -amin -ctime -cmin -newer -anewer -cnewer -user -group -uid -gid -perm -links -inum -samefile -maxdepth -mindepth
--fstype -printf -context -used -lname -ilname -regextype -D -O -files0-from'''.split())
-_FIND_FILTERS = frozenset('-name -iname -path -ipath -wholename -iwholename -regex -iregex -lname -ilname'.split())
-_FIND_WRITES = {'-fprint': 1, '-fprint0': 1, '-fls': 1, '-fprintf': 2}
-
-@_handles('find')
-def _find(cmd:Command, st:_State, base:str):
-    "`find` lists; `-exec`/`-ok` run a command, `-delete` deletes, `-fprint*`/`-fls` write a file."
-    argv, i, starts, filtered = cmd.argv, 1, [], False
-    while i < len(argv) and not argv[i].startswith('-') and argv[i] not in ('(', '!', ','):
-        starts.append(argv[i]); i += 1
-    _check_args(cmd, st)
-    _split_words(cmd, st)
-    seen_empty_dir = [False, False]
-    while i < len(argv):
-        a = argv[i]
-        if a in ('-exec', '-execdir', '-ok', '-okdir'):
-            j = i + 1
-            while j < len(argv) and argv[j] not in (';', '+'): j += 1
-            if j == i + 1: st.ask(cmd, f"{a} without a command")
-            else:
-                child = Command(argv[i + 1:j], cmd.static[i + 1:j], cmd.text, (), None, cmd.raw[i + 1:j])
-                _judge(child, st)
-                if _whole_tree(cmd):
-                    st.ask(cmd, f"{a} runs a command on files under / or /proc, which include other processes' environments")
-                if not filtered and child.name.rsplit('/', 1)[-1] in ('rm', 'shred', 'unlink') and any(_place(s, st.ws) in ('root', 'system', 'ancestor', 'home', 'dotfile') for s in starts or ['.']):
-                    st.deny(cmd, "deletes everything under a system, home or workspace-containing directory")
-            i = j + 1; continue
-        if a == '-delete':
-            places = {_place(s, st.ws) for s in starts or ['.']}
-            top = any(s in ('.', './', '*', '~') or s.rstrip('/') == st.ws for s in starts or ['.'])
-            if places & {'root', 'system', 'ancestor', 'dotfile'} or (not filtered and (top or places & {'home'})):
-                st.deny(cmd, "deletes a whole tree: -delete without a name filter before it, or under a system or home directory")
-            else: st.ask(cmd, "deletes the files it finds")
-        elif a in _FIND_WRITES:
-            if i + 1 < len(argv): _judge_write(argv[i + 1], cmd.static[i + 1], cmd.text, st, f"find {a} writes")
-            i += 1 + _FIND_WRITES[a]; continue
-        elif a == '-cpio' or a == '-ncpio': st.ask(cmd, f"find {a} writes an archive")
-        elif a in _FIND_FILTERS: filtered = True
-        elif a == '-type' and i + 1 < len(argv) and argv[i + 1] == 'd': seen_empty_dir[0] = True
-        elif a == '-empty': seen_empty_dir[1] = True
-        elif a == '-perm' and i + 1 < len(argv) and re.search(r'[42]000|[ugo]*[+=-]?s|o\+?w|-0*2\b|/0*2\b', argv[i + 1]):
-            st.ask(cmd, "hunts for setuid or world-writable files")
-        if all(seen_empty_dir): filtered = True
-        if not cmd.static[i]: st.ask(cmd, f"find's expression has a word only known at run time ({cmd.raw[i]})")
-        i += 2 if a in _FIND_VALUE or a.startswith('-newer') else 1
-
-# %% ../nbs/21_shell_gate.ipynb #5c89854b
-def _sed_commands(script:str):
-    "Yield (command letter, argument) for each command of a sed script; `s` yields its flags and `w` file."
-    i, n = 0, len(script)
-    while i < n:
-        c = script[i]
-        if c in ' \t\n;{}!': i += 1; continue
-        if c.isdigit() or c in '$,~+': i += 1; continue
-        if c == '/' or (c == '\\' and i + 1 < n):          # an address regex
-            d = c if c == '/' else script[i + 1]; i += 1 if c == '/' else 2
-            while i < n and script[i] != d: i += 2 if script[i] == '\\' else 1
-            i += 1; continue
-        if c in 'sy' and i + 1 < n:
-            d, parts, j = script[i + 1], 0, i + 2
-            while j < n and parts < 2:
-                if script[j] == '\\': j += 2; continue
-                if script[j] == d: parts += 1
-                j += 1
-            k = j
-            while k < n and script[k] not in ';\n}': k += 1
-            yield c, script[j:k]; i = k; continue
-        if c in 'aicrRwWbte:T#lLqQvF':                      # commands whose argument runs to the end of the line
-            k = script.find('\n', i)
-            k = n if k < 0 else k
-            arg_end = k if c in 'aicrRwW:#' else min(x for x in (script.find(';', i), k) if x >= 0)
-            yield c, script[i + 1:arg_end].strip(); i = arg_end; continue
-        yield c, ''; i += 1
-
-def _sed_options(argv:list, cmd:Command, st:_State) -> tuple:
-    "Split sed's words into (scripts, files, in_place)."
-    scripts, operands, in_place, i = [], [], False, 1
-    while i < len(argv):
-        a = argv[i]
-        if a.startswith('--') and a != '--':
-            key, eq, val = a.partition('=')
-            if key in ('--expression', '--file', '--line-length') and not eq: val = argv[i + 1] if i + 1 < len(argv) else ''; i += 1
-            if key == '--expression': scripts.append(val)
-            elif key == '--file': st.ask(cmd, "runs a sed script from a file"); scripts.append('')
-            elif key == '--in-place': in_place = True
-        elif a.startswith('-') and len(a) > 1 and a != '--':
-            for k, ch in enumerate(a[1:], 1):
-                if ch == 'i': in_place = True; break
-                if ch in 'efl':
-                    val = a[k + 1:] or (argv[i + 1] if i + 1 < len(argv) else '')
-                    if not a[k + 1:]: i += 1
-                    if ch == 'e': scripts.append(val)
-                    if ch == 'f': st.ask(cmd, "runs a sed script from a file"); scripts.append('')
-                    break
-        elif a != '--': operands.append(i)
         i += 1
-    if not scripts and operands:
-        k = operands.pop(0)
-        if not cmd.static[k]: st.ask(cmd, "the sed script is only known at run time")
-        scripts.append(argv[k])
-    return scripts, [argv[k] for k in operands], in_place
+        for k, letter in enumerate(a[1:], 1):
+            if letter not in valued: continue
+            j = None if a[k + 1:] else i
+            value, static, raw = (a[k + 1:], True, a[k + 1:]) if j is None else (argv[j], cmd.static[j], cmd.raw[j]) if j < len(argv) else ('', True, '')
+            _eval_word(option_kinds.get(letter, 'value'), value, static, raw, where, st, base)
+            if j is not None: i += 1
+            break
+    for j in range(i, len(argv)):
+        kinds = operand_kinds[min(j - i, len(operand_kinds) - 1):]
+        if not cmd.static[j] and not _QUOTED.fullmatch(cmd.raw[j]) and not _inert_arith(cmd.raw[j]) and set(kinds) != {'value'}:
+            st.ask(where, f"`{cmd.raw[j]}` may split into several words and shift which word bash takes as a name"); continue
+        _eval_word(kinds[0], argv[j], cmd.static[j], cmd.raw[j], where, st, base)
 
-@_handles('sed', 'gsed')
-def _sed(cmd:Command, st:_State, base:str):
-    "`sed` reads; `-i` edits in place (ask), `w` writes (ask), `e` and `s///e` run shell commands (deny)."
-    scripts, files, in_place = _sed_options(cmd.argv, cmd, st)
-    _split_words(cmd, st)
-    if in_place:
-        st.ask(cmd, "edits files in place")
-        for f in files: _judge_write(f, True, cmd.text, st, "edits")
-    for s in scripts:
-        for letter, arg in _sed_commands(s):
-            if letter == 'e' or (letter == 's' and 'e' in arg.split('w', 1)[0]): st.deny(cmd, "the sed script runs shell commands (e)")
-            elif letter in 'wW' or (letter == 's' and 'w' in arg):
-                target = arg.split('w', 1)[1].strip() if letter == 's' else arg
-                _judge_write(target, True, cmd.text, st, "the sed script writes")
-            elif letter in 'rR' and _sensitive(arg): st.flag(_sensitive(arg), cmd, f"the sed script reads {arg}")
-    for f in files:
-        lvl = _sensitive(f)
-        if lvl: st.flag(lvl, cmd, f"reads {f}, which may hold credentials or account data")
+# %% ../nbs/21_shell_gate.ipynb #d06ca231
+def _visit_unset(n, st:_State, depth:int):
+    "`unset NAME…` (a node of its own in the grammar) is judged like any command."
+    words = n.named_children
+    argv, static, raw = ['unset'], [True], ['unset']
+    for w in words:
+        v, s = _word(w, st); argv.append(v); static.append(s); raw.append(v if s else w.text.decode('utf-8', 'replace'))
+    cmd = Command(argv, static, n.text.decode('utf-8', 'replace'), (), None, raw)
+    st.commands.append(cmd); _judge(cmd, st)
+    for w in words:
+        if w.type not in _LEAVES: _walk(w, st, depth + 1)
 
-# %% ../nbs/21_shell_gate.ipynb #2b90c7a2
-_AWK_STRINGS = re.compile(r'"(?:\\.|[^"\\])*"')
-_AWK_REGEX = re.compile(r'(^|[\s(~,{;!&|])/(?:\\.|[^/\\\n])+/')
+# %% ../nbs/21_shell_gate.ipynb #51cb586f
+@_evaluates('for_statement')
+def _for_node(n, st:_State):
+    "`for NAME in …` and `select NAME in …` assign NAME."
+    v = n.child_by_field_name('variable')
+    if v is not None: _bind(v.text.decode('utf-8', 'replace'), n.text.decode('utf-8', 'replace').split(';')[0], st)
 
-@_handles('awk', 'gawk', 'mawk', 'nawk', 'busybox-awk')
-def _awk(cmd:Command, st:_State, base:str):
-    "`awk` reads; `system()`, pipes, `getline` and `print > file` ask, and the shell text they run is analysed."
-    argv, i, program = cmd.argv, 1, None
-    _split_words(cmd, st)
-    while i < len(argv):
-        a = argv[i]
-        if a in ('-F', '-v', '--assign', '--field-separator'): i += 2; continue
-        if a in ('-f', '--file', '-i', '--include', '-l', '--load', '-E', '--exec'):
-            st.ask(cmd, "loads an awk program from a file"); program = ''; i += 2; continue
-        if a in ('-e', '--source'): program = argv[i + 1] if i + 1 < len(argv) else ''; i += 2; break
-        if a == '--': i += 1; break
-        if a.startswith('-') and len(a) > 1: i += 1; continue
-        break
-    if program is None:
-        if i >= len(argv): return st.ask(cmd, "awk without a program")
-        program, static = argv[i], cmd.static[i]; i += 1
-        if not static: st.ask(cmd, "the awk program is only known at run time")
-    bare = _AWK_REGEX.sub(r'\1//', _AWK_STRINGS.sub('""', program))
-    strings = [s[1:-1] for s in _AWK_STRINGS.findall(program)]
-    if re.search(r'\bsystem\s*\(', bare) or re.search(r'(?<!\|)\|(?![|&])', bare):
-        st.ask(cmd, "the awk program runs shell commands")
-        for s in strings: _analyse_into(s.replace('\\"', '"'), st)
-    if re.search(r'\bgetline\b', bare): st.ask(cmd, "the awk program reads with getline")
-    for m in re.finditer(r'\bprintf?\b[^;{}]*?(>>?)\s*("(?:\\.|[^"\\])*"|\S+)', program):
-        target, quoted = m.group(2), m.group(2).startswith('"')
-        if quoted or target[:1].isalpha() or target[:1] == '$':
-            _judge_write(target[1:-1] if quoted else '', quoted, cmd.text, st, "the awk program writes")
-    for f in argv[i:]:
-        lvl = _sensitive(f)
-        if lvl: st.flag(lvl, cmd, f"reads {f}, which may hold credentials or account data")
+# %% ../nbs/21_shell_gate.ipynb #6da06d29
+_ARITH_TESTS = frozenset('-eq -ne -lt -le -gt -ge'.split())
+_TEST_UNARY = frozenset('-a -b -c -d -e -f -g -h -k -p -r -s -t -u -w -x -G -L -N -O -S -z -n -o -v -R !'.split())
+_TEST_BINARY = frozenset('= == != < > =~ -eq -ne -lt -le -gt -ge -nt -ot -ef -a -o'.split())
 
-# %% ../nbs/21_shell_gate.ipynb #522b9b5d
-_GIT_READ = frozenset('status log diff show blame ls-files ls-tree rev-parse describe shortlog grep rev-list cat-file show-ref merge-base name-rev for-each-ref check-ignore count-objects whatchanged version help annotate diff-tree diff-files diff-index var cherry'.split())
-_GIT_BAD_KEYS = re.compile(r'^(?:core\.(?:pager|editor|sshcommand|fsmonitor|hookspath|askpass|gitproxy|alternaterefsCommand)|(?:pager|alias|filter|diff|merge|credential|gpg|sequence|uploadpack|receivepack|protocol|url|include|includeif|remote\.[^.]+)\b.*|.*\.(?:command|program|textconv|helper|cmd|path)$|sequence\.editor|interactive\.difffilter)', re.I)
-_GIT_LISTS = {'stash': ('list', 'show'), 'tag': ('', '-l', '--list'), 'remote': ('', '-v'), 'reflog': ('', 'show'),
-              'notes': ('', 'list', 'show'), 'config': ('--get', '-l', '--list', '--get-all', '--get-regexp'), 'worktree': ('list',)}
-_GIT_NETWORK = frozenset('clone fetch pull push ls-remote submodule remote archive send-email request-pull'.split())
+# %% ../nbs/21_shell_gate.ipynb #53786914
+def _test_args(words:list, text:str, st:_State):
+    "`test`/`[` with (value, static, raw) words: `-v NAME` evaluates a subscript; a run-time word may split or be read as `-v`."
+    n = len(words)
+    for k, (v, s, raw) in enumerate(words):
+        if s:
+            if v == '-v' and k + 1 < n: _name_operand(words[k + 1][0], words[k + 1][1], text, st, assigns=False)
+            continue
+        if not _QUOTED.fullmatch(raw) and not _inert_arith(raw): st.ask(text, f"`{raw}` may split into several words, and `-v a[$(…)]` among them runs code")
+        elif n > 1 and not (k > 0 and words[k - 1][1] and words[k - 1][0] in _TEST_UNARY | _TEST_BINARY) \
+                and not (k + 1 < n and words[k + 1][1] and words[k + 1][0] in _TEST_BINARY):
+            st.ask(text, f"`{raw}` is only known at run time and may be read as an operator such as `-v`")
 
-@_handles('git')
-def _git(cmd:Command, st:_State, base:str):
-    "git: read-only subcommands pass; `-c` with a program-running key, `--upload-pack`, `reset --hard` deny; the rest asks."
-    argv, i = cmd.argv, 1
-    while i < len(argv) and argv[i].startswith('-'):
-        a = argv[i]
-        if a == '-c' or a.startswith('--config-env'):
-            kv = argv[i + 1] if a == '-c' and i + 1 < len(argv) else a.split('=', 1)[-1]
-            key = kv.split('=', 1)[0]
-            if _GIT_BAD_KEYS.match(key): return st.deny(cmd, f"git -c {key}=... makes git run another program")
-            st.ask(cmd, f"git -c {key} changes git's configuration"); i += 2 if a == '-c' else 1; continue
-        if a.startswith('--exec-path='): return st.deny(cmd, "git --exec-path makes git run other programs")
-        if a in ('-C', '--git-dir', '--work-tree', '--namespace') : i += 2; continue
-        i += 1
-    if i >= len(argv): return
-    sub, args = argv[i], argv[i + 1:]
-    _check_args(cmd, st, i); _split_words(cmd, st)
-    for a in args:
-        if a.startswith(('--upload-pack', '--receive-pack', '--exec=', '-u')) and sub in _GIT_NETWORK | {'ls-remote'}:
-            return st.deny(cmd, f"git {sub} {a.split('=')[0]} runs a program")
-        if a.startswith(('--open-files-in-pager', '-O')) and sub == 'grep': return st.deny(cmd, "git grep -O runs a pager program")
-        if a.startswith(('--ext-diff', '--textconv')): st.ask(cmd, f"git {sub} {a} runs external filters")
-        if a.startswith(('--output', '-o')) and sub in _GIT_READ:
-            target = a.split('=', 1)[1] if '=' in a else ''
-            _judge_write(target, True, cmd.text, st, f"git {sub} --output writes")
-    if sub == 'reset' and '--hard' in args: return st.deny(cmd, "git reset --hard throws away uncommitted work")
-    if sub == 'config' and len([a for a in args if not a.startswith('-')]) >= 2:
-        key = next(a for a in args if not a.startswith('-'))
-        if _GIT_BAD_KEYS.match(key): return st.deny(cmd, f"git config {key} makes git run another program")
-    if sub in _GIT_READ and not any(not s for s in cmd.static[i:]): return
-    if sub == 'branch' and _git_branch_lists(args): return
-    if (args[:1] or [''])[0] in _GIT_LISTS.get(sub, ()): return
-    what = 'talks to a remote' if sub in _GIT_NETWORK else 'changes the repository'
-    st.ask(cmd, f"git {sub} {what}")
+# %% ../nbs/21_shell_gate.ipynb #d058f4aa
+@_evaluates('test_command')
+def _test_node(n, st:_State):
+    "`[[ … ]]`: arithmetic comparisons evaluate both operands and `-v` evaluates a subscript; `[ … ]` goes through `_test_args`."
+    text = _short(n.text.decode('utf-8', 'replace'))
+    if not (n.children and n.children[0].type == '[['):
+        words, stack = [], list(reversed(n.children[1:-1]))
+        while stack:
+            e = stack.pop()
+            if e.type in ('binary_expression', 'unary_expression', 'parenthesized_expression'): stack.extend(reversed(e.children)); continue
+            t = e.text.decode('utf-8', 'replace')
+            words.append((t, True, t) if e.type == 'test_operator' or not e.is_named else (*_word(e, st), t))
+        return _test_args(words, text, st)
+    stack = [n]
+    while stack:
+        e = stack.pop()
+        ops = [c.text.decode() for c in e.children if c.type == 'test_operator']
+        if e.type == 'binary_expression' and set(ops) & _ARITH_TESTS:
+            for c in e.named_children:
+                if c.type != 'test_operator': _arith_operand(*_word(c, st), c.text.decode('utf-8', 'replace'), text, st)
+        elif e.type == 'unary_expression' and ops == ['-v'] and e.named_children:
+            _name_operand(*_word(e.named_children[-1], st), text, st, assigns=False)
+        if e.type in ('test_command', 'binary_expression', 'unary_expression', 'parenthesized_expression'): stack.extend(e.children)
 
-def _git_branch_lists(args:list) -> bool:
-    "Is `git branch ARGS` only a listing?"
-    listing = {'-a', '-r', '-l', '--list', '-v', '-vv', '--all', '--remotes', '--show-current', '--no-color', '--color', '-i', '--ignore-case', '--column', '--no-column'}
-    with_value = {'--contains', '--no-contains', '--merged', '--no-merged', '--points-at', '--sort', '--format', '--abbrev'}
-    listed, i = False, 0
-    while i < len(args):
-        a = args[i]
-        if a in listing: listed = listed or a in ('-l', '--list'); i += 1; continue
-        if a in with_value: listed = True; i += 2; continue
-        if a.split('=')[0] in with_value or a.startswith(('--sort=', '--format=', '--color=', '--abbrev=')): i += 1; continue
-        if a.startswith('-'): return False
-        if not listed: return False
-        i += 1
-    return True
+# %% ../nbs/21_shell_gate.ipynb #9c7c5ec1
+_DECLARE_FLAGS = {  # attribute letters of declare/typeset/local/export/readonly the gate cares about
+    'i': "gives the integer attribute: every later assignment is evaluated as arithmetic, and a name in it can run code",
+    'n': "makes a name reference: its value is used as a variable name, and a subscript in it is evaluated on every use",
+    'p': "prints variables with their values, which may include secrets",
+}
 
-# %% ../nbs/21_shell_gate.ipynb #79e80d88
-@_handles('rg', 'ripgrep')
-def _rg(cmd:Command, st:_State, base:str):
-    "ripgrep reads; `--pre` and `--hostname-bin` make it run a program, `-z` runs decompressors."
-    for a in cmd.argv[1:]:
-        if a.startswith(('--pre', '--hostname-bin')) and not a.startswith('--pre-glob'): return st.deny(cmd, f"rg {a.split('=')[0]} runs an arbitrary program")
-        if a in ('-z', '--search-zip') or (a.startswith('-') and not a.startswith('--') and 'z' in a[1:]): st.ask(cmd, "rg -z runs decompression programs")
-    _split_words(cmd, st)
-    _check_args(cmd, st)
+# %% ../nbs/21_shell_gate.ipynb #66edce2e
+def _declaration(n, st:_State):
+    "`declare`, `typeset`, `local`, `export`, `readonly`: attributes and values that make bash evaluate, and dumps of every variable."
+    keyword = n.children[0].type if n.children else 'declare'
+    text = _short(n.text.decode('utf-8', 'replace'))
+    flags, operands = '', 0
+    for c in n.named_children:
+        if c.type == 'variable_assignment':
+            operands += 1; value = c.child_by_field_name('value')
+            v, s = _word(value, st) if value is not None and value.type != 'array' else ('', True)
+            if (not s or v.startswith('(')) and (keyword in ('declare', 'typeset', 'local') or set(flags) & set('aA')):
+                st.ask(text, f"`{keyword}` re-parses a value `(…)` as an array assignment when the name is an array, and expands and evaluates what it contains"); _payload(v, st)
+            continue
+        v, s = _word(c, st)
+        if not s: operands += 1; st.ask(text, f"`{keyword}` with a word only known at run time: bash may read it as options, an assignment or an array"); continue
+        if v[:1] in '-+' and len(v) > 1 and '=' not in v: flags += v[1:]; continue
+        operands += 1
+        name, eq, value = v.partition('=')
+        _name_operand(name.removesuffix('+'), True, text, st)
+        if eq and value.startswith('('): st.ask(text, f"`{keyword}` parses `{_short(v, 40)}` as a compound assignment and expands its words"); _payload(value, st)
+    for letter in sorted(set(flags) & set(_DECLARE_FLAGS)): st.ask(text, _DECLARE_FLAGS[letter])
+    if set(flags) & set('inaA'):                         # the values of integers, namerefs and arrays are evaluated
+        for c in n.named_children:
+            if c.type == 'variable_assignment' and (value := c.child_by_field_name('value')) is not None: _payload(_word(value, st)[0], st)
+    if not operands and (not flags or set(flags) - set('fF')): st.ask(text, "prints variables and their values, which may include secrets")
 
-@_handles('tar', 'bsdtar', 'gtar')
-def _tar(cmd:Command, st:_State, base:str):
-    "tar: listing (`t`) reads; `--checkpoint-action=exec`, `--to-command`, `-I PROG` run programs; extracting into system paths denies."
-    argv = cmd.argv
-    for k, a in enumerate(argv[1:], 1):
-        if a.startswith(('--checkpoint-action', '--to-command', '--info-script', '--new-volume-script', '--rsh-command', '--rmt-command')) or a in ('-F',):
-            return st.deny(cmd, f"tar {a.split('=')[0]} runs an arbitrary program")
-        if a.startswith(('--use-compress-program', '-I')): st.ask(cmd, "tar runs a compression program")
-        if a in ('-C', '--directory') and k + 1 < len(argv) and _place(argv[k + 1], st.ws) in ('system', 'root', 'dotfile', 'ancestor'):
-            return st.deny(cmd, f"tar writes into {argv[k + 1]}")
-    first = argv[1] if len(argv) > 1 else ''
-    mode = first if first and not first.startswith('--') else ''
-    letters = mode.lstrip('-') + ''.join(a[1:] for a in argv[2:] if a.startswith('-') and not a.startswith('--'))
-    longs = {a for a in argv[1:] if a.startswith('--')}
-    _split_words(cmd, st)
-    lists = ('t' in letters or '--list' in longs) and not (set(letters) & set('cxurA') or longs & {'--extract', '--get', '--create', '--append', '--update', '--delete'})
-    _check_args(cmd, st)
-    if not lists: st.ask(cmd, "tar creates or extracts files")
+# %% ../nbs/21_shell_gate.ipynb #153b979a
+_ENV_READERS = {  # command: (what in one of its words makes it print environment variables, options whose value is skipped)
+    'ps':   (re.compile(r'^[A-Za-z]*e[A-Za-z]*$'), frozenset('-o -O -p -q -u -U -g -G -C -t -s -k --format --pid --user --group --sort'.split())),
+    'jq':   (re.compile(r'\benv\b|\$ENV\b'), frozenset()),
+    **{awk: (re.compile(r'\bENVIRON\b'), frozenset()) for awk in ('awk', 'gawk', 'mawk', 'nawk', 'busybox-awk')},
+    **{grep: (re.compile(r'^(?:/|/proc|/home|/root|~|\$HOME)/?$'), frozenset('-e -f --regexp --file'.split())) for grep in ('grep', 'egrep', 'fgrep', 'rg')},
+}
 
-@_handles('sort', 'shuf')
-def _sort(cmd:Command, st:_State, base:str):
-    "sort/shuf read; `-o` writes, `--compress-program` runs a program."
+# %% ../nbs/21_shell_gate.ipynb #6b7ffbc9
+@_evaluates(commands=_ENV_READERS)
+def _env_reader(cmd:Command, st:_State, base:str):
+    "`ps e`, `jq env`, `awk ENVIRON`, `grep -r KEY /proc`: read-only tools that print environments ask (`env`, `printenv`, `set` ask anyway)."
+    pattern, valued = _ENV_READERS[base]
     for k, a in enumerate(cmd.argv[1:], 1):
-        if a.startswith('--compress-program'): return st.deny(cmd, "sort --compress-program runs an arbitrary program")
-        if a == '-o' or a.startswith(('--output', '-o')) or (a.startswith('-') and not a.startswith('--') and 'o' in a[1:]):
-            target = a.split('=', 1)[1] if '=' in a else (a[a.index('o') + 1:] if a.startswith('-') and not a.startswith('--') and a.index('o') < len(a) - 1 else (cmd.argv[k + 1] if k + 1 < len(cmd.argv) else ''))
-            _judge_write(target, True, cmd.text, st, f"{base} -o writes")
-    _check_args(cmd, st); _split_words(cmd, st)
+        if cmd.argv[k - 1] not in valued and pattern.search(a):
+            return st.ask(cmd, f"`{base}` can print environment variables (its own or other processes'), which hold secrets when the sandbox is unavailable")
 
-@_handles('uniq', 'xxd')
-def _uniq(cmd:Command, st:_State, base:str):
-    "`uniq IN OUT` and `xxd IN OUT` write OUT."
-    operands = [a for a in cmd.argv[1:] if not a.startswith('-') or a == '-']
-    if base == 'uniq': operands = [a for k, a in enumerate(cmd.argv[1:], 1) if a in operands and cmd.argv[k - 1] not in ('-f', '-s', '-w')]
-    if len(operands) > 1: _judge_write(operands[-1], True, cmd.text, st, f"{base} writes")
-    _check_args(cmd, st)
+# %% ../nbs/21_shell_gate.ipynb #287ce8bd
+def resolve_workspace(workspace) -> str|None:
+    "The reference: the workspace as an absolute path string, worked out every time (`/` counts as none)."
+    if workspace is None: return None
+    ws = str(Path(workspace).expanduser().resolve())
+    return None if ws == '/' else ws
 
-@_handles('date')
-def _date(cmd:Command, st:_State, base:str):
-    "date prints; `-s` or a set-date operand sets the clock."
-    if any(a in ('-s', '--set') or a.startswith('--set=') for a in cmd.argv[1:]) or any(re.match(r'^\d{8,}', a) for a in cmd.argv[1:]):
-        return st.ask(cmd, "date sets the system clock")
-    _check_args(cmd, st)
-
-@_handles('hostname')
-def _hostname(cmd:Command, st:_State, base:str):
-    "hostname prints; an operand or `-F` sets the host name."
-    if any(not a.startswith('-') or a in ('-F', '--file', '-b', '--boot') for a in cmd.argv[1:]): return st.ask(cmd, "hostname sets the host name")
-
-@_handles('base64', 'base32')
-def _base64(cmd:Command, st:_State, base:str):
-    "base64 reads; `-o FILE` writes."
-    for k, a in enumerate(cmd.argv[1:], 1):
-        if a == '-o' or a.startswith(('--output', '-o')):
-            _judge_write(a.split('=', 1)[1] if '=' in a else (a[2:] or (cmd.argv[k + 1] if k + 1 < len(cmd.argv) else '')), True, cmd.text, st, f"{base} -o writes")
-    _check_args(cmd, st)
-
-@_handles('gzip', 'bzip2', 'xz', 'gunzip', 'bunzip2', 'unxz', 'zstd', 'lzma', 'unzip', 'zip', '7z', 'unrar', 'pigz', 'lz4')
-def _compress(cmd:Command, st:_State, base:str):
-    "Compressors read with `-c`, `-l`, `-t` (unzip: `-l`); otherwise they replace or create files."
-    flags = ''.join(a[1:] for a in cmd.argv[1:] if a.startswith('-') and not a.startswith('--'))
-    longs = {a for a in cmd.argv[1:] if a.startswith('--')}
-    readonly = ('l' in flags) if base == 'unzip' else base not in ('zip', '7z', 'unrar') and (set(flags) & set('clt') or longs & {'--stdout', '--to-stdout', '--list', '--test'})
-    _check_args(cmd, st)
-    if not readonly: st.ask(cmd, f"{base} creates, replaces or extracts files")
-    for k, a in enumerate(cmd.argv[1:], 1):
-        if a == '-d' and base in ('unzip',) and k + 1 < len(cmd.argv): _judge_write(cmd.argv[k + 1], True, cmd.text, st, "unzip extracts into")
-
-@_handles('tee')
-def _tee(cmd:Command, st:_State, base:str):
-    "tee writes its file operands (process substitutions are fine)."
-    wrote = False
-    for k, a in enumerate(cmd.argv[1:], 1):
-        if a.startswith('-') and a != '-': continue
-        if not cmd.static[k] and cmd.raw[k].startswith(('>(', '<(')): continue
-        _judge_write(a, cmd.static[k], cmd.text, st, "tee writes"); wrote = True
-
-# %% ../nbs/21_shell_gate.ipynb #29f5fa6b
-_UPLOAD_FLAGS = ('-d', '--data', '--data-binary', '--data-raw', '--data-urlencode', '--data-ascii', '--json', '-F', '--form', '--form-string')
-
-@_handles('curl')
-def _curl(cmd:Command, st:_State, base:str):
-    "curl asks (network); uploading a local file denies; writing into system paths denies."
-    argv = cmd.argv
-    st.ask(cmd, "curl talks to the network")
-    for k, a in enumerate(argv[1:], 1):
-        nxt = argv[k + 1] if k + 1 < len(argv) else ''
-        key, eq, val = a.partition('=') if a.startswith('--') else (a[:2], '', a[2:])
-        val = val if (eq or (val and not a.startswith('--'))) else nxt
-        if key in ('-T', '--upload-file'): return st.deny(cmd, f"uploads the local file {val} to a URL")
-        if key in _UPLOAD_FLAGS and (val.startswith('@') or (key in ('-F', '--form') and re.search(r'=[@<]', val))):
-            return st.deny(cmd, f"uploads the local file {val.lstrip('@').split('=')[-1].lstrip('@<')} to a URL")
-        if key in ('-o', '--output', '--output-dir', '--create-dirs', '-c', '--cookie-jar', '-D', '--dump-header', '--trace', '--trace-ascii', '--stderr'):
-            if val and val != '-': _judge_write(val, True, cmd.text, st, "curl writes")
-        if key in ('-K', '--config'): st.ask(cmd, "curl reads options from a file")
-    _check_args(cmd, st)
-
-@_handles('wget', 'wget2')
-def _wget(cmd:Command, st:_State, base:str):
-    "wget asks (network); `--post-file` denies; downloads into system paths deny."
-    argv = cmd.argv
-    st.ask(cmd, "wget talks to the network")
-    for k, a in enumerate(argv[1:], 1):
-        nxt = argv[k + 1] if k + 1 < len(argv) else ''
-        key, eq, val = a.partition('=') if a.startswith('--') else (a[:2], '', a[2:])
-        val = val if (eq or (val and not a.startswith('--'))) else nxt
-        if key in ('--post-file', '--body-file'): return st.deny(cmd, f"uploads the local file {val} to a URL")
-        if key in ('-O', '--output-document', '-P', '--directory-prefix', '-o', '--output-file', '-a', '--append-output'):
-            if val and val != '-': _judge_write(val, True, cmd.text, st, "wget writes")
-        if key in ('-e', '--execute', '-i', '--input-file', '--config'): st.ask(cmd, "wget reads commands or URLs from elsewhere")
-    _check_args(cmd, st)
-
-_NETWORK = frozenset('''ssh scp sftp rsync ftp tftp telnet ping ping6 traceroute tracepath dig nslookup host whois mtr nmap
-aria2c http https xh lynx links w3m mosh nsupdate ldapsearch smbclient mail mailx sendmail mutt openssl gh'''.split())
-
-@_handles(*_NETWORK)
-def _network(cmd:Command, st:_State, base:str):
-    "Other network tools ask; copying to or from a remote host is outward."
-    st.ask(cmd, f"`{base}` talks to the network"); _check_args(cmd, st)
-    if base in ('scp', 'rsync') and len(cmd.argv) > 2 and ':' not in cmd.argv[-1]: _judge_write(cmd.argv[-1], cmd.static[-1], cmd.text, st, f"{base} writes")
-
-@_handles('nc', 'ncat', 'netcat', 'socat', 'pwncat')
-def _netcat(cmd:Command, st:_State, base:str):
-    "netcat and socat: a shell bound to a socket (`-e`, `EXEC:`) or data fed into one is hostile; otherwise ask."
-    argv = cmd.argv
-    if any(a in ('-e', '-c', '--exec', '--sh-exec', '--lua-exec') or a.upper().startswith(('EXEC:', 'SYSTEM:')) for a in argv[1:]):
-        return st.deny(cmd, f"`{base}` binds a program to a network socket")
-    if cmd.upstream or cmd.stdin_text: return st.deny(cmd, f"pipes data into `{base}`, a raw network connection")
-    st.ask(cmd, f"`{base}` opens a raw network connection"); _check_args(cmd, st)
-
-# %% ../nbs/21_shell_gate.ipynb #eb53fc3e
-_WIDE = re.compile(r'^(?:\.{1,2}/?|\./?\*|\*|\.\*|/\*|~/?\*?|\$HOME/?\*?)$')
-
-@_handles('rm', 'rmdir', 'unlink', 'shred', 'srm', 'trash', 'trash-put')
-def _rm(cmd:Command, st:_State, base:str):
-    "Deleting asks; deleting `/`, `~`, `.`, `*`, the workspace or anything in a system directory denies."
-    operands = [(k, a) for k, a in enumerate(cmd.argv[1:], 1) if not a.startswith('-') or a == '-' or cmd.argv[k - 1:k] == ['--']]
-    recursive = any(re.match(r'^-[a-zA-Z]*[rR]', a) or a == '--recursive' for a in cmd.argv[1:])
-    for k, a in operands:
-        if not cmd.static[k] and not a: st.ask(cmd, f"deletes {cmd.raw[k]}, a path only known at run time"); continue
-        place = _place(a, st.ws)
-        if _WIDE.match(a) or place in ('root', 'ancestor') or (recursive and place in ('home',) and a.rstrip('/*') in ('~', '$HOME')):
-            st.deny(cmd, f"deletes {a}: everything in it")
-        elif place in ('system', 'dotfile') or (place == 'workspace' and posixpath.normpath(posixpath.join(st.ws, a)) == st.ws):
-            st.deny(cmd, f"deletes {a} ({_PLACE_WHY.get(place, 'the workspace itself')})")
-        elif base == 'shred' and a.startswith('/dev/'): st.deny(cmd, f"shreds the device {a}")
-        elif _sensitive(a) == 'deny': st.deny(cmd, f"deletes {a}, a credential or account file")
-    st.ask(cmd, f"`{base}` deletes files")
-
-@_handles('cp', 'mv', 'ln', 'install', 'rsync-local', 'link')
-def _copy(cmd:Command, st:_State, base:str):
-    "cp/mv/ln/install write their destination (and mv removes its sources): system paths and dotfiles deny."
-    argv = cmd.argv
-    target_dir = next((argv[k + 1] for k, a in enumerate(argv[1:], 1) if a in ('-t', '--target-directory') and k + 1 < len(argv)), None)
-    target_dir = target_dir or next((a.split('=', 1)[1] for a in argv[1:] if a.startswith('--target-directory=')), None)
-    operands = [k for k, a in enumerate(argv[1:], 1) if not a.startswith('-') and argv[k - 1] not in ('-t', '--target-directory', '-S', '--suffix', '-m', '--mode', '-o', '--owner', '-g', '--group')]
-    dest = target_dir if target_dir is not None else (argv[operands[-1]] if len(operands) > 1 else None)
-    sources = [argv[k] for k in (operands if target_dir is not None else operands[:-1])]
-    if dest is not None: _judge_write(dest, True, cmd.text, st, f"{base} writes")
-    for s in sources:
-        lvl = _sensitive(s)
-        if lvl: st.flag(lvl, cmd, f"copies {s}, which may hold credentials or account data")
-        if base == 'mv' and _place(s, st.ws) in ('system', 'root', 'dotfile', 'ancestor'): st.deny(cmd, f"moves {s} away from a system or configuration location")
-    st.ask(cmd, f"`{base}` creates or changes files")
-
-@_handles('mkdir', 'touch', 'truncate', 'mktemp', 'mkfifo', 'dos2unix', 'unix2dos', 'patch', 'split', 'csplit', 'chattr', 'setfacl', 'fallocate')
-def _local_write(cmd:Command, st:_State, base:str):
-    "Tools that create or change the files they are given: ask; system paths and dotfiles deny."
-    for k, a in enumerate(cmd.argv[1:], 1):
-        if (a.startswith('-') and a != '-') or (k > 1 and cmd.argv[k - 1] in ('-s', '--size', '-m', '--mode', '-p', '-i', '-o', '-b', '-l', '-n', '-t', '-r', '--reference', '-d')): continue
-        if base in ('split', 'csplit') and (a.startswith('--filter') or cmd.argv[k - 1] == '--filter'): st.ask(cmd, f"{base} --filter runs a shell command")
-        if base == 'chattr' or (a.startswith(('/', '~', '$HOME')) or '..' in a): _judge_write(a, cmd.static[k], cmd.text, st, f"{base} changes")
-    _check_args(cmd, st)
-    st.ask(cmd, f"`{base}` creates or changes files")
-
-# %% ../nbs/21_shell_gate.ipynb #0be68678
-def _open_mode(mode:str) -> bool:
-    "Does a chmod mode make files writable by others, or setuid/setgid?"
-    if re.fullmatch(r'[0-7]{1,5}', mode): return bool(int(mode, 8) & 0o6002)
-    for clause in mode.split(','):
-        m = re.fullmatch(r'([ugoa]*)([-+=])([rwxXst]*)', clause)
-        if m and m.group(2) in '+=' and ('s' in m.group(3) or ('w' in m.group(3) and re.search('[ao]', m.group(1)))): return True
-    return False
-
-@_handles('chmod', 'chown', 'chgrp')
-def _chmod(cmd:Command, st:_State, base:str):
-    "Changing modes or owners asks; world-writable or setuid modes and system targets deny."
-    operands = [a for a in cmd.argv[1:] if not a.startswith('-') or re.match(r'^-[rwxXst]+$', a)]
-    recursive = any(a in ('-R', '--recursive') or re.match(r'^-[a-zA-Z]*R', a) for a in cmd.argv[1:])
-    if base == 'chmod' and operands:
-        mode = operands[0]
-        if _open_mode(mode): st.deny(cmd, f"chmod {mode} makes files world-writable or setuid")
-    for a in operands[1:]:
-        place = _place(a, st.ws)
-        if place in ('system', 'root', 'dotfile', 'ancestor') or (recursive and _WIDE.match(a)):
-            st.deny(cmd, f"{base} changes {a} ({_PLACE_WHY.get(place, 'everything below it')})")
-    st.ask(cmd, f"`{base}` changes permissions or ownership")
-
-# %% ../nbs/21_shell_gate.ipynb #661b0540
-_DAEMONS = re.compile(r'\b(?:sshd|systemd\S*|init|dockerd|containerd|kubelet|cron|crond|rsyslogd|syslogd|journald|dbus\S*|NetworkManager|auditd|polkitd|udevd|getty|agetty|login|Xorg|gdm|lightdm|sddm|nginx|apache2|httpd|mysqld|mariadbd|postgres|mongod|redis-server|memcached|php-fpm|named|dnsmasq|chronyd|ntpd|cupsd|avahi-daemon|bluetoothd|wpa_supplicant|etcd|kube-\w+|launchd|kernel_task|kthreadd|snapd|firewalld|ufw|iptables)\b')
-_DISK_TOOLS = frozenset('mkfs mke2fs mkswap wipefs fdisk sfdisk gdisk cfdisk parted blkdiscard hdparm badblocks cryptsetup lvremove vgremove pvremove zpool'.split())
-
-@_handles(*_DISK_TOOLS, pattern=r'^mkfs\.')
-def _disk(cmd:Command, st:_State, base:str):
-    "Formatting and partitioning tools wipe disks."
-    if base in ('fdisk', 'sfdisk', 'parted', 'gdisk') and any(a in ('-l', '--list', 'print') for a in cmd.argv[1:]): return st.ask(cmd, f"`{base}` reads the partition table")
-    st.deny(cmd, f"`{base}` formats, partitions or wipes a disk")
-
-@_handles('dd')
-def _dd(cmd:Command, st:_State, base:str):
-    "dd: `of=` a device or system file denies, `if=` a secret denies, otherwise ask."
-    for a in cmd.argv[1:]:
-        key, _, val = a.partition('=')
-        if key == 'of' and val not in _HARMLESS_SINKS:
-            if val.startswith('/dev/'): return st.deny(cmd, f"dd writes raw data onto the device {val}")
-            _judge_write(val, True, cmd.text, st, "dd writes")
-        if key == 'if' and _sensitive(val): st.flag(_sensitive(val), cmd, f"dd reads {val}")
-    st.ask(cmd, "dd copies raw data")
-
-@_handles('kill', 'pkill', 'killall', 'skill', 'slay')
-def _kill(cmd:Command, st:_State, base:str):
-    "Killing asks; killing init, every process or a system daemon denies."
-    targets = [(a, k) for k, a in enumerate(cmd.argv[1:], 1) if not a.startswith('-') or re.fullmatch(r'-\d+', a) and k > 1 and cmd.argv[k - 1] in ('-s', '-n')]
-    for a, k in targets:
-        if base == 'kill' and a in ('1', '-1'): return st.deny(cmd, "kills init or every process")
-        if _DAEMONS.search(a if cmd.static[k] else cmd.raw[k]): return st.deny(cmd, f"kills a system daemon ({a or cmd.raw[k]})")
-        if not cmd.static[k] and (m := _DAEMONS.search(st.source)):
-            return st.deny(cmd, f"kills processes picked at run time by a script that looks for the system daemon {m.group(0)}")
-    if base == 'kill' and '-1' in cmd.argv[1:] and any(x in cmd.argv for x in ('-9', '-KILL', '-s')): return st.deny(cmd, "kills every process")
-    st.ask(cmd, f"`{base}` stops processes")
-
-_POWER = frozenset('shutdown reboot halt poweroff telinit'.split())
-@_handles(*_POWER)
-def _power(cmd:Command, st:_State, base:str):
-    "Shutting the machine down is not an agent's call."
-    st.deny(cmd, f"`{base}` stops or restarts the machine")
-
-@_handles('systemctl', 'service', 'launchctl', 'crontab', 'at', 'batch', 'useradd', 'userdel', 'usermod', 'passwd', 'chpasswd', 'visudo', 'groupadd', 'iptables', 'nft', 'ufw', 'mount', 'umount', 'modprobe', 'insmod', 'rmmod', 'sysctl', 'chroot', 'setcap', 'apt', 'apt-get', 'dpkg', 'yum', 'dnf', 'pacman', 'snap', 'brew')
-def _admin(cmd:Command, st:_State, base:str):
-    "System administration asks; editing users, sudoers or the crontab of root is not routine."
-    if base in ('crontab',) and any(a in ('-r',) for a in cmd.argv[1:]): return st.deny(cmd, "crontab -r deletes every scheduled job")
-    if base in ('userdel', 'visudo', 'chpasswd') : return st.deny(cmd, f"`{base}` changes accounts or sudo rights")
-    st.ask(cmd, f"`{base}` changes the system configuration"); _check_args(cmd, st)
-
-@_handles('history', 'printenv', 'set', 'declare', 'typeset', 'export', 'compgen', 'fc')
-def _shell_state(cmd:Command, st:_State, base:str):
-    "Printing the environment or history may expose secrets; `set -e`-style option changes are harmless (`set -k` is not)."
-    if base == 'set' and any(a[:1] in '-+' and a[1:2] != '-' and 'k' in a[1:] or a == 'keyword' for a in cmd.argv[1:]):
-        return st.ask(cmd, "`set -k` makes every NAME=value word an assignment, so `ls LD_PRELOAD=…` would set a hook")
-    if base == 'set' and len(cmd.argv) > 1 and all(a[:1] in '-+' or a in ('pipefail', 'errexit', 'nounset', 'xtrace') for a in cmd.argv[1:]): return
-    st.ask(cmd, f"`{base}` prints or changes shell state, which may expose secrets")
-
-# %% ../nbs/21_shell_gate.ipynb #f17745dd
-_KNOWN_NAMES = _READONLY | _SHELLS | _DOWNLOADERS | _NETWORK | _DISK_TOOLS | _POWER | frozenset('''cd ls rm cp mv sudo su git cat echo
-printf test eval exec source alias unalias export set unset command builtin type which kill trap read wait exit return
-python python3 perl ruby node npm pip pip3 make chmod chown mkdir touch find xargs sed awk grep tar ssh curl wget
-let mapfile readarray getopts unset trap complete compgen bind enable'''.split())
-
-# %% ../nbs/21_shell_gate.ipynb #1e5738ba
+# %% ../nbs/21_shell_gate.ipynb #6f1e0d53
 _RESOLVED = {}
+
+# %% ../nbs/21_shell_gate.ipynb #e232b8c7
 def _resolve_workspace(workspace) -> str|None:
-    "The workspace as an absolute path string (cached; `/` counts as none)."
+    "The fast path of `resolve_workspace`: the same answer, remembered for up to 64 workspaces."
     if workspace is None: return None
     ws = _RESOLVED.get(workspace)
     if ws is None:
@@ -1159,6 +705,7 @@ def _resolve_workspace(workspace) -> str|None:
         ws = _RESOLVED[workspace] = str(Path(workspace).expanduser().resolve())
     return None if ws == '/' else ws
 
+# %% ../nbs/21_shell_gate.ipynb #80e205f4
 def analyse(command:str, workspace=None) -> ShellAnalysis:
     "Parse `command` with the bash grammar and judge every command in it; never runs anything."
     ws = _resolve_workspace(workspace)
@@ -1196,344 +743,3 @@ def shell_gate(action:Action, ctx:Context|None=None) -> Verdict|None:
     agent = getattr(ctx, 'agent', None) if ctx is not None else None
     workspace = getattr(agent, 'workspace', None) if agent is not None else None
     return shell_verdict(command, workspace if workspace is not None else config.workspace())
-
-# %% ../nbs/21_shell_gate.ipynb #91f4c00f
-_ARITH_INERT = re.compile(r'''
-    (?: \s++                                  # blanks and newlines
-      | 0[xX][0-9A-Fa-f]++                    # a hexadecimal number
-      | [0-9]++ (?: \# [0-9A-Za-z@_]++ )?      # a decimal or octal number, or base#digits (bases above 10 use letters, @ and _)
-      | [-+*/%<>=!&|^~?:,()]                  # operators and parentheses
-      | \$[#?$!] | \$\{[#?$!]\}               # $#, $?, $$, $!: always a number
-      | \$\{\#[A-Za-z_][A-Za-z0-9_]*+(?:\[[@*]\])?\}   # ${#name}, ${#arr[@]}: a length or a count, always a number
-    )*+''', re.X)                             # possessive: a long run of digits or blanks cannot backtrack
-
-def _inert_arith(text:str) -> bool:
-    "Is `text` arithmetic that cannot run code: numbers and operators, no names, quotes or expansions?"
-    return _ARITH_INERT.fullmatch(text) is not None
-
-# %% ../nbs/21_shell_gate.ipynb #b4c7c567
-_NAME_OPERAND = re.compile(r'''
-    (?P<name>[A-Za-z_][A-Za-z0-9_]*)          # a variable name
-    (?: \[ (?P<index>[^\]]*) \] )?            # perhaps with a subscript, which bash evaluates as arithmetic
-    ''', re.X)
-
-def _bind(name:str, text:str, st:_State):
-    "The script assigns `name`: a hook such as PATH or PS4 is judged like an assignment, and the name counts as set by the script."
-    _check_var(name, text, st); st.bound.add(name)
-
-def _findings_of(script:str, st:_State):
-    "Analyse `script` as a second reading of text already walked: keep its findings, not its commands."
-    inner = _State(st.ws); inner.bound, inner.nesting, inner.source, inner.payloads = set(st.bound), st.nesting, st.source, st.payloads
-    _analyse_into(script, inner)
-    st.findings.extend(inner.findings); st.parsed = st.parsed and inner.parsed
-
-def _as_double_quoted(text:str, st:_State):
-    "Judge the expansions in `text` as bash expands a double-quoted string."
-    if re.search(r'[$`]', text): _findings_of(': "' + text.replace('"', "'") + '"', st)
-
-_PAYLOAD = re.compile(r'\$[({]|`')
-
-def _payload(value:str, st:_State):
-    "A value bash is about to evaluate that visibly holds `$(…)`: judge that code too, so a hostile payload is denied, not merely held."
-    if _PAYLOAD.search(value) and value not in st.payloads: st.payloads.add(value); _as_double_quoted(value, st)
-
-def _payloads(text:str, st:_State):
-    "The same for every name in `text` whose value the script assigned literally (`x='a[$(rm -rf ~)]'; echo $((x))`)."
-    for name in dict.fromkeys(re.findall(r'[A-Za-z_][A-Za-z0-9_]*', text)): _payload(st.vars.get(name) or '', st)
-
-def _name_operand(value:str, static:bool, text:str, st:_State, assigns:bool=True):
-    "A word bash takes as a variable name (`read NAME`, `printf -v NAME`, `unset NAME`, `-v NAME`): a plain name or a literal subscript is inert."
-    _payload(value, st)
-    m = _NAME_OPERAND.fullmatch(value) if static else None
-    if m is None:
-        return st.ask(text, f"bash takes `{value or '…'}` as a variable name and evaluates a subscript in it, which can run code")
-    if m['index'] is not None and m['index'] not in ('@', '*') and not _inert_arith(m['index']):
-        st.ask(text, f"bash evaluates the subscript of {value} as arithmetic, and a name in it can run code")
-    if assigns: _bind(m['name'], text, st)
-
-def _arith_operand(value:str, static:bool, raw:str, text:str, st:_State):
-    "A word bash evaluates as arithmetic (`let`, `[[ a -lt b ]]`): literal numbers pass, names and expansions ask."
-    if (static and _inert_arith(value)) or _inert_arith(raw.strip('"')): return
-    st.ask(text, f"bash evaluates `{raw}` as arithmetic, and a value such as `a[$(…)]` in it runs a command")
-    _payload(value, st); _payloads(raw, st)
-
-# %% ../nbs/21_shell_gate.ipynb #5b57c4e0
-def _arith_text(n) -> str|None:
-    "The text between `$((`, `$[` or `((` and the closing `))` or `]` of an arithmetic node; None if the tokens are missing."
-    kids = n.children
-    start = next((c for c in kids if c.type in ('$((', '$[', '((')), None)
-    end = next((c for c in reversed(kids) if c.type in ('))', ']')), None)
-    if start is None or end is None or end.start_byte < start.end_byte: return None
-    return n.text[start.end_byte - n.start_byte:end.start_byte - n.start_byte].decode('utf-8', 'replace')
-
-@_evaluates('arithmetic_expansion', 'compound_statement', 'c_style_for_statement', 'command_substitution')
-def _arith_node(n, st:_State):
-    "`$((…))`, `$[…]`, `((…))`, `for ((…;…;…))`: literal arithmetic passes, anything else asks."
-    t, text = n.type, n.text.decode('utf-8', 'replace')
-    if t == 'compound_statement' and (not n.children or n.children[0].type != '(('): return   # `{ …; }`
-    if t == 'command_substitution':                       # the grammar reads a heredoc's `$((x))` as `$( (x) )`; bash does arithmetic
-        if not text.startswith('$(('): return
-        inner = text[3:-2] if text.endswith('))') else text[3:]
-    else: inner = _arith_text(n)
-    if t == 'c_style_for_statement':
-        text = f"for (({inner}))"
-        if inner is not None: inner = inner.replace(';', ' ')
-    if inner is None or not _inert_arith(inner):
-        _payloads(inner or '', st)
-        return st.ask(text, "arithmetic with a name or an expansion in it: bash evaluates a variable's value, and `a[$(…)]` in it runs a command")
-    if t == 'arithmetic_expansion' or (t == 'command_substitution' and text.endswith('))')): return 'literal'
-
-@_evaluates('subscript')
-def _subscript_node(n, st:_State):
-    "`a[i]` in an expansion or an assignment: an indexed array's subscript is arithmetic."
-    kids = n.children
-    start = next((c for c in kids if c.type == '['), None)
-    end = next((c for c in reversed(kids) if c.type == ']'), None)
-    inner = n.text[start.end_byte - n.start_byte:end.start_byte - n.start_byte].decode('utf-8', 'replace') if start and end else None
-    if inner is None or (inner.strip() not in ('@', '*') and not _inert_arith(inner)):
-        st.ask(n.text.decode('utf-8', 'replace'), "the array subscript is evaluated as arithmetic, and a name or expansion in it can run code")
-        _payloads(inner or '', st)
-
-_ARRAY_KEY = re.compile(r'''\[ (?P<index>[^\]]*) \] \+?= ''', re.X)
-
-@_evaluates('array')
-def _array_node(n, st:_State):
-    "`(… [i]=v …)`: the subscripts of a compound assignment are arithmetic too."
-    where = _short(n.text.decode('utf-8', 'replace'))
-    for c in n.named_children:
-        t = c.text.decode('utf-8', 'replace')
-        if not t.startswith('[') or ']' not in t: continue
-        m = _ARRAY_KEY.match(t)
-        if m is None or not _inert_arith(m['index']):
-            st.ask(where, f"the subscript in `{_short(t, 40)}` is evaluated as arithmetic, and a name or expansion in it can run code")
-
-# %% ../nbs/21_shell_gate.ipynb #0195d21a
-_ARITH_OPENING = re.compile(r'''\$ (?P<open> \(\( | \[ )''', re.X)
-
-def _closing(text:str, i:int, opener:str, closer:str, depth:int) -> int|None:
-    "The index just past the bracket that closes `depth` open ones, scanning from i; None if it never closes."
-    for j in range(i, len(text)):
-        if text[j] == opener: depth += 1
-        elif text[j] == closer:
-            depth -= 1
-            if depth == 0: return j + 1
-    return None
-
-def _arith_net(text:str, st:_State):
-    "A net under the grammar: every `$((…))` and `$[…]` in the raw text, wherever the grammar put it, must be literal arithmetic."
-    for m in _ARITH_OPENING.finditer(text):
-        paren = m['open'] == '(('
-        end = _closing(text, m.end(), '(' if paren else '[', ')' if paren else ']', 2 if paren else 1)
-        inner = None if end is None or (paren and text[end - 2:end] != '))') else text[m.end():end - (2 if paren else 1)]
-        if inner is None or not _inert_arith(inner):
-            return st.ask(text[m.start():m.start() + 60], "arithmetic with a name or an expansion in it (found in the raw text): bash evaluates a variable's value, and `a[$(…)]` in it runs a command")
-
-def _heredoc_expansions(redirect, body, st:_State):
-    "An unquoted heredoc body is expanded like a double-quoted string; the grammar leaves some (`<<-`) unparsed, so parse it as one."
-    start = next((c for c in redirect.children if c.type == 'heredoc_start'), None)
-    if start is not None and not re.search(rb'''['"\\]''', start.text): _as_double_quoted(body.text.decode('utf-8', 'replace'), st)
-
-@_evaluates('regex')
-def _regex_node(n, st:_State):
-    "The pattern of `${x//pat/rep}` and `[[ x =~ pat ]]` is one leaf to the grammar, but bash expands what is in it."
-    _as_double_quoted(n.text.decode('utf-8', 'replace'), st)
-
-# %% ../nbs/21_shell_gate.ipynb #b972d68d
-def _secret_name(name:str, st:_State) -> bool:
-    "Would expanding `name` read what is likely a secret from the environment? Upper-case names always; others unless the script set them first."
-    return bool(name) and SECRET_NAME.search(name) is not None and (name.upper() == name or name not in st.bound)
-
-@_evaluates('simple_expansion')
-def _simple_expansion_node(n, st:_State):
-    "`$NAME`: nothing is evaluated, but a secret-looking environment variable must not reach the output unattended."
-    name = next((c.text.decode('utf-8', 'replace') for c in n.named_children if c.type == 'variable_name'), '')
-    if _secret_name(name, st): st.ask(n.text.decode('utf-8', 'replace'), f"expands ${name}, whose name looks like a secret: the sandbox clears it, an unconfined run would not")
-
-@_evaluates('expansion')
-def _expansion_node(n, st:_State):
-    "`${…}`: indirection, `@P`, substring offsets and name listings evaluate or reveal; `${X:=…}` assigns X. Forms not understood ask."
-    text, base = n.text, n.start_byte
-    where = text.decode('utf-8', 'replace')
-    name_node = next((c for c in n.named_children if c.type in ('variable_name', 'subscript', 'special_variable_name')), None)
-    if name_node is None:                                # ${#}, ${!}, ${!#}: special parameters
-        if re.fullmatch(rb'\$\{(?:[#!?$-]|!\#)\}', text) is None: st.ask(where, "an expansion the gate does not understand")
-        return
-    prefix = text[2:name_node.start_byte - base].decode('utf-8', 'replace').strip()
-    rest = text[name_node.end_byte - base:-1].decode('utf-8', 'replace')
-    name_text = name_node.text.decode('utf-8', 'replace')
-    name = name_text.split('[', 1)[0]
-    keys = name_node.type == 'subscript' and name_text[len(name):].strip() in ('[@]', '[*]')
-    if prefix == '!':
-        if rest in ('@', '*'): st.ask(where, "lists the names of variables, which may name secrets")
-        elif not (keys and rest == ''): st.ask(where, "indirection: bash takes the value as a variable name and evaluates a subscript in it"); _payloads(name, st)
-    elif prefix not in ('', '#'): st.ask(where, "an expansion the gate does not understand")
-    if rest.startswith(':') and rest[1:2] not in ('-', '=', '+', '?') and not _inert_arith(rest[1:]):
-        st.ask(where, "a substring offset or length is arithmetic, and a name or expansion in it can run code"); _payloads(rest, st)
-    if rest.startswith('@') and 'P' in rest[1:]: st.ask(where, "`@P` expands the value as a prompt string, which runs `$(…)` in it"); _payloads(name, st)
-    if rest.startswith((':=', '=')) and prefix == '': _check_var(name, where, st)   # assigns only when unset: not counted as set
-    if "'" in rest: _as_double_quoted(rest, st)          # inside "…", `'` in `${x:-'…'}` does not quote: bash expands what it holds
-    if _secret_name(name, st): st.ask(where, f"expands {name}, whose name looks like a secret: the sandbox clears it, an unconfined run would not")
-
-# %% ../nbs/21_shell_gate.ipynb #088a38fa
-_EVAL_BUILTINS = {  # builtin: (options that take a value, {option: what its value is}, what the operands are, in order, the last repeating)
-    'let':       ('',            {},                 ('arith',)),
-    'read':      ('adinNptu',    {'a': 'name'},      ('name',)),
-    'mapfile':   ('CcdnOsu',     {'C': 'code'},      ('name',)),
-    'readarray': ('CcdnOsu',     {'C': 'code'},      ('name',)),
-    'printf':    ('v',           {'v': 'name'},      ('value',)),
-    'wait':      ('p',           {'p': 'name'},      ('value',)),
-    'getopts':   ('',            {},                 ('value', 'name', 'value')),
-    'unset':     ('',            {},                 ('lookup',)),
-    'trap':      ('',            {},                 ('code', 'value')),
-    'complete':  ('ACFGoPSWX',   {'C': 'code'},      ('value',)),
-    'compgen':   ('ACFGoPSWXV',  {'C': 'code', 'V': 'name'}, ('value',)),
-    'bind':      ('mqurfx',      {'x': 'binding'},   ('value',)),
-    'enable':    ('f',           {'f': 'library'},   ('value',)),
-}
-_QUOTED = re.compile(r'''"(?:[^"\\]|\\.)*"''', re.S)                  # one double-quoted string: never split
-_SAFE_START = re.compile(r'''["']?(?: [A-Za-z0-9_./%,:=@+] | \$[#?$!] )''', re.X)
-
-# %% ../nbs/21_shell_gate.ipynb #2be483e4
-def _eval_word(kind:str, value:str, static:bool, raw:str, where:str, st:_State, base:str):
-    "Judge one word of an evaluating builtin (`where`: the command, shortened) by what bash does with it."
-    if kind in ('name', 'lookup'): _name_operand(value, static, where, st, assigns=kind == 'name')
-    elif kind == 'arith': _arith_operand(value, static, raw, where, st)
-    elif kind in ('code', 'binding'):
-        st.ask(where, f"`{base}` runs shell code given as a string")
-        if static: _analyse_into(value.partition(':')[2] if kind == 'binding' else value, st)
-    elif kind == 'library': st.deny(where, f"`{base} -f` loads a shared library into the shell")
-
-@_evaluates(commands=[*_EVAL_BUILTINS, 'test', '['])
-def _eval_builtin(cmd:Command, st:_State, base:str):
-    "The words of a builtin that takes variable names, arithmetic or code (`_EVAL_BUILTINS`); `test` and `[` have their own rule."
-    where = _short(cmd.text)
-    if base in ('test', '['):
-        return _test_args(list(zip(cmd.argv, cmd.static, cmd.raw))[1:len(cmd.argv) - (base == '[' and cmd.argv[-1:] == [']'])], where, st)
-    valued, option_kinds, operand_kinds = _EVAL_BUILTINS[base]
-    argv, i = cmd.argv, 1
-    while i < len(argv):
-        a = argv[i]
-        if not cmd.static[i]:
-            if not _SAFE_START.match(cmd.raw[i]): return st.ask(where, f"`{cmd.raw[i]}` is only known at run time and may become an option such as `-v NAME`")
-            break
-        if a == '--': i += 1; break
-        if not a.startswith('-') or a == '-': break
-        i += 1
-        for k, letter in enumerate(a[1:], 1):
-            if letter not in valued: continue
-            j = None if a[k + 1:] else i
-            value, static, raw = (a[k + 1:], True, a[k + 1:]) if j is None else (argv[j], cmd.static[j], cmd.raw[j]) if j < len(argv) else ('', True, '')
-            _eval_word(option_kinds.get(letter, 'value'), value, static, raw, where, st, base)
-            if j is not None: i += 1
-            break
-    for j in range(i, len(argv)):
-        kinds = operand_kinds[min(j - i, len(operand_kinds) - 1):]
-        if not cmd.static[j] and not _QUOTED.fullmatch(cmd.raw[j]) and not _inert_arith(cmd.raw[j]) and set(kinds) != {'value'}:
-            st.ask(where, f"`{cmd.raw[j]}` may split into several words and shift which word bash takes as a name"); continue
-        _eval_word(kinds[0], argv[j], cmd.static[j], cmd.raw[j], where, st, base)
-
-# %% ../nbs/21_shell_gate.ipynb #6bd13176
-def _visit_unset(n, st:_State, depth:int):
-    "`unset NAME…` (a node of its own in the grammar) is judged like any command."
-    words = n.named_children
-    argv, static, raw = ['unset'], [True], ['unset']
-    for w in words:
-        v, s = _word(w, st); argv.append(v); static.append(s); raw.append(v if s else w.text.decode('utf-8', 'replace'))
-    cmd = Command(argv, static, n.text.decode('utf-8', 'replace'), (), None, raw)
-    st.commands.append(cmd); _judge(cmd, st)
-    for w in words:
-        if w.type not in _LEAVES: _walk(w, st, depth + 1)
-
-@_evaluates('for_statement')
-def _for_node(n, st:_State):
-    "`for NAME in …` and `select NAME in …` assign NAME."
-    v = n.child_by_field_name('variable')
-    if v is not None: _bind(v.text.decode('utf-8', 'replace'), n.text.decode('utf-8', 'replace').split(';')[0], st)
-
-# %% ../nbs/21_shell_gate.ipynb #8ac2ba6a
-_ARITH_TESTS = frozenset('-eq -ne -lt -le -gt -ge'.split())
-_TEST_UNARY = frozenset('-a -b -c -d -e -f -g -h -k -p -r -s -t -u -w -x -G -L -N -O -S -z -n -o -v -R !'.split())
-_TEST_BINARY = frozenset('= == != < > =~ -eq -ne -lt -le -gt -ge -nt -ot -ef -a -o'.split())
-
-def _test_args(words:list, text:str, st:_State):
-    "`test`/`[` with (value, static, raw) words: `-v NAME` evaluates a subscript; a run-time word may split or be read as `-v`."
-    n = len(words)
-    for k, (v, s, raw) in enumerate(words):
-        if s:
-            if v == '-v' and k + 1 < n: _name_operand(words[k + 1][0], words[k + 1][1], text, st, assigns=False)
-            continue
-        if not _QUOTED.fullmatch(raw) and not _inert_arith(raw): st.ask(text, f"`{raw}` may split into several words, and `-v a[$(…)]` among them runs code")
-        elif n > 1 and not (k > 0 and words[k - 1][1] and words[k - 1][0] in _TEST_UNARY | _TEST_BINARY) \
-                and not (k + 1 < n and words[k + 1][1] and words[k + 1][0] in _TEST_BINARY):
-            st.ask(text, f"`{raw}` is only known at run time and may be read as an operator such as `-v`")
-
-@_evaluates('test_command')
-def _test_node(n, st:_State):
-    "`[[ … ]]`: arithmetic comparisons evaluate both operands and `-v` evaluates a subscript; `[ … ]` goes through `_test_args`."
-    text = _short(n.text.decode('utf-8', 'replace'))
-    if not (n.children and n.children[0].type == '[['):
-        words, stack = [], list(reversed(n.children[1:-1]))
-        while stack:
-            e = stack.pop()
-            if e.type in ('binary_expression', 'unary_expression', 'parenthesized_expression'): stack.extend(reversed(e.children)); continue
-            t = e.text.decode('utf-8', 'replace')
-            words.append((t, True, t) if e.type == 'test_operator' or not e.is_named else (*_word(e, st), t))
-        return _test_args(words, text, st)
-    stack = [n]
-    while stack:
-        e = stack.pop()
-        ops = [c.text.decode() for c in e.children if c.type == 'test_operator']
-        if e.type == 'binary_expression' and set(ops) & _ARITH_TESTS:
-            for c in e.named_children:
-                if c.type != 'test_operator': _arith_operand(*_word(c, st), c.text.decode('utf-8', 'replace'), text, st)
-        elif e.type == 'unary_expression' and ops == ['-v'] and e.named_children:
-            _name_operand(*_word(e.named_children[-1], st), text, st, assigns=False)
-        if e.type in ('test_command', 'binary_expression', 'unary_expression', 'parenthesized_expression'): stack.extend(e.children)
-
-# %% ../nbs/21_shell_gate.ipynb #5a335b3f
-_DECLARE_FLAGS = {  # attribute letters of declare/typeset/local/export/readonly the gate cares about
-    'i': "gives the integer attribute: every later assignment is evaluated as arithmetic, and a name in it can run code",
-    'n': "makes a name reference: its value is used as a variable name, and a subscript in it is evaluated on every use",
-    'p': "prints variables with their values, which may include secrets",
-}
-
-def _declaration(n, st:_State):
-    "`declare`, `typeset`, `local`, `export`, `readonly`: attributes and values that make bash evaluate, and dumps of every variable."
-    keyword = n.children[0].type if n.children else 'declare'
-    text = _short(n.text.decode('utf-8', 'replace'))
-    flags, operands = '', 0
-    for c in n.named_children:
-        if c.type == 'variable_assignment':
-            operands += 1; value = c.child_by_field_name('value')
-            v, s = _word(value, st) if value is not None and value.type != 'array' else ('', True)
-            if (not s or v.startswith('(')) and (keyword in ('declare', 'typeset', 'local') or set(flags) & set('aA')):
-                st.ask(text, f"`{keyword}` re-parses a value `(…)` as an array assignment when the name is an array, and expands and evaluates what it contains"); _payload(v, st)
-            continue
-        v, s = _word(c, st)
-        if not s: operands += 1; st.ask(text, f"`{keyword}` with a word only known at run time: bash may read it as options, an assignment or an array"); continue
-        if v[:1] in '-+' and len(v) > 1 and '=' not in v: flags += v[1:]; continue
-        operands += 1
-        name, eq, value = v.partition('=')
-        _name_operand(name.removesuffix('+'), True, text, st)
-        if eq and value.startswith('('): st.ask(text, f"`{keyword}` parses `{_short(v, 40)}` as a compound assignment and expands its words"); _payload(value, st)
-    for letter in sorted(set(flags) & set(_DECLARE_FLAGS)): st.ask(text, _DECLARE_FLAGS[letter])
-    if set(flags) & set('inaA'):                         # the values of integers, namerefs and arrays are evaluated
-        for c in n.named_children:
-            if c.type == 'variable_assignment' and (value := c.child_by_field_name('value')) is not None: _payload(_word(value, st)[0], st)
-    if not operands and (not flags or set(flags) - set('fF')): st.ask(text, "prints variables and their values, which may include secrets")
-
-# %% ../nbs/21_shell_gate.ipynb #eeed52c4
-_ENV_READERS = {  # command: (what in one of its words makes it print environment variables, options whose value is skipped)
-    'ps':   (re.compile(r'^[A-Za-z]*e[A-Za-z]*$'), frozenset('-o -O -p -q -u -U -g -G -C -t -s -k --format --pid --user --group --sort'.split())),
-    'jq':   (re.compile(r'\benv\b|\$ENV\b'), frozenset()),
-    **{awk: (re.compile(r'\bENVIRON\b'), frozenset()) for awk in ('awk', 'gawk', 'mawk', 'nawk', 'busybox-awk')},
-    **{grep: (re.compile(r'^(?:/|/proc|/home|/root|~|\$HOME)/?$'), frozenset('-e -f --regexp --file'.split())) for grep in ('grep', 'egrep', 'fgrep', 'rg')},
-}
-
-@_evaluates(commands=_ENV_READERS)
-def _env_reader(cmd:Command, st:_State, base:str):
-    "`ps e`, `jq env`, `awk ENVIRON`, `grep -r KEY /proc`: read-only tools that print environments ask (`env`, `printenv`, `set` ask anyway)."
-    pattern, valued = _ENV_READERS[base]
-    for k, a in enumerate(cmd.argv[1:], 1):
-        if cmd.argv[k - 1] not in valued and pattern.search(a):
-            return st.ask(cmd, f"`{base}` can print environment variables (its own or other processes'), which hold secrets when the sandbox is unavailable")
