@@ -431,17 +431,19 @@ def approval_command(agent, store:ApprovalStore, signal:Signal) -> Action:
         if getattr(e, 'feedback', None) is not None: follow(e.feedback)
         return reply(e.message)
 
-# %% ../nbs/32_approvals.ipynb #7ec87f69
+# %% ../nbs/32_approvals.ipynb #098d6f5b
 REFUSED_PRIORITY = 87   # just below the authority gate
+_refusing = threading.Lock()   # refusals are carried out in the daemon's turn threads, several sessions at once
 
 def refuse(agent, record:dict):
     "Remember that the owner denied `record`'s action in its session (the `owner-refusals` gate enforces it)."
     refused = getattr(agent, 'refused', None)
     if refused is None: return
     now = time.time()
-    for key in [k for k, (_, until) in refused.items() if until <= now]: del refused[key]
     until = (record.get('decided') or now) + record['expires'] - record['created']   # a token's lifetime, from the decision
-    refused[(record['meta'].get('session') or 'default', record['digest'])] = (record['token'], until)
+    with _refusing:   # sweeping while another thread adds would raise, or drop the refusal it just added
+        for key in [k for k, (_, end) in refused.items() if end <= now]: del refused[key]
+        refused[(record['meta'].get('session') or 'default', record['digest'])] = (record['token'], until)
 
 def refusals_gate(action:Action, ctx:Context):
     "Deny an action the owner refused in this session."

@@ -1,0 +1,50 @@
+"""Issue 14: what the daemon's turn threads share. Each test stages one interleaving of two threads that the
+shipped code allowed, and fails on the code before its fix.
+
+Where the interleaving can be forced (a step of one thread placed between two steps of another), the test
+forces it, so it does not depend on the scheduler; where it cannot, many threads run with a tiny switch
+interval, which made the old code fail on every run tried."""
+import sys, threading, time
+from types import SimpleNamespace
+
+import pytest
+
+from passepartout import watch
+
+
+def in_another_thread(fn):
+    "Run `fn` to completion in another thread (a concurrent gate doing its work); re-raise what it raised."
+    failed = []
+    def run():
+        try: fn()
+        except BaseException as e: failed.append(e)
+    t = threading.Thread(target=run); t.start(); t.join()
+    if failed: raise failed[0]
+
+
+@pytest.fixture
+def tiny_switch_interval():
+    "Threads switch every microsecond: a race window of a few bytecodes is hit at once."
+    old = sys.getswitchinterval(); sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(old)
+
+
+# -- owner refusals (nbs/32_approvals.md) ------------------------------------------------------------------
+
+def test_refusals_carried_out_in_two_sessions_at_once(tiny_switch_interval):
+    "`refuse` swept the dictionary while another turn thread added to it: 'dictionary changed size during iteration', refusal lost."
+    from passepartout.approvals import refuse
+    agent = SimpleNamespace(refused={(f's{i}', f'd{i}'): ('t', time.time() + 3600) for i in range(20000)})
+    errors = []
+    def carry_out_refusals(n):
+        for i in range(200):
+            record = {'meta': {'session': f'w{n}'}, 'digest': f'x{n}-{i}', 'token': f't{n}-{i}', 'expires': 600, 'created': 0,
+                      'decided': time.time()}
+            try: refuse(agent, record)
+            except Exception as e: errors.append(repr(e))
+    threads = [threading.Thread(target=carry_out_refusals, args=(n,)) for n in range(4)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    assert errors == [], errors[:3]
+    assert all((f'w{n}', f'x{n}-{i}') in agent.refused for n in range(4) for i in range(200))
