@@ -48,3 +48,30 @@ def test_refusals_carried_out_in_two_sessions_at_once(tiny_switch_interval):
     for t in threads: t.join()
     assert errors == [], errors[:3]
     assert all((f'w{n}', f'x{n}-{i}') in agent.refused for n in range(4) for i in range(200))
+
+
+# -- the vault's redaction patterns (nbs/22_vault.md) -------------------------------------------------------
+
+def test_a_secret_added_while_another_thread_redacts_is_redacted(tmp_path):
+    """Thread A loads the old secrets; thread B loads the new file (clearing the patterns); A then builds and keeps
+    patterns for the OLD secrets, which B (and every later caller) took for current: the new secret stayed in clear."""
+    from passepartout.vault import Vault, redact
+    path, key = tmp_path / 'vault.enc', tmp_path / 'vault.key'
+    Vault(path, key).add('OLD', 'old-secret-1234')
+    vault = Vault(path, key)
+    assert redact('x old-secret-1234', vault) == 'x {{vault:OLD}}'
+    real_load, a_loaded = vault._load, threading.Event()
+    def load_in_a():   # thread A (this one) is preempted right after loading
+        secrets = real_load()
+        if not a_loaded.is_set():
+            a_loaded.set()
+            Vault(path, key).add('NEW', 'new-secret-5678')     # `passepartout vault add` in another process
+            def thread_b():                                   # another turn thread loads the new file, then waits for A
+                b_secrets = real_load()
+                assert 'NEW' in b_secrets
+            in_another_thread(thread_b)
+        return secrets
+    vault._load = load_in_a
+    vault._redactor()                                         # A: builds patterns from what it loaded
+    del vault._load
+    assert redact('y new-secret-5678', vault) == 'y {{vault:NEW}}'
