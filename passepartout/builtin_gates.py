@@ -324,7 +324,7 @@ def _check_rule(i:int, d) -> dict:
     if 'args' in d and not isinstance(d['args'], dict): raise PermissionsError(f"{where}: `args` must be a table")
     return d
 
-# %% ../nbs/20_builtin_gates.ipynb #7b19e2d5
+# %% ../nbs/20_builtin_gates.ipynb #f18db35a
 _rules_cache = {}   # path: (watch generation or None, file stamp or None when missing, rules, watcher's change count)
 
 def _stamp(path:str) -> tuple|None:
@@ -351,9 +351,10 @@ def load_rules(path:Path) -> list:
         if hit[0] is not None and (hit[3] == changes or hit[0] == watch.generation(path, poll=False)): return hit[2]   # nothing happened there since
         if hit[0] is None and hit[1] == _stamp(path): return hit[2]               # not watchable: ask the file
     generation = watch.watch(path)   # before reading: from now on, any change moves the generation
+    seen = watch.changes(poll=False) if generation is not None else None   # and the count: counted later, in another thread, are changes we may not have read
     stamp = _stamp(path)
     rules = [] if stamp is None else hit[2] if generation is None and hit is not None and hit[1] == stamp else _parse_rules(path)
-    _rules_cache[path] = (generation, stamp, rules, watch.changes(poll=False) if generation is not None else None)
+    _rules_cache[path] = (generation, stamp, rules, seen)
     return rules
 
 # %% ../nbs/20_builtin_gates.ipynb #5848b596

@@ -75,3 +75,24 @@ def test_a_secret_added_while_another_thread_redacts_is_redacted(tmp_path):
     vault._redactor()                                         # A: builds patterns from what it loaded
     del vault._load
     assert redact('y new-secret-5678', vault) == 'y {{vault:NEW}}'
+
+
+# -- the permission rules and the pinned home (nbs/20_builtin_gates.md) -------------------------------------
+
+def test_permission_rules_written_while_another_thread_counts_events(tmp_path, monkeypatch):
+    """`load_rules` read the file, then recorded the watcher's change count. A turn thread that took in the event of
+    a write made during the read raised that count first, so the old rules were kept for good (a deny rule ignored)."""
+    from passepartout import builtin_gates as bg
+    rules = tmp_path / 'permissions.toml'
+    rules.write_text('[[rule]]\ntool = "read_file"\ndecision = "allow"\n')
+    real_parse, once = bg._parse_rules, []
+    def parse_then_race(path):
+        parsed = real_parse(path)
+        if not once:
+            once.append(1)
+            with open(rules, 'a') as f: f.write('[[rule]]\ntool = "read_file"\ndecision = "deny"\n')   # `approve --always` elsewhere
+            in_another_thread(watch.changes)          # a concurrent gate takes in (and counts) that write's events
+        return parsed
+    monkeypatch.setattr(bg, '_parse_rules', parse_then_race)
+    assert [r.decision for r in bg.load_rules(rules)] == ['allow']
+    assert [r.decision for r in bg.load_rules(rules)] == ['allow', 'deny']
