@@ -906,18 +906,19 @@ def pin_home() -> list:
         _pins.clear(); _pins[key] = pins
     return pins
 
-# %% ../nbs/20_builtin_gates.ipynb #0e6cf58f
+# %% ../nbs/20_builtin_gates.ipynb #1ce26e68
 def home_problem() -> str|None:
     "Why the agent's config, data or state directory is no longer the one it started with, or None."
     pins, changes = pin_home(), watch.changes()
     if changes is not None and _quiet[0] is pins and _quiet[1] == changes: return None   # nothing watched changed anywhere
     for i, (path, what, identity, generation) in enumerate(pins):
         if generation is not None and watch.generation(path, poll=False) == generation: continue   # nothing happened near it
+        fresh = watch.watch(path, file=False) if generation is not None else None   # watch first, then look
         if _identity(path) != identity:
             return (f"the agent's {what} {path} is no longer the directory it started with (moved, removed or replaced, perhaps by "
                     "renaming a directory above it): every tool call is refused; put it back, or restart the agent after checking who changed it")
-        if generation is not None: pins[i] = (path, what, identity, watch.watch(path, file=False))
-    if all(generation is not None for *_, generation in pins): _quiet[:] = pins, watch.changes(poll=False)
+        if generation is not None: pins[i] = (path, what, identity, fresh)
+    if all(generation is not None for *_, generation in pins): _quiet[:] = pins, changes   # the count before looking
     return None
 
 # %% ../nbs/20_builtin_gates.ipynb #5b5e8740

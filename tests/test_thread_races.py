@@ -4,7 +4,7 @@ shipped code allowed, and fails on the code before its fix.
 Where the interleaving can be forced (a step of one thread placed between two steps of another), the test
 forces it, so it does not depend on the scheduler; where it cannot, many threads run with a tiny switch
 interval, which made the old code fail on every run tried."""
-import sys, threading, time
+import os, sys, threading, time
 from types import SimpleNamespace
 
 import pytest
@@ -96,3 +96,27 @@ def test_permission_rules_written_while_another_thread_counts_events(tmp_path, m
     monkeypatch.setattr(bg, '_parse_rules', parse_then_race)
     assert [r.decision for r in bg.load_rules(rules)] == ['allow']
     assert [r.decision for r in bg.load_rules(rules)] == ['allow', 'deny']
+
+
+def test_a_data_directory_swapped_while_the_pins_are_checked(tmp_path, monkeypatch):
+    """`home_problem` looked at a directory, then watched it again and recorded the change count. A swap made just
+    after the look, whose events another turn thread took in first, was then part of the new generation and of the
+    count: the swapped directory passed for the pinned one from then on (self-protection defeated)."""
+    from passepartout import builtin_gates as bg, config
+    home = tmp_path / 'home'
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(home))
+    data = str(config.ensure_dirs().data)
+    assert bg.home_problem() is None
+    (home / 'noise').write_text('x')                # something changed next to the pinned directories: they are looked at
+    real_identity, once = bg._identity, []
+    def look_then_race(path):
+        seen = real_identity(path)
+        if path == data and not once:
+            once.append(1)
+            os.rename(data, data + '-old'); os.mkdir(data)    # the data directory is swapped just after the look
+            in_another_thread(watch.changes)                  # a concurrent gate takes in (and counts) the swap's events
+        return seen
+    monkeypatch.setattr(bg, '_identity', look_then_race)
+    bg.home_problem()                                 # the swap came after this check's look: it may pass this once
+    monkeypatch.setattr(bg, '_identity', real_identity)
+    assert 'no longer the directory it started with' in (bg.home_problem() or '')
