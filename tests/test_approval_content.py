@@ -313,8 +313,8 @@ def test_a_daemon_refuses_a_changed_script_whichever_way_the_approval_comes(home
         write(ws, 'build.sh', 'echo pwned again > pwned.txt\n')
         subprocess.run([sys.executable, '-c', f"from passepartout.approvals import ApprovalStore; ApprovalStore({str(db)!r}).approve({token!r})"],
                        check=True, timeout=60)
-        assert wait_for(lambda: ApprovalStore(db).get(token)['state'] == 'used', 10)
-        assert wait_for(lambda: 'not run: build.sh changed' in agent.transcript('work')[-1]['content'], 10), agent.transcript('work')[-1]
+        assert wait_for(lambda: ApprovalStore(db).get(token)['state'] == 'used')
+        assert wait_for(lambda: 'not run: build.sh changed' in agent.transcript('work')[-1]['content']), agent.transcript('work')[-1]
         assert ran == [] and not (ws / 'pwned.txt').exists()
         assert client_send('hello', session='other', state_dir=state)['reply'] == 'ok'     # the daemon keeps serving
 
