@@ -53,11 +53,14 @@ class SessionModel:
 
 @pytest.fixture
 def shipped(tmp_path, monkeypatch):
-    "A temp PASSEPARTOUT_HOME and workspace; each client has a file and a directory holding its own marker."
+    "A temp PASSEPARTOUT_HOME (a secret in the vault: redaction does its whole work) and workspace; each client has a file and a directory holding its own marker."
     home, workspace = tmp_path / 'home', tmp_path / 'workspace'
     workspace.mkdir()
     monkeypatch.setenv('PASSEPARTOUT_HOME', str(home))
     monkeypatch.setenv('PASSEPARTOUT_WORKSPACE', str(workspace))
+    for name in ('PASSEPARTOUT_VAULT_KEY_FILE', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME', 'XDG_STATE_HOME'): monkeypatch.delenv(name, raising=False)
+    from passepartout.vault import Vault
+    Vault().add('API_KEY', 'sk-load-test-0123456789abcdef', ['api.example.com'])
     markers = {}
     for n in range(CLIENTS):
         markers[n] = f"marker-{n}-{secrets.token_hex(4)}"
@@ -119,3 +122,7 @@ def test_shipped_agent_under_100_clients(shipped, tmp_path):
           f"({CLIENTS * TURNS / elapsed:.0f} turns/s), problems {len(problems)}")
     assert problems == [], f"{len(problems)} problems, e.g. {problems[:5]}"
     assert status['replies'] == CLIENTS * TURNS
+    from passepartout.audit import AuditLog
+    log = AuditLog()                                  # every turn's events, written from all the worker threads: one intact chain
+    assert log.verify() == (True, [])
+    assert len(log.recent(CLIENTS * TURNS * 20, kind='message')) == CLIENTS * TURNS
