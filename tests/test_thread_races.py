@@ -120,3 +120,28 @@ def test_a_data_directory_swapped_while_the_pins_are_checked(tmp_path, monkeypat
     bg.home_problem()                                 # the swap came after this check's look: it may pass this once
     monkeypatch.setattr(bg, '_identity', real_identity)
     assert 'no longer the directory it started with' in (bg.home_problem() or '')
+
+
+# -- the sandbox probe (nbs/31_sandbox.md) ------------------------------------------------------------------
+
+def test_turn_threads_asking_together_share_one_sandbox_probe(monkeypatch):
+    """The first shell commands of the daemon's turn threads come together; each started its own bubblewrap probe
+    (on a loaded machine one of them timing out made every shell command ask for a minute)."""
+    from passepartout import sandbox
+    calls, all_in = [], threading.Event()
+    def probe():
+        calls.append(1)
+        if len(calls) == 8: all_in.set()
+        all_in.wait(0.5)                 # the old code: all eight threads are probing at once by now
+        return None
+    monkeypatch.setattr(sandbox, '_probe_sandbox', probe)
+    sandbox.sandbox_problem.cache_clear()
+    barrier, answers = threading.Barrier(8), []
+    def ask():
+        barrier.wait(); answers.append(sandbox.sandbox_problem())
+    try:
+        threads = [threading.Thread(target=ask) for _ in range(8)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+    finally: sandbox.sandbox_problem.cache_clear()   # the fake answer must not outlive the test
+    assert answers == [None] * 8 and len(calls) == 1, len(calls)
