@@ -37,16 +37,18 @@ def bash_parser():
         parser = _parsers.parser = Parser(Language(tree_sitter_bash.language()))
     return parser
 
-# %% ../nbs/21_shell_gate.ipynb #1921a332
+# %% ../nbs/21_shell_gate.ipynb #10a65c9d
 PARSE_CHUNK = 4096   # bytes handed to the parser per read: how often it comes back to check the time
 
 def parse_within(data:bytes, seconds:float=PARSE_SECONDS):
     "The syntax tree of `data` and whether the parse ran out of time (then the tree covers only what was read)."
-    deadline, late = time.monotonic() + seconds, []
+    deadline, late = [time.monotonic() + seconds], []
     def read(offset, point):
-        if time.monotonic() > deadline: late.append(offset); return b''   # end of input: the parser stops
+        if time.monotonic() > deadline[0]: late.append(offset); return b''   # end of input: the parser stops
         return data[offset:offset + PARSE_CHUNK]
-    return bash_parser().parse(read), bool(late)
+    tree = bash_parser().parse(read)
+    deadline[0] = float('inf')   # a node's `text` is read through `read` again, later: the deadline was the parse's only
+    return tree, bool(late)
 
 # %% ../nbs/21_shell_gate.ipynb #328923b7
 @dataclass(slots=True)

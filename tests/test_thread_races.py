@@ -4,7 +4,7 @@ shipped code allowed, and fails on the code before its fix.
 Where the interleaving can be forced (a step of one thread placed between two steps of another), the test
 forces it, so it does not depend on the scheduler; where it cannot, many threads run with a tiny switch
 interval, which made the old code fail on every run tried."""
-import os, sys, threading, time
+import os, subprocess, sys, threading, time
 from types import SimpleNamespace
 
 import pytest
@@ -145,3 +145,23 @@ def test_turn_threads_asking_together_share_one_sandbox_probe(monkeypatch):
         for t in threads: t.join()
     finally: sandbox.sandbox_problem.cache_clear()   # the fake answer must not outlive the test
     assert answers == [None] * 8 and len(calls) == 1, len(calls)
+
+
+# -- the shell gate's parse deadline (nbs/21_shell_gate.md) ---------------------------------------------------
+
+DEADLINE_THEN_TEXT = '''
+import resource, time
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))   # the old code's loop would take all the machine's memory
+from passepartout.shell_gate import parse_within
+tree, late = parse_within(b'echo hello world', seconds=0.05)
+time.sleep(0.2)                                               # the walk goes on past the parse's deadline
+print(late, tree.root_node.children[0].children[1].text.decode())
+'''
+
+
+def test_a_walk_that_outlives_the_parse_deadline_reads_the_command():
+    """tree-sitter reads a node's text through the parse's read callback again. Once the parse deadline had passed
+    the callback said 'end of input', and `Node.text` looped, growing without bound: under load, the analysis of a
+    long script (parsed just in time, walked after the deadline) took 17 GB before it was stopped."""
+    r = subprocess.run([sys.executable, '-c', DEADLINE_THEN_TEXT], capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stdout) == (0, 'False hello\n'), r.stderr[-500:]
