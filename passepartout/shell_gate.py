@@ -50,7 +50,7 @@ def parse_within(data:bytes, seconds:float=PARSE_SECONDS):
     deadline[0] = float('inf')   # a node's `text` is read through `read` again, later: the deadline was the parse's only
     return tree, bool(late)
 
-# %% ../nbs/21_shell_gate.ipynb #328923b7
+# %% ../nbs/21_shell_gate.ipynb #43ce11dc
 @dataclass(slots=True)
 class Finding:
     "One reason to hold or refuse a command."
@@ -73,6 +73,7 @@ class Command:
 class ShellAnalysis:
     "What `analyse` found: every simple command and every finding."
     command:str; commands:list; findings:list; parsed:bool=True
+    late:bool=False   # a parse was cut short at its deadline: `commands` may miss some
     @property
     def decision(self) -> str:
         return max((f.level for f in self.findings), key=_LEVEL.get, default='allow')
@@ -185,7 +186,7 @@ def _place(p:str, ws:str|None) -> str:
     if q in _SYSTEM or q.startswith(_SYSTEM_DIRS): return 'system'
     return 'outside'
 
-# %% ../nbs/21_shell_gate.ipynb #f7753ff8
+# %% ../nbs/21_shell_gate.ipynb #9f9517a1
 def _short(text:str, limit:int=80) -> str:
     t = ' '.join(text.split())
     return t if len(t) <= limit else t[:limit - 1] + '…'
@@ -195,19 +196,20 @@ class _State:
     def __init__(self, workspace:str|None):
         self.commands, self.findings, self.vars, self.functions, self.bound, self.payloads = [], [], {}, set(), set(), set()
         self.ws, self.nesting, self.parsed, self.current_function, self.source = workspace, 0, True, None, ''
+        self.late = False
     def flag(self, level:str, cmd, why:str):
         "Record a finding about `cmd` (a Command or source text)."
         self.findings.append(Finding(level, f"`{_short(cmd if isinstance(cmd, str) else cmd.text)}`: {why}"))
     def ask(self, cmd, why): self.flag('ask', cmd, why)
     def deny(self, cmd, why): self.flag('deny', cmd, why)
 
-# %% ../nbs/21_shell_gate.ipynb #ec83051d
+# %% ../nbs/21_shell_gate.ipynb #e7ac47ce
 def _analyse_into(text:str, st:_State, upstream:tuple=(), stdin_text:str|None=None):
     "Parse `text` as bash and walk it into `st` (used for the top level and for re-parsed scripts)."
     if st.nesting >= MAX_NESTING: return st.deny(text, f"scripts nested more than {MAX_NESTING} deep")
     data = text.encode('utf-8', 'surrogatepass')
     tree, late = parse_within(data)
-    if late: return st.ask(text, f"too complex to judge: parsing took longer than {PARSE_SECONDS} s")
+    if late: st.late = True; return st.ask(text, f"too complex to judge: parsing took longer than {PARSE_SECONDS} s")
     root = tree.root_node
     if root.has_error: st.parsed = False
     st.nesting += 1
@@ -1150,7 +1152,7 @@ printf test eval exec source alias unalias export set unset command builtin type
 python python3 perl ruby node npm pip pip3 make chmod chown mkdir touch find xargs sed awk grep tar ssh curl wget
 let mapfile readarray getopts unset trap complete compgen bind enable'''.split())
 
-# %% ../nbs/21_shell_gate.ipynb #1e5738ba
+# %% ../nbs/21_shell_gate.ipynb #26233954
 _RESOLVED = {}
 def _resolve_workspace(workspace) -> str|None:
     "The workspace as an absolute path string (cached; `/` counts as none)."
@@ -1177,7 +1179,7 @@ def analyse(command:str, workspace=None) -> ShellAnalysis:
         try: _analyse_into(command, st)
         except RecursionError: st.deny(command[:40], "the command nests too deeply to check")
         if not st.parsed: st.ask(command, "bash's grammar does not parse this cleanly, so it cannot be checked reliably")
-    return ShellAnalysis(command if isinstance(command, str) else repr(command), st.commands, st.findings, st.parsed)
+    return ShellAnalysis(command if isinstance(command, str) else repr(command), st.commands, st.findings, st.parsed, st.late)
 
 # %% ../nbs/21_shell_gate.ipynb #48fb9996
 def shell_verdict(command:str, workspace:Path|None=None) -> Verdict:
@@ -1213,7 +1215,7 @@ def _inert_arith(text:str) -> bool:
     "Is `text` arithmetic that cannot run code: numbers and operators, no names, quotes or expansions?"
     return _ARITH_INERT.fullmatch(text) is not None
 
-# %% ../nbs/21_shell_gate.ipynb #b4c7c567
+# %% ../nbs/21_shell_gate.ipynb #8eb3b9c1
 _NAME_OPERAND = re.compile(r'''
     (?P<name>[A-Za-z_][A-Za-z0-9_]*)          # a variable name
     (?: \[ (?P<index>[^\]]*) \] )?            # perhaps with a subscript, which bash evaluates as arithmetic
@@ -1227,7 +1229,7 @@ def _findings_of(script:str, st:_State):
     "Analyse `script` as a second reading of text already walked: keep its findings, not its commands."
     inner = _State(st.ws); inner.bound, inner.nesting, inner.source, inner.payloads = set(st.bound), st.nesting, st.source, st.payloads
     _analyse_into(script, inner)
-    st.findings.extend(inner.findings); st.parsed = st.parsed and inner.parsed
+    st.findings.extend(inner.findings); st.parsed, st.late = st.parsed and inner.parsed, st.late or inner.late
 
 def _as_double_quoted(text:str, st:_State):
     "Judge the expansions in `text` as bash expands a double-quoted string."

@@ -64,6 +64,14 @@ def ws(tmp_path, monkeypatch):
     return w
 
 
+@pytest.fixture(autouse=True)
+def parse_in_time(monkeypatch):
+    """What is bound is tested here, not the machine's speed: a loaded machine could cut a long script's parse
+    short at the shell gate's 0.25 s deadline (that case is refused, see the test below)."""
+    from passepartout import shell_gate
+    monkeypatch.setattr(shell_gate.parse_within, '__defaults__', (60.0,))
+
+
 def write(ws, name, text, mode=0o644):
     p = ws / name
     p.parent.mkdir(parents=True, exist_ok=True)
@@ -180,6 +188,21 @@ def test_a_changed_executed_file_refuses_the_release(home, ws, files, command, c
     with pytest.raises(ApprovalError, match=f"not run: {changed} changed after it was held"):
         resolve_approval(agent, ApprovalStore(), token)
     assert ran == [] and not (ws / 'pwned').exists()
+
+
+def test_a_script_whose_parse_was_cut_short_is_not_released(home, ws, monkeypatch):
+    "Past the parse deadline the binding is partial: the release is refused, not run on what was seen."
+    from passepartout import shell_gate
+    monkeypatch.setattr(shell_gate.parse_within, '__defaults__', (0.0,))   # every parse is cut short at once
+    files, command, changed, content = VARIANTS[[v[1] for v in VARIANTS].index('bash big.sh')]
+    for name, text in files.items(): write(ws, name, text, 0o755)
+    ran = []
+    agent = shell_agent(ws, ScriptedProvider([tool_call('shell', {'command': command})]), ran)
+    install_approvals(agent, ApprovalStore())
+    token = agent.send('go', session='work').pending[0]['token']
+    with pytest.raises(ApprovalError, match='not run: what it runs could not be worked out in time'):
+        resolve_approval(agent, ApprovalStore(), token)
+    assert ran == []
 
 
 def test_a_repointed_symlink_refuses_the_release(home, ws):
