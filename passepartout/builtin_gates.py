@@ -349,7 +349,7 @@ def _check_rule(i:int, d) -> dict:
     if 'args' in d and not isinstance(d['args'], dict): raise PermissionsError(f"{where}: `args` must be a table")
     return d
 
-# %% ../nbs/20_builtin_gates.ipynb #7b19e2d5
+# %% ../nbs/20_builtin_gates.ipynb #f18db35a
 _rules_cache = {}   # path: (watch generation or None, file stamp or None when missing, rules, watcher's change count)
 
 def _stamp(path:str) -> tuple|None:
@@ -376,9 +376,10 @@ def load_rules(path:Path) -> list:
         if hit[0] is not None and (hit[3] == changes or hit[0] == watch.generation(path, poll=False)): return hit[2]   # nothing happened there since
         if hit[0] is None and hit[1] == _stamp(path): return hit[2]               # not watchable: ask the file
     generation = watch.watch(path)   # before reading: from now on, any change moves the generation
+    seen = watch.changes(poll=False) if generation is not None else None   # and the count: counted later, in another thread, are changes we may not have read
     stamp = _stamp(path)
     rules = [] if stamp is None else hit[2] if generation is None and hit is not None and hit[1] == stamp else _parse_rules(path)
-    _rules_cache[path] = (generation, stamp, rules, watch.changes(poll=False) if generation is not None else None)
+    _rules_cache[path] = (generation, stamp, rules, seen)
     return rules
 
 # %% ../nbs/20_builtin_gates.ipynb #5848b596
@@ -988,18 +989,19 @@ def pin_home() -> list:
         _pins.clear(); _pins[key] = pins
     return pins
 
-# %% ../nbs/20_builtin_gates.ipynb #0e6cf58f
+# %% ../nbs/20_builtin_gates.ipynb #1ce26e68
 def home_problem() -> str|None:
     "Why the agent's config, data or state directory is no longer the one it started with, or None."
     pins, changes = pin_home(), watch.changes()
     if changes is not None and _quiet[0] is pins and _quiet[1] == changes: return None   # nothing watched changed anywhere
     for i, (path, what, identity, generation) in enumerate(pins):
         if generation is not None and watch.generation(path, poll=False) == generation: continue   # nothing happened near it
+        fresh = watch.watch(path, file=False) if generation is not None else None   # watch first, then look
         if _identity(path) != identity:
             return (f"the agent's {what} {path} is no longer the directory it started with (moved, removed or replaced, perhaps by "
                     "renaming a directory above it): every tool call is refused; put it back, or restart the agent after checking who changed it")
-        if generation is not None: pins[i] = (path, what, identity, watch.watch(path, file=False))
-    if all(generation is not None for *_, generation in pins): _quiet[:] = pins, watch.changes(poll=False)
+        if generation is not None: pins[i] = (path, what, identity, fresh)
+    if all(generation is not None for *_, generation in pins): _quiet[:] = pins, changes   # the count before looking
     return None
 
 # %% ../nbs/20_builtin_gates.ipynb #5b5e8740

@@ -268,7 +268,7 @@ def _shebang(text:str, b:_Binding, cwds:list) -> str:
     row = runner(argv[0]) if argv else None
     return row.lang if row is not None and row.script else 'data'
 
-# %% ../nbs/32a_executed_files.ipynb #4d372608
+# %% ../nbs/32a_executed_files.ipynb #2f58a7b8
 def _walk_line(b:_Binding, command:str, cwds:list, depth:int):
     "Bind what every command of the command line `command` runs, and every existing file it names."
     if len(command.encode('utf-8', 'replace')) > _CHUNK:   # the shell gate reads at most 64 KiB: a long script is read in pieces
@@ -277,6 +277,9 @@ def _walk_line(b:_Binding, command:str, cwds:list, depth:int):
     try: found = analyse(command, cwds[0] if cwds else None)
     except Exception as e: b.code.append(f"it cannot be parsed ({type(e).__name__})"); return
     if not found.parsed: b.code.append("it does not parse as bash")
+    if found.late:   # the parse was cut short: what it runs was not all seen, so the approval cannot vouch for it
+        why = "what it runs could not be worked out in time (parsing it was cut short)"
+        b.code.append(why); b.files.setdefault('!', why)
     for cmd in found.commands:
         argv = list(cmd.argv)
         if argv and argv[0] in ('cd', 'pushd') and len(argv) > 1: cwds = _more(cwds, [_join(c, argv[-1]) for c in cwds]); continue

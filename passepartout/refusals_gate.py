@@ -7,22 +7,25 @@ Docs: https://passepartout-agent.github.io/passepartout/refusals_gate.html.md"""
 # %% auto #0
 __all__ = ['REFUSED_PRIORITY', 'refuse', 'refusals_gate']
 
-# %% ../nbs/24_refusals_gate.ipynb #bf959b99
-import time
+# %% ../nbs/24_refusals_gate.ipynb #0322b72d
+import threading, time
 from .signals import Action, Context
 from .gates import deny as deny_verdict
 
-# %% ../nbs/24_refusals_gate.ipynb #7ec87f69
+# %% ../nbs/24_refusals_gate.ipynb #5f4d0a41
 REFUSED_PRIORITY = 87   # just below the authority gate
+
+_refusing = threading.Lock()   # refusals are carried out in the daemon's turn threads, several sessions at once
 
 def refuse(agent, record:dict):
     "Remember that the owner denied `record`'s action in its session (the `owner-refusals` gate enforces it)."
     refused = getattr(agent, 'refused', None)
     if refused is None: return
     now = time.time()
-    for key in [k for k, (_, until) in refused.items() if until <= now]: del refused[key]
     until = (record.get('decided') or now) + record['expires'] - record['created']   # a token's lifetime, from the decision
-    refused[(record['meta'].get('session') or 'default', record['digest'])] = (record['token'], until)
+    with _refusing:   # sweeping while another thread adds would raise, or drop the refusal it just added
+        for key in [k for k, (_, end) in refused.items() if end <= now]: del refused[key]
+        refused[(record['meta'].get('session') or 'default', record['digest'])] = (record['token'], until)
 
 def refusals_gate(action:Action, ctx:Context):
     "Deny an action the owner refused in this session."

@@ -13,8 +13,8 @@ __all__ = ['ENV_ALLOW', 'SANDBOX_PATH', 'SANDBOX_HOME', 'ETC_ALLOW', 'MASKED', '
            'command_budget', 'CommandLimits', 'limit_enforcement', 'limits_problem', 'run_sandboxed', 'run_unconfined',
            'sandbox_problem', 'sandbox_available']
 
-# %% ../nbs/31_sandbox.ipynb #40499e0f
-import os, re, json, stat, time, shlex, shutil, signal, struct, platform, itertools, selectors, subprocess, tempfile, functools
+# %% ../nbs/31_sandbox.ipynb #ea75af34
+import os, re, json, stat, time, shlex, shutil, signal, struct, platform, itertools, selectors, subprocess, tempfile, functools, threading
 from dataclasses import dataclass
 from pathlib import Path
 from . import config
@@ -830,7 +830,7 @@ def run_unconfined(command:str,              # shell command, run with `bash -c`
     return ShellResult(None if stop else code, _text(out['stdout']), stderr, stop == 'timeout', stop == 'overflow',
                        round(time.monotonic() - t0, 3), limits.note() or limit_note(None if stop else code, stderr), unconfined=True)
 
-# %% ../nbs/31_sandbox.ipynb #d04a658e
+# %% ../nbs/31_sandbox.ipynb #cdcc7b01
 def _probe_sandbox() -> str|None:
     "Run a trivial command in the sandbox: why it cannot be used, or None."
     if shutil.which('bwrap') is None: return "bubblewrap (bwrap) is not installed"
@@ -841,14 +841,19 @@ def _probe_sandbox() -> str|None:
     return None
 
 PROBE_RETRY_S = 60.0   # a failed probe is believed this long, then tried again
-_probed = {}           # 'answer': (problem or None, monotonic time of the probe)
+_probed, _probing = {}, threading.Lock()   # 'answer': (problem or None, monotonic time of the probe); one probe at a time
+
+def _believed() -> tuple|None:
+    hit = _probed.get('answer')
+    return hit if hit is not None and (hit[0] is None or time.monotonic() - hit[1] < PROBE_RETRY_S) else None
 
 def sandbox_problem() -> str|None:
     "Why shell commands cannot be sandboxed on this machine, or None when they can (a success is kept, a failure for a minute)."
-    hit = _probed.get('answer')
-    if hit is not None and (hit[0] is None or time.monotonic() - hit[1] < PROBE_RETRY_S): return hit[0]
-    answer = _probe_sandbox()
-    _probed['answer'] = (answer, time.monotonic())
+    if (hit := _believed()) is not None: return hit[0]
+    with _probing:   # the daemon's turn threads ask together: one probes, the others take its answer
+        if (hit := _believed()) is not None: return hit[0]
+        answer = _probe_sandbox()
+        _probed['answer'] = (answer, time.monotonic())
     return answer
 sandbox_problem.cache_clear = _probed.clear   # forget the answer (tests, `doctor --fix`)
 

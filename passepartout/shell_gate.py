@@ -42,14 +42,16 @@ def bash_parser():
 # %% ../nbs/21_shell_gate.ipynb #11514247
 PARSE_CHUNK = 4096   # bytes handed to the parser per read: how often it comes back to check the time
 
-# %% ../nbs/21_shell_gate.ipynb #575b954f
+# %% ../nbs/21_shell_gate.ipynb #b1cd477b
 def parse_within(data:bytes, seconds:float=PARSE_SECONDS):
     "The syntax tree of `data` and whether the parse ran out of time (then the tree covers only what was read)."
-    deadline, late = time.monotonic() + seconds, []
+    deadline, late = [time.monotonic() + seconds], []
     def read(offset, point):
-        if time.monotonic() > deadline: late.append(offset); return b''   # end of input: the parser stops
+        if time.monotonic() > deadline[0]: late.append(offset); return b''   # end of input: the parser stops
         return data[offset:offset + PARSE_CHUNK]
-    return bash_parser().parse(read), bool(late)
+    tree = bash_parser().parse(read)
+    deadline[0] = float('inf')   # a node's `text` is read through `read` again, later: the deadline was the parse's only
+    return tree, bool(late)
 
 # %% ../nbs/21_shell_gate.ipynb #8ddc65e7
 @dataclass(slots=True)
@@ -58,11 +60,12 @@ class Finding:
     level:str    # 'ask' or 'deny'
     reason:str   # human-readable, names the offending command
 
-# %% ../nbs/21_shell_gate.ipynb #e211c6b5
+# %% ../nbs/21_shell_gate.ipynb #68c64984
 @dataclass(slots=True)
 class ShellAnalysis:
     "What `analyse` found: every simple command and every finding."
     command:str; commands:list; findings:list; parsed:bool=True
+    late:bool=False   # a parse was cut short at its deadline: `commands` may miss some
     @property
     def decision(self) -> str:
         return max((f.level for f in self.findings), key=_LEVEL.get, default='allow')
@@ -131,12 +134,13 @@ def _short(text:str, limit:int=80) -> str:
     t = ' '.join(text.split())
     return t if len(t) <= limit else t[:limit - 1] + '…'
 
-# %% ../nbs/21_shell_gate.ipynb #a0898725
+# %% ../nbs/21_shell_gate.ipynb #70c32523
 class _State:
     "The mutable state of one analysis: what was found so far, and what the script assigned."
     def __init__(self, workspace:str|None):
         self.commands, self.findings, self.vars, self.functions, self.bound, self.payloads = [], [], {}, set(), set(), set()
         self.ws, self.nesting, self.parsed, self.current_function, self.source = workspace, 0, True, None, ''
+        self.late = False
     def flag(self, level:str, cmd, why:str):
         "Record a finding about `cmd` (a Command or source text)."
         self.findings.append(Finding(level, f"`{_short(cmd if isinstance(cmd, str) else cmd.text)}`: {why}"))
@@ -183,13 +187,13 @@ def _arith_net(text:str, st:_State):
         if inner is None or not _inert_arith(inner):
             return st.ask(text[m.start():m.start() + 60], "arithmetic with a name or an expansion in it (found in the raw text): bash evaluates a variable's value, and `a[$(…)]` in it runs a command")
 
-# %% ../nbs/21_shell_gate.ipynb #ec83051d
+# %% ../nbs/21_shell_gate.ipynb #e7ac47ce
 def _analyse_into(text:str, st:_State, upstream:tuple=(), stdin_text:str|None=None):
     "Parse `text` as bash and walk it into `st` (used for the top level and for re-parsed scripts)."
     if st.nesting >= MAX_NESTING: return st.deny(text, f"scripts nested more than {MAX_NESTING} deep")
     data = text.encode('utf-8', 'surrogatepass')
     tree, late = parse_within(data)
-    if late: return st.ask(text, f"too complex to judge: parsing took longer than {PARSE_SECONDS} s")
+    if late: st.late = True; return st.ask(text, f"too complex to judge: parsing took longer than {PARSE_SECONDS} s")
     root = tree.root_node
     if root.has_error: st.parsed = False
     st.nesting += 1
@@ -368,12 +372,12 @@ def _bind(name:str, text:str, st:_State):
     "The script assigns `name`: a hook such as PATH or PS4 is judged like an assignment, and the name counts as set by the script."
     check_var(name, text, st); st.bound.add(name)
 
-# %% ../nbs/21_shell_gate.ipynb #0aad9263
+# %% ../nbs/21_shell_gate.ipynb #a91ed9e4
 def _findings_of(script:str, st:_State):
     "Analyse `script` as a second reading of text already walked: keep its findings, not its commands."
     inner = _State(st.ws); inner.bound, inner.nesting, inner.source, inner.payloads = set(st.bound), st.nesting, st.source, st.payloads
     _analyse_into(script, inner)
-    st.findings.extend(inner.findings); st.parsed = st.parsed and inner.parsed
+    st.findings.extend(inner.findings); st.parsed, st.late = st.parsed and inner.parsed, st.late or inner.late
 
 # %% ../nbs/21_shell_gate.ipynb #c0dc8683
 def _as_double_quoted(text:str, st:_State):
@@ -705,7 +709,7 @@ def _resolve_workspace(workspace) -> str|None:
         ws = _RESOLVED[workspace] = str(Path(workspace).expanduser().resolve())
     return None if ws == '/' else ws
 
-# %% ../nbs/21_shell_gate.ipynb #80e205f4
+# %% ../nbs/21_shell_gate.ipynb #7208837a
 def analyse(command:str, workspace=None) -> ShellAnalysis:
     "Parse `command` with the bash grammar and judge every command in it; never runs anything."
     ws = _resolve_workspace(workspace)
@@ -722,7 +726,7 @@ def analyse(command:str, workspace=None) -> ShellAnalysis:
         try: _analyse_into(command, st)
         except RecursionError: st.deny(command[:40], "the command nests too deeply to check")
         if not st.parsed: st.ask(command, "bash's grammar does not parse this cleanly, so it cannot be checked reliably")
-    return ShellAnalysis(command if isinstance(command, str) else repr(command), st.commands, st.findings, st.parsed)
+    return ShellAnalysis(command if isinstance(command, str) else repr(command), st.commands, st.findings, st.parsed, st.late)
 
 # %% ../nbs/21_shell_gate.ipynb #48fb9996
 def shell_verdict(command:str, workspace:Path|None=None) -> Verdict:

@@ -391,18 +391,18 @@ def _replace(text:str, spans:list) -> str:
     if cur: out += [text[at:cur[0]], ''.join(cur[2])]; at = cur[1]
     return ''.join(out) + text[at:]
 
-# %% ../nbs/22_vault.ipynb #82f6407c
+# %% ../nbs/22_vault.ipynb #2fb223a4
 def _redactor(self:Vault) -> tuple:
     "The patterns for `redact`, cached until the vault changes: exact forms, squeezed needles, and whether any form is too short to squeeze."
-    secrets = self._load()
-    if self._pattern is None:
+    secrets, built = self._load(), self._pattern
+    if built is None or built[0] is not secrets:   # built for other secrets (another thread's older load): build anew
         by_form = {f.encode('utf-8', 'surrogatepass').lower(): handle(n) for n, val in sorted(secrets.items()) for f in _forms(val)}
         by_needle = {nd: handle(n) for n, val in sorted(secrets.items()) for nd in _spread_needles(val)}
         spread = re.compile(trie_pattern([n.decode('latin-1') for n in by_needle]).encode('latin-1')) if by_needle else None
         exact = re.compile(trie_pattern([f.decode('latin-1') for f in by_form]).encode('latin-1')) if by_form else None
         short = any(chance_bits(squeeze(f)) < SPREAD_MIN_BITS for f in by_form)
-        self._pattern = (exact, by_form, spread, by_needle, short)
-    return self._pattern
+        built = self._pattern = (secrets, (exact, by_form, spread, by_needle, short))
+    return built[1]
 
 Vault._redactor = _redactor
 

@@ -37,13 +37,13 @@ def daemon_in_thread(agent=None, **kw):
         await daemon.shutdown()
     thread = threading.Thread(target=lambda: loop.run_until_complete(main()), daemon=True)
     thread.start()
-    assert started.wait(30), "daemon did not start"
+    assert started.wait(120), "daemon did not start"
     if failed: raise failed[0]
     daemon.loop = loop
     try: yield daemon
     finally:
         loop.call_soon_threadsafe(daemon.stopping.set)
-        thread.join(30)
+        thread.join(120)
         loop.close()
 
 
@@ -123,10 +123,29 @@ def stop_daemon(proc, timeout=30):
     except subprocess.TimeoutExpired: proc.kill(); raise
 
 
-def wait_for(predicate, timeout=10.0):
-    "Poll `predicate` until it is true (True) or `timeout` seconds pass (False)."
-    deadline = time.time() + timeout
-    while time.time() < deadline:
+def wait_for(predicate, timeout=60.0):
+    """Poll `predicate` until it is true (True) or `timeout` seconds pass (False). The deadline is a hang detector,
+    not a speed test: generous, since it costs nothing when the condition comes true (machines here are loaded)."""
+    deadline = time.monotonic() + timeout
+    while True:
         if predicate(): return True
+        if time.monotonic() >= deadline: return False
         time.sleep(0.01)
-    return False
+
+
+def count_looks(daemon):
+    "Count the approval watcher's finished looks at the store in `daemon.looks` (it calls `daemon._decisions` once a look)."
+    if hasattr(daemon, 'looks'): return
+    daemon.looks, look = 0, daemon._decisions
+    def counted():
+        try: return look()
+        finally: daemon.looks += 1
+    daemon._decisions = counted
+
+
+def settled(daemon, looks=2, timeout=60.0) -> bool:
+    """Wait until the approval watcher has looked at the store `looks` more times from now, and every turn queued
+    by those looks has run: what 'nothing more happens' can be checked against, without a fixed sleep."""
+    count_looks(daemon)
+    target = daemon.looks + looks + 1   # the look under way now may have read the store before this call
+    return wait_for(lambda: daemon.looks >= target and not daemon.workers and not daemon.queues, timeout)

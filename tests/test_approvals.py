@@ -392,17 +392,16 @@ def test_approval_in_another_session_is_queued_on_the_held_session(home, tmp_pat
         agent.provider.script[:] = [saw()]
         turn = client_send(f'approve {token}', session='elsewhere')
         assert turn['replies'] == [f"Approved {token}: append(line='a') output: appended a"]
-        deadline = time.time() + 10
-        while time.time() < deadline and not agent.provider.requests[-1].signal.sensor == 'tool-output': time.sleep(0.02)
+        assert wait_for(lambda: agent.transcript('held')[-1] == {'role': 'assistant', 'content': 'model saw: approved by the owner: appended a'}), \
+            agent.transcript('held')[-1]                                       # the reply is noted after the model was asked
         cont = agent.provider.requests[-1]
         assert (cont.signal.session, cont.signal.payload['approval']) == ('held', token)
-        assert agent.transcript('held')[-1] == {'role': 'assistant', 'content': 'model saw: approved by the owner: appended a'}
 
 
 # -- decisions written to the store by another process, while a daemon runs or before it starts -----------------
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _daemon_support import approval_agent, start_approval_daemon, stop_daemon, daemon_in_thread, wait_for  # noqa: E402
+from _daemon_support import approval_agent, start_approval_daemon, stop_daemon, daemon_in_thread, wait_for, settled  # noqa: E402
 
 
 def in_process(code, **values):
@@ -420,7 +419,7 @@ APPROVE_ELSEWHERE = '''
 
 
 def test_a_store_approval_from_another_process_is_carried_out_by_the_running_daemon(home, tmp_path):
-    "No command reaches the daemon: another process writes the approval; the daemon runs it once, within 2 s, and the model goes on in its session."
+    "No command reaches the daemon: another process writes the approval; its watcher (a look every 0.5 s) runs it once, and the model goes on in its session."
     from passepartout.daemon import client_send
     journal, db = tmp_path / 'journal', tmp_path / 'approvals.db'
     agent = approval_agent(journal, db)
@@ -428,10 +427,8 @@ def test_a_store_approval_from_another_process_is_carried_out_by_the_running_dae
         assert daemon.approval_poll == 0.5
         token = client_send('add build/', session='work', state_dir=tmp_path / 'state')['pending'][0]['token']
         in_process(APPROVE_ELSEWHERE, db=str(db), verb='approve', token=token, extra='')
-        t0 = time.time()
         assert wait_for(lambda: journal.exists() and agent.transcript('work')[-1]['content'].startswith('model saw'))
-        assert time.time() - t0 <= 2.0
-        time.sleep(1.2)                                                         # two more looks: nothing runs again
+        assert settled(daemon)                                                 # two more looks: nothing runs again
         assert journal.read_text() == 'build/\n'
         cont = [r.signal for r in agent.provider.requests if r.signal.sensor == 'tool-output']
         assert [(s.session, s.depth, s.payload['approval']) for s in cont] == [('work', 1, token)]
@@ -446,17 +443,17 @@ def test_a_store_refusal_from_another_process_reaches_the_model_and_binds(home, 
     from passepartout.daemon import client_send
     journal, db = tmp_path / 'journal', tmp_path / 'approvals.db'
     agent = approval_agent(journal, db)
-    with daemon_in_thread(agent, state_dir=tmp_path / 'state'):
+    with daemon_in_thread(agent, state_dir=tmp_path / 'state') as daemon:
         token = client_send('add rm -rf cache/', session='work', state_dir=tmp_path / 'state')['pending'][0]['token']
         in_process(APPROVE_ELSEWHERE, db=str(db), verb='deny', token=token, extra=", 'keep the cache'")
-        assert wait_for(lambda: agent.transcript('work')[-1]['content'].startswith('model saw'), 3)
+        assert wait_for(lambda: agent.transcript('work')[-1]['content'].startswith('model saw'))
         assert agent.transcript('work')[-1]['content'] == ("model saw: refused by the owner (keep the cache): it did not run. "
                                                            "Do not propose it again; tell the user it was not done.")
         record = ApprovalStore(db).get(token)
         assert record['carried'] == 1 and agent.refused[('work', record['digest'])][0] == token
         turn = client_send('add rm -rf cache/', session='work', state_dir=tmp_path / 'state')   # the same action again: refused at once
         assert turn['pending'] == [] and turn['reply'] == f"owner-refusals: the owner refused this exact action (deny {token}): do not propose it again"
-        time.sleep(1.1)
+        assert settled(daemon)                                                 # more looks at the store:
         assert len([r for r in agent.provider.requests if r.signal.sensor == 'tool-error']) == 1   # told once
     assert not journal.exists()
 
@@ -479,10 +476,10 @@ def test_the_cli_writes_the_decision_when_the_daemon_does_not_answer(home, tmp_p
         from passepartout.audit import AuditLog
         recorded = AuditLog().recent(50, kind='approval-recorded')   # the owner's decision is in the audit log at once
         assert [e['data']['token'] for e in recorded] == [token], recorded
-        assert wait_for(lambda: agent.transcript('work')[-1]['content'] == 'model saw: approved by the owner: appended notes', 3)
+        assert wait_for(lambda: agent.transcript('work')[-1]['content'] == 'model saw: approved by the owner: appended notes')
         r = cli(home, tmp_path / 'cli-journal', 'deny', other, '--reason', 'enough')
         assert r.returncode == 0 and 'the daemon did not answer' in r.stdout, (r.stdout, r.stderr)
-        assert wait_for(lambda: agent.transcript('work')[-1]['content'].startswith('model saw: refused by the owner (enough)'), 3)
+        assert wait_for(lambda: agent.transcript('work')[-1]['content'].startswith('model saw: refused by the owner (enough)'))
         (state / 'daemon.token').write_text(daemon.token)
     assert journal.read_text() == 'notes\n' and not (tmp_path / 'cli-journal').exists()
 
@@ -512,19 +509,17 @@ def test_two_daemons_and_the_cli_race_for_approvals_made_elsewhere(home, tmp_pat
     try:
         code = textwrap.dedent(RACER).format(tests=os.path.dirname(__file__), journal=str(journal), db=str(db), tokens=tokens[::-1])
         racer = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(0.3)                                                         # the racer is waiting
-        approver = ApprovalStore(db)
+        approver = ApprovalStore(db)                                            # the racer may start late: any split is valid
         for t in tokens: approver.approve(t)
-        out, err = racer.communicate(timeout=60)
+        out, err = racer.communicate(timeout=120)
         assert racer.returncode == 0, err
         won_by_cli = json.loads(out)
-        assert wait_for(lambda: all(approver.get(t)['state'] == 'used' for t in tokens), 30), [approver.get(t)['state'] for t in tokens]
+        assert wait_for(lambda: all(approver.get(t)['state'] == 'used' for t in tokens)), [approver.get(t)['state'] for t in tokens]
         continued_lines = lambda: log.read_text().splitlines() if log.exists() else []   # no file when the CLI won every token
-        assert wait_for(lambda: len(continued_lines()) == len(tokens) - len(won_by_cli), 30), \
+        assert wait_for(lambda: len(continued_lines()) == len(tokens) - len(won_by_cli)), \
             (won_by_cli, continued_lines(), [e.read_text() for _, _, e in daemons])
-        time.sleep(0.3)
     finally:
-        codes = [stop_daemon(proc) for proc, _, _ in daemons]
+        codes = [stop_daemon(proc) for proc, _, _ in daemons]   # a graceful exit finishes every queued turn: the log below is final
     assert codes == [0, 0]
     assert sorted(journal.read_text().splitlines()) == sorted(f"line {i}" for i in range(30))   # each action ran exactly once
     continued = [line.split(' ', 3) for line in continued_lines()]
@@ -551,7 +546,7 @@ def test_refusals_survive_a_daemon_restart_and_decisions_wait_for_the_next_daemo
     assert not journal.exists()
     proc, state, errors = start_approval_daemon(tmp_path, 'd', journal, db, log)
     try:
-        assert wait_for(lambda: journal.exists() and len(log.read_text().splitlines()) == 3, 5)   # carried out at start
+        assert wait_for(lambda: journal.exists() and len(log.read_text().splitlines()) == 3)   # carried out at start
         assert journal.read_text() == 'approved while down\n'
         lines = [line.split(' ', 3)[1:] for line in log.read_text().splitlines()]
         assert lines[1:] == [['s', later_no, 'refused by the owner (not now): it did not run. Do not propose it again; tell the user it was not done.'],
@@ -570,7 +565,7 @@ def test_corrupted_and_altered_records_are_one_error_each_and_the_daemon_keeps_s
     from passepartout.daemon import client_send
     journal, db = tmp_path / 'journal', tmp_path / 'approvals.db'
     agent = approval_agent(journal, db)
-    with daemon_in_thread(agent, state_dir=tmp_path / 'state', approval_poll=0.05):
+    with daemon_in_thread(agent, state_dir=tmp_path / 'state', approval_poll=0.05) as daemon:
         altered = client_send('add safe', session='w', state_dir=tmp_path / 'state')['pending'][0]['token']
         broken = client_send('add also safe', session='w', state_dir=tmp_path / 'state')['pending'][0]['token']
         con = sqlite3.connect(db)
@@ -578,9 +573,9 @@ def test_corrupted_and_altered_records_are_one_error_each_and_the_daemon_keeps_s
                     (json.dumps(tool_call('append', {'line': 'evil'}).to_dict()), altered))
         con.execute("UPDATE approvals SET meta = '{not json', state = 'approved' WHERE token = ?", (broken,))
         con.commit()
-        assert wait_for(lambda: sum(1 for _, lvl, _ in agent.syslog.entries if lvl == 'ERROR') >= 2, 3)
+        assert wait_for(lambda: sum(1 for _, lvl, _ in agent.syslog.entries if lvl == 'ERROR') >= 2)
         for _ in range(5):                                                     # more changes, more looks: no new error
-            con.execute("UPDATE approvals SET note = note WHERE token = ?", (altered,)); con.commit(); time.sleep(0.1)
+            con.execute("UPDATE approvals SET note = note WHERE token = ?", (altered,)); con.commit(); assert settled(daemon, looks=1)
         con.close()
         errors = [msg for _, lvl, msg in agent.syslog.entries if lvl == 'ERROR']
         assert len(errors) == 2, errors
@@ -588,7 +583,7 @@ def test_corrupted_and_altered_records_are_one_error_each_and_the_daemon_keeps_s
         assert any(f"approval {broken}: its record is corrupted (JSONDecodeError" in e for e in errors)
         good = client_send('add fine', session='w', state_dir=tmp_path / 'state')['pending'][0]['token']   # still serving
         ApprovalStore(db).approve(good)
-        assert wait_for(lambda: journal.exists(), 3)
+        assert wait_for(lambda: journal.exists())
     assert journal.read_text() == 'fine\n'
     with pytest.raises(ApprovalError, match=f"approval {broken}: its record is corrupted"): ApprovalStore(db).approve(broken)
     t = approval_agent(journal, db).send('add z').pending[0]['token']

@@ -152,7 +152,7 @@ def test_concurrent_appends_keep_one_chain(tmp_path):
     ctx = multiprocessing.get_context('spawn')
     procs = [ctx.Process(target=_appender, args=(path, 60, w)) for w in range(3)]
     for p in procs: p.start()
-    for p in procs: p.join(60)
+    for p in procs: p.join(120)
     assert [p.exitcode for p in procs] == [0, 0, 0]
     log = AuditLog(path, vault=False)
     assert len(log) == 180 and log.verify() == (True, [])
@@ -312,7 +312,7 @@ def test_verify_while_others_append_never_fails_falsely(tmp_path, monkeypatch):
     checker = ctx.Process(target=_verifier, args=(path, str(tmp_path / 'home'), 40, out))
     for p in writers + [checker]: p.start()
     bad = out.get(timeout=120)
-    for p in writers + [checker]: p.join(60)
+    for p in writers + [checker]: p.join(120)
     assert bad == []
     log = AuditLog(path, vault=False)
     assert log.verify() == (True, []) and log.anchor == 'anchored by the checkpoint at #161'

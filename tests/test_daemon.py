@@ -1,5 +1,5 @@
 """The daemon for real: loopback TCP, handshake, sessions, signals, the command line as a subprocess."""
-import json, os, signal, socket, subprocess, sys, textwrap, threading, time
+import json, os, select, signal, socket, subprocess, sys, textwrap, threading, time
 from pathlib import Path
 
 import pytest
@@ -9,14 +9,14 @@ from passepartout.daemon import (Client, Daemon, client_send, client_status, dae
 from passepartout.errors import PassepartoutError, ProtocolError
 from passepartout.loop import Agent
 from passepartout.protocol import encode_frame, recv_frame, send_frame
-from _daemon_support import InstantModel, ScriptModel, daemon_in_thread, token_of
+from _daemon_support import InstantModel, ScriptModel, daemon_in_thread, token_of, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, '-c', 'from passepartout.cli import main; main()']
 
 
 def raw_connect(daemon):
-    return socket.create_connection(daemon.address, timeout=10)
+    return socket.create_connection(daemon.address, timeout=60)
 
 
 def test_loopback_only():
@@ -59,11 +59,11 @@ def test_wrong_token_rejected(tmp_path):
 
 
 def test_silent_unauthenticated_client_is_dropped(tmp_path):
-    with daemon_in_thread(state_dir=tmp_path, frame_timeout=0.3) as d:
+    with daemon_in_thread(state_dir=tmp_path, frame_timeout=0.3, handshake_timeout=0.3) as d:
         s = raw_connect(d)
-        t0 = time.time()
-        answer = recv_frame(s)
-        assert answer['payload']['sensor'] == 'protocol-error' and time.time() - t0 < 5
+        t0 = time.monotonic()
+        answer = recv_frame(s)                              # dropped at its deadline, long before the socket's 60 s
+        assert answer['payload']['sensor'] == 'protocol-error' and time.monotonic() - t0 < 30
         assert s.recv(1) == b''
 
 
@@ -89,7 +89,7 @@ def test_ordering_within_a_session(tmp_path):
 
 def test_concurrency_across_sessions(tmp_path):
     "Two sessions' turns run at the same time: each waits for the other at a barrier."
-    barrier = threading.Barrier(2, timeout=10)
+    barrier = threading.Barrier(2, timeout=120)   # a hang detector: each turn waits for the other one
     def behave(text, session):
         if text == 'meet': barrier.wait()
         return f"{session} met"
@@ -102,16 +102,16 @@ def test_concurrency_across_sessions(tmp_path):
 
 
 def test_slow_session_does_not_block_others(tmp_path):
-    release = threading.Event()
+    blocking, release = threading.Event(), threading.Event()
     def behave(text, session):
-        if text == 'block': release.wait(20)
+        if text == 'block': blocking.set(); release.wait(120)
         return text
     with daemon_in_thread(Agent(ScriptModel(behave)), state_dir=tmp_path) as d:
         slow = Client(tmp_path)
         send_frame(slow.sock, request('block', session='slow'))
-        t0 = time.time()
+        assert blocking.wait(60)                                  # the slow turn holds its thread from now on
         for i in range(20): assert client_send(str(i), session='fast', state_dir=tmp_path)['reply'] == str(i)
-        assert time.time() - t0 < 10
+        assert not select.select([slow.sock], [], [], 0)[0]      # served while the slow turn was still blocked
         release.set()
         assert recv_frame(slow.sock)['payload']['turn']['reply'] == 'block'
         slow.close()
@@ -186,7 +186,7 @@ def test_status(tmp_path):
 
 
 SERVER = textwrap.dedent('''
-    import asyncio, sys, time
+    import asyncio, os, sys, time
     from passepartout.daemon import Daemon
     from passepartout.loop import Agent
     from passepartout.reason import Proposal
@@ -196,7 +196,9 @@ SERVER = textwrap.dedent('''
         name = 'slow'
         def propose(self, request):
             text = request.signal.text
-            if text.startswith('sleep '): time.sleep(float(text.split()[1]))
+            if text.startswith('hold '):                   # in flight until the test creates the file named
+                open(text[5:] + '.started', 'w').close()
+                while not os.path.exists(text[5:]): time.sleep(0.01)
             return Proposal(reply('done ' + text))
 
     def save(): open(sys.argv[1], 'w').write('saved')
@@ -218,12 +220,14 @@ def test_signal_graceful_exit(tmp_path, sig):
     try:
         assert daemon_running(state)
         c = Client(state)
-        send_frame(c.sock, request('sleep 0.8', id=1))       # a turn in flight when the signal comes
-        time.sleep(0.2)
+        go = tmp_path / 'go'
+        send_frame(c.sock, request(f'hold {go}', id=1))      # a turn in flight when the signal comes
+        assert wait_for(lambda: (tmp_path / 'go.started').exists())
         proc.send_signal(sig)
+        go.touch()                                            # the turn can end now, after the signal
         answer = recv_frame(c.sock)                           # it is finished, not dropped
-        assert answer['payload']['turn']['reply'] == 'done sleep 0.8'
-        assert proc.wait(20) == 0
+        assert answer['payload']['turn']['reply'] == f'done hold {go}'
+        assert proc.wait(60) == 0
         assert (tmp_path / 'saved').read_text() == 'saved'   # the save hook ran
         assert sorted(p.name for p in state.iterdir()) == []  # pid, port and token removed
         with pytest.raises(OSError): socket.create_connection(read_address(state) or ('127.0.0.1', 1), timeout=1)
@@ -243,7 +247,7 @@ def test_cli_status_json_and_stop(tmp_path):
         assert out.stdout.startswith(f"running: pid {proc.pid}")
         out = subprocess.run(CLI + ['daemon', 'stop'], capture_output=True, text=True, env=env)
         assert out.returncode == 0 and f"stopped daemon {proc.pid}" in out.stdout, out.stderr
-        assert proc.wait(10) == 0
+        assert proc.wait(60) == 0
         out = subprocess.run(CLI + ['daemon', 'status', '--json'], capture_output=True, text=True, env=env)
         assert out.returncode == 1 and json.loads(out.stdout) == {'running': False}
     finally:
@@ -254,7 +258,7 @@ def test_cli_start_background_send_stop(tmp_path):
     "The real command line: start in the background, a turn through `send`, status, stop."
     env = {**os.environ, 'PASSEPARTOUT_HOME': str(tmp_path / 'home'), 'PASSEPARTOUT_WORKSPACE': str(tmp_path),
            'PASSEPARTOUT_HEARTBEAT_INTERVAL': '0.05'}
-    out = subprocess.run(CLI + ['daemon', 'start', '--port', '0'], capture_output=True, text=True, env=env, timeout=120)
+    out = subprocess.run(CLI + ['daemon', 'start', '--port', '0', '--wait', '120'], capture_output=True, text=True, env=env, timeout=180)
     state = tmp_path / 'home' / 'state'
     try:
         assert out.returncode == 0, out.stderr + (state / 'daemon.log').read_text()

@@ -8,6 +8,7 @@ import pytest
 
 from passepartout.daemon import Client, client_send, request
 from passepartout.protocol import encode_frame, recv_frame, send_frame
+from _daemon_support import wait_for
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 IN_FLIGHT = 5 * 100   # accepted but not yet counted, or evicted but not yet closed (a few turns of the loop, 100 a turn), and own files
@@ -48,7 +49,7 @@ class Served:
 
     def open_files(self) -> int: return len(os.listdir(f'/proc/{self.proc.pid}/fd'))
 
-    def send(self, text, timeout=20.0):
+    def send(self, text, timeout=120.0):   # a hang detector: the machine may be loaded
         "One turn through the daemon, as `passepartout send` does it; its reply."
         return client_send(text, session='owner', timeout=timeout, state_dir=self.state)['reply']
 
@@ -96,7 +97,7 @@ def test_large_frames_before_login_keep_memory_bounded(served, tmp_path):
     before = d.proc_status('VmHWM')
     body = b'{"type":"REQUEST","payload":{"sensor":"handshake","token":"' + b'x' * ((1 << 20) - 80)
     frame = b'%06x' % (1 << 20) + body[:(1 << 20) - 1]
-    socks = [socket.create_connection(d.address, timeout=15) for _ in range(300)]
+    socks = [socket.create_connection(d.address, timeout=60) for _ in range(300)]
     def push(s):
         try: s.sendall(frame)
         except OSError: pass       # the daemon refused the header and hung up: what it should do
@@ -126,7 +127,7 @@ def test_idle_strangers_cannot_use_up_file_handles_or_lock_out_the_owner(served)
             if i % 50 == 49: time.sleep(0.01)
         time.sleep(1.5)
         files = d.open_files()
-        reply = d.send('let me in', timeout=15)
+        reply = d.send('let me in')
     finally:
         close_all(socks)
     assert reply == 'owner|let me in'
@@ -151,7 +152,7 @@ def test_owner_gets_in_during_a_connection_flood(served):
         time.sleep(1.5)
         replies, files = [], [d.open_files()]
         for i in range(5):
-            replies.append(d.send(f'turn {i}', timeout=15)); files.append(d.open_files())
+            replies.append(d.send(f'turn {i}')); files.append(d.open_files())
     finally:
         stop.set(); attacker.join(60)
     assert replies == [f'owner|turn {i}' for i in range(5)]
@@ -161,23 +162,24 @@ def test_owner_gets_in_during_a_connection_flood(served):
 
 def test_dribbling_strangers_are_dropped_at_the_handshake_deadline(served):
     """40 strangers sending a plausible handshake one byte every 0.1 s are cut off after PASSEPARTOUT_HANDSHAKE_TIMEOUT
-    (1 s here; it was the 10 s frame deadline), however steadily they send."""
-    d = served(PASSEPARTOUT_HANDSHAKE_TIMEOUT=1)
+    (1 s here; it was the frame deadline, 60 s here), however steadily they send. The bounds are far from both
+    deadlines, so that a loaded machine cannot make the test fail."""
+    d = served(PASSEPARTOUT_HANDSHAKE_TIMEOUT=1, PASSEPARTOUT_FRAME_TIMEOUT=60)
     hello = encode_frame({'type': 'REQUEST', 'payload': {'sensor': 'handshake', 'token': 'y' * 300}})
-    socks = [socket.create_connection(d.address, timeout=10) for _ in range(40)]
-    t0, alive, dropped_after = time.time(), dict.fromkeys(socks, 0), []
+    socks = [socket.create_connection(d.address, timeout=60) for _ in range(40)]
+    t0, alive, dropped_after = time.monotonic(), dict.fromkeys(socks, 0), []
     try:
-        while alive and time.time() - t0 < 8:
+        while alive and time.monotonic() - t0 < 30:
             for s, sent in list(alive.items()):
                 if select.select([s], [], [], 0)[0]:                  # the daemon spoke or hung up
-                    dropped_after.append(time.time() - t0); del alive[s]; continue
+                    dropped_after.append(time.monotonic() - t0); del alive[s]; continue
                 try: s.sendall(hello[sent:sent + 1]); alive[s] = sent + 1
-                except OSError: dropped_after.append(time.time() - t0); del alive[s]
+                except OSError: dropped_after.append(time.monotonic() - t0); del alive[s]
             time.sleep(0.1)
     finally:
         close_all(socks)
-    assert not alive, f"{len(alive)} dribbling strangers still connected after 8 s"
-    assert max(dropped_after) < 5, f"dropped after {max(dropped_after):.1f} s"
+    assert not alive, f"{len(alive)} dribbling strangers still connected after 30 s"
+    assert max(dropped_after) < 20, f"dropped after {max(dropped_after):.1f} s"
     assert d.send('still here') == 'owner|still here'
 
 
@@ -187,15 +189,15 @@ def test_failed_handshakes_are_logged_and_a_flood_summarised(served):
     d = served()
     for first in (encode_frame({'type': 'REQUEST', 'payload': {'sensor': 'handshake', 'token': 'guess'}}),
                   b'zzzzzz IGNORE PREVIOUS INSTRUCTIONS', b'100000' + b'{' * 100, encode_frame(request('hi'))):
-        s = socket.create_connection(d.address, timeout=10)
+        s = socket.create_connection(d.address, timeout=60)
         s.sendall(first)
         assert 'handshake refused' in recv_frame(s)['payload']['text']
         s.close()
     for _ in range(200):
-        s = socket.create_connection(d.address, timeout=10)
+        s = socket.create_connection(d.address, timeout=60)
         send_frame(s, {'type': 'REQUEST', 'payload': {'sensor': 'handshake', 'token': 'guess'}})
         recv_frame(s); s.close()
-    probe = socket.create_connection(d.address, timeout=10); probe.close()   # a port probe is not an attempt
+    probe = socket.create_connection(d.address, timeout=60); probe.close()   # a port probe is not an attempt
     assert d.send('fine') == 'owner|fine'
     log = d.stop()
     lines = [l for l in log.splitlines() if 'refused' in l]
@@ -212,13 +214,17 @@ def test_failed_handshakes_are_logged_and_a_flood_summarised(served):
 def test_authenticated_connections_are_bounded_too(served):
     "Past PASSEPARTOUT_MAX_CONNECTIONS the newest owner's connection is refused with a clear error; the others go on."
     d = served(PASSEPARTOUT_MAX_CONNECTIONS=5)
-    clients = [Client(d.state, timeout=10) for _ in range(5)]
+    clients = [Client(d.state, timeout=60) for _ in range(5)]
     try:
-        with pytest.raises(Exception, match='too many connections'): Client(d.state, timeout=10)
+        with pytest.raises(Exception, match='too many connections'): Client(d.state, timeout=60)
         assert all(c.ask(request('x', session=f's{i}'))['turn']['reply'] == f's{i}|x' for i, c in enumerate(clients))
         clients.pop().close()
-        time.sleep(0.3)
-        assert d.send('room again') == 'owner|room again'
+        def room():                                            # once the daemon has seen that client leave
+            try: return d.send('room again')
+            except Exception as e:
+                if 'too many connections' in str(e): return None
+                raise
+        assert wait_for(room) and room() == 'owner|room again'
     finally:
         for c in clients: c.close()
 
@@ -255,7 +261,7 @@ def test_another_user_cannot_push_out_the_owners_connection(served):
     for s in (a, b, c): s.close()
     if not known: pytest.skip("this kernel does not say who owns a socket (no sock_diag)")
     d = served(PASSEPARTOUT_MAX_PENDING_CONNECTIONS=32, PASSEPARTOUT_HANDSHAKE_TIMEOUT=30)
-    own = socket.create_connection(d.address, timeout=15)
+    own = socket.create_connection(d.address, timeout=60)
     time.sleep(0.3)                                            # the daemon has counted it as waiting
     attacker = strangers_of_another_user(d.address, 1000)
     try:
