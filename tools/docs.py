@@ -57,6 +57,11 @@ def sources():
     return sorted(found, key=order)
 
 
+def code_spans(text:str) -> str:
+    "`text` as HTML: escaped, with its `code` spans set as <code>."
+    return re.sub(r'`([^`]+)`', r'<code>\1</code>', html.escape(text, quote=False))
+
+
 def pages():
     "Every page of the site: source notebook, page name, title and description, in reading order."
     out = []
@@ -106,7 +111,7 @@ TEMPLATE = r"""
 </div>
 <main class="docs-main">
 <header class="docs-title"><h1 class="docs-h1">{{ resources.docs.title | e }}</h1>
-{%- if resources.docs.description %}<p class="docs-description">{{ resources.docs.description | e }}</p>{% endif %}
+{%- if resources.docs.description %}<p class="docs-description">{{ resources.docs.description_html }}</p>{% endif %}
 <p class="docs-source">Source: <code>nbs/{{ resources.docs.source | e }}</code></p></header>
 {%- endblock body_header -%}
 {%- block error -%}
@@ -317,6 +322,7 @@ def build_page(info, stage, outdir, nav, home):
     docs = dict(nav=nav, page=info['page'], root='../' * info['page'].count('/'), source=info['source'],
                 title=fm.get('title') or info['title'], description=fm.get('description') or info['description'],
                 site_title='Passepartout', prev=nav[idx - 1] if idx else None, next=nav[idx + 1] if idx + 1 < len(nav) else None)
+    docs['description_html'], docs['description'] = code_spans(docs['description']), docs['description'].replace('`', '')
     body, _ = exporter.from_notebook_node(nb, resources=dict(docs=docs, metadata=dict(name=docs['title'])))
     out = Path(outdir) / info['page']
     out.parent.mkdir(parents=True, exist_ok=True)
