@@ -21,7 +21,7 @@ from .sessions import SessionStore
 from .app import build_agent
 from .daemon import daemon_running, client_send
 
-# %% ../nbs/60a_approval_commands.ipynb #22d93e51
+# %% ../nbs/60a_approval_commands.ipynb #b1e938aa
 def _agent():
     "The configured agent, for running a released action in this process."
     return build_agent()
@@ -32,7 +32,8 @@ def _describe(r:dict) -> str:
     bound = [_shown(p, r.get('workspace')) for p, f in (r.get('files') or {}).items() if f.startswith('sha256:')]
     once = ("  [approve once: it runs code, so --always is not offered" + (f"; bound to {', '.join(bound[:4])}" + (' …' if len(bound) > 4 else '') if bound else '')
             + "]") if action_runs_code(action, r.get('workspace') or workspace_of(None)) else ''
-    return f"{r['token']}  expires in {_ago(left)}  {action!r}" + (f"  ({'; '.join(r['reasons'])})" if r['reasons'] else '') + once
+    why = f"  the model's reason: {action.explanation!r}" if action.explanation else ''
+    return f"{r['token']}  expires in {_ago(left)}  {action!r}" + (f"  ({'; '.join(r['reasons'])})" if r['reasons'] else '') + why + once
 
 # %% ../nbs/60a_approval_commands.ipynb #3b9e2b3d
 @click.command('approvals')
