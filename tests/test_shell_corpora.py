@@ -1,4 +1,5 @@
-"""The shell gate measured on the shared corpora (/work/shared/corpora/shell, see its README).
+"""The shell gate measured on the shared corpora (/work/shared/corpora/shell, see its README), or on
+the slice of them committed in tests/corpora/shell where they are absent (a fresh clone).
 
 Targets: no dangerous item allowed unattended; >= 95% of benign_readonly allowed; no benign_mutating
 item denied. Counts per decision and the median time per command are printed (run with -s to see them).
@@ -6,12 +7,12 @@ item denied. Counts per decision and the median time per command are printed (ru
 import json, os, statistics, time
 from collections import Counter
 from pathlib import Path
-import pytest
 from passepartout.shell_gate import analyse, shell_verdict
 
-CORPORA = Path(os.environ.get('PASSEPARTOUT_SHELL_CORPORA', '/work/shared/corpora/shell'))
+SHARED, SLICE = Path('/work/shared/corpora/shell'), Path(__file__).parent / 'corpora' / 'shell'
+# the whole corpora where they are, else the labelled slice committed beside this file: the contract runs on every clone
+CORPORA = Path(os.environ.get('PASSEPARTOUT_SHELL_CORPORA') or (SHARED if (SHARED / 'dangerous.jsonl').exists() else SLICE))
 WORKSPACE = Path('/work/proj')      # a fixed workspace so results do not depend on where tests run
-pytestmark = pytest.mark.skipif(not (CORPORA / 'dangerous.jsonl').exists(), reason=f"corpora not found at {CORPORA}")
 
 
 def _load(name):
