@@ -175,18 +175,24 @@ def _batched_appender(path, home, turns, who):
     for th in threads: th.join()
 
 
-def test_batched_turns_of_two_processes_and_their_threads_keep_one_chain(tmp_path, monkeypatch):
-    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
-    path = tmp_path / 'audit.db'
+def _race_with_verifier(path, home, writers, rounds):
+    "Start a log at `path`, run `writers` [(target, args)] in processes while another verifies `rounds` times; (exit codes, what verify found)."
     AuditLog(path, vault=False).append({'kind': 'reply', 'text': 'start'})
     ctx = multiprocessing.get_context('spawn')
     out = ctx.Queue()
-    procs = [ctx.Process(target=_batched_appender, args=(path, str(tmp_path / 'home'), 40, w)) for w in range(2)]
-    checker = ctx.Process(target=_verifier, args=(path, str(tmp_path / 'home'), 30, out))
+    procs = [ctx.Process(target=target, args=args) for target, args in writers]
+    checker = ctx.Process(target=_verifier, args=(path, str(home), rounds, out))
     for p in procs + [checker]: p.start()
     bad = out.get(timeout=120)
-    for p in procs + [checker]: p.join(60)
-    assert [p.exitcode for p in procs] == [0, 0] and bad == []
+    for p in procs + [checker]: p.join(120)
+    return [p.exitcode for p in procs], bad
+
+
+def test_batched_turns_of_two_processes_and_their_threads_keep_one_chain(tmp_path, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    path = tmp_path / 'audit.db'
+    exits, bad = _race_with_verifier(path, tmp_path / 'home', [(_batched_appender, (path, str(tmp_path / 'home'), 40, w)) for w in range(2)], 30)
+    assert exits == [0, 0] and bad == []
     log = AuditLog(path, vault=False)
     assert len(log) == 1 + 2 * 2 * 40 * 5 and log.verify() == (True, [])
     assert log.anchor == f"anchored by the checkpoint at #{len(log)}"
@@ -305,14 +311,7 @@ def _verifier(path, home, rounds, out):
 def test_verify_while_others_append_never_fails_falsely(tmp_path, monkeypatch):
     monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
     path = tmp_path / 'audit.db'
-    AuditLog(path, vault=False).append({'kind': 'reply', 'text': 'start'})
-    ctx = multiprocessing.get_context('spawn')
-    out = ctx.Queue()
-    writers = [ctx.Process(target=_appender, args=(path, 80, w)) for w in range(2)]
-    checker = ctx.Process(target=_verifier, args=(path, str(tmp_path / 'home'), 40, out))
-    for p in writers + [checker]: p.start()
-    bad = out.get(timeout=120)
-    for p in writers + [checker]: p.join(120)
+    _, bad = _race_with_verifier(path, tmp_path / 'home', [(_appender, (path, 80, w)) for w in range(2)], 40)
     assert bad == []
     log = AuditLog(path, vault=False)
     assert log.verify() == (True, []) and log.anchor == 'anchored by the checkpoint at #161'
