@@ -11,7 +11,7 @@ PKG = Path(__file__).resolve().parents[1] / 'passepartout'
 
 # rank: (layer, modules). A module may import modules of its own rank or lower, never higher.
 LAYERS = {
-    0: ('core', '__init__ errors signals perceive gates reason tools act loop config watch'),
+    0: ('core', '__init__ errors basics signals perceive gates reason tools act loop config watch'),
     1: ('providers', 'providers cascade replay'),
     2: ('plug-ins', 'builtin_gates autorun shell_gate shell_rules vault policy refusals_gate '
                     'builtin_tools sandbox approvals approval_flow executed_files audit sessions'),
