@@ -96,7 +96,7 @@ def main():
         calls = [a for a in others if a.kind == 'tool']
         other_us = per_action_us(engine, ctx, calls * 20, args.repeat)
         reply_us = per_action_us(engine, ctx, [a for a in others if a.kind != 'tool'] * 20, args.repeat)
-        from passepartout.builtin_gates import _remembered_values
+        from passepartout.provenance_gates import _remembered_values
         shell_us = per_action_us(engine, ctx, shells, args.repeat, before=_remembered_values.cache_clear)   # each command as if new to provenance
         from passepartout.gates import GateEngine
         cold = [tool_call('read_file', {'path': f'docs/new-{i}/file-{i}.txt'}) for i in range(200)]

@@ -1,4 +1,4 @@
-"""The provenance and recipients gates keep a session's values per message (nbs/20_builtin_gates.md
+"""The provenance and recipients gates keep a session's values per message (nbs/20h_provenance_gates.md
 `SessionValues`): what they say must match reading the transcript again, through appends, trims,
 replacements and threads, and an untrusted value trimmed out of the transcript still asks.
 (The cost side is bench/history_cost.py: a turn at message 1,000 costs what one at message 10 does.)"""

@@ -77,12 +77,12 @@ def test_a_secret_added_while_another_thread_redacts_is_redacted(tmp_path):
     assert redact('y new-secret-5678', vault) == 'y {{vault:NEW}}'
 
 
-# -- the permission rules and the pinned home (nbs/20_builtin_gates.md) -------------------------------------
+# -- the permission rules and the pinned home (nbs/20f_permission_gates.md, nbs/20e_self_protection_gates.md) 
 
 def test_permission_rules_written_while_another_thread_counts_events(tmp_path, monkeypatch):
     """`load_rules` read the file, then recorded the watcher's change count. A turn thread that took in the event of
     a write made during the read raised that count first, so the old rules were kept for good (a deny rule ignored)."""
-    from passepartout import builtin_gates as bg
+    from passepartout import permission_gates as bg
     rules = tmp_path / 'permissions.toml'
     rules.write_text('[[rule]]\ntool = "read_file"\ndecision = "allow"\n')
     real_parse, once = bg._parse_rules, []
@@ -102,7 +102,7 @@ def test_a_data_directory_swapped_while_the_pins_are_checked(tmp_path, monkeypat
     """`home_problem` looked at a directory, then watched it again and recorded the change count. A swap made just
     after the look, whose events another turn thread took in first, was then part of the new generation and of the
     count: the swapped directory passed for the pinned one from then on (self-protection defeated)."""
-    from passepartout import builtin_gates as bg, config
+    from passepartout import self_protection_gates as bg, config
     home = tmp_path / 'home'
     monkeypatch.setenv('PASSEPARTOUT_HOME', str(home))
     data = str(config.ensure_dirs().data)
