@@ -7,12 +7,13 @@ Docs: https://passepartout-agent.github.io/passepartout/providers.html.md"""
 # %% auto #0
 __all__ = ['TEXT_MODE_RULES', 'TEXT_MODE_WHY', 'ProviderError', 'retry_after_seconds', 'Answer', 'answer_action',
            'text_mode_prompt', 'parse_text_action', 'text_mode_messages', 'openai_messages', 'ollama_messages',
-           'anthropic_messages', 'HTTPProvider', 'propose', 'apropose', 'close', 'openai_tools', 'OpenAIProvider',
-           'OpenAIStream', 'OllamaProvider', 'OllamaStream', 'AnthropicProvider', 'AnthropicStream']
+           'anthropic_messages', 'HTTPProvider', 'openai_tools', 'OpenAIProvider', 'OpenAIStream', 'OllamaProvider',
+           'OllamaStream', 'AnthropicProvider', 'AnthropicStream']
 
-# %% ../nbs/10_providers.ipynb #6f39015c
+# %% ../nbs/10_providers.ipynb #2a18dc5c
 import copy, dataclasses, json, re, time, email.utils
 from dataclasses import dataclass, field
+from .basics import patch
 from .errors import LLMError
 from .signals import Action, reply, tool_call
 from .reason import Proposal, UnusableAnswer
@@ -70,12 +71,13 @@ def answer_action(answer:Answer, provider:str='', text_mode:bool=False) -> Actio
     if not text: raise ProviderError("empty answer (no text, no tool call)", provider=provider)
     return reply(answer.text)
 
-# %% ../nbs/10_providers.ipynb #5ba8b4d5
+# %% ../nbs/10_providers.ipynb #f3299b45
 TEXT_MODE_RULES = """Answer with exactly one JSON object and nothing else.
 To reply to the user: {"action": "reply", "text": "<your reply>"}
 To call a tool: {"action": "tool", "tool": "<tool name>", "args": {<arguments>}}"""
 TEXT_MODE_WHY = """A tool whose parameters include "why" changes things: with every call of it, put in "args" a "why": one short sentence saying why you make this call, for the person who approves it."""
 
+# %% ../nbs/10_providers.ipynb #dffc2693
 def text_mode_prompt(system:str, tools:list) -> str:
     "The system prompt for a model without tool calling: the JSON action format (with the `why` a tool that changes things takes) and every tool's parameters."
     lines = [system, TEXT_MODE_RULES]
@@ -98,12 +100,13 @@ def _json_object(text:str, provider:str) -> dict:
         if isinstance(obj, dict): return obj
     raise UnusableAnswer("the answer is not one JSON object. " + TEXT_MODE_RULES.split('\n', 1)[1].replace('\n', ' or '), provider=provider)
 
-# %% ../nbs/10_providers.ipynb #7fb26215
+# %% ../nbs/10_providers.ipynb #650ea93e
 _REPLY_WORDS, _TOOL_WORDS = {'reply', 'answer', 'respond', 'message', 'say'}, {'tool', 'tool_call', 'call', 'use_tool', 'function'}
 
 def _first(d:dict, *keys, default=None):
     return next((d[k] for k in keys if d.get(k) is not None), default)
 
+# %% ../nbs/10_providers.ipynb #a2d6e149
 def parse_text_action(text:str, provider:str='') -> Action:
     "The action in a text-mode answer: one JSON object, fences stripped, keys in any case."
     d = {str(k).strip().lower(): v for k, v in _json_object(text, provider).items()}
@@ -212,12 +215,15 @@ class HTTPProvider:
     def url(self) -> str: return self.base_url + self.path
     def __repr__(self): return f"{type(self).__name__}({self.name!r}, model={self.model!r}, url={self.url!r}{', text mode' if self.text_mode else ''})"
 
-# %% ../nbs/10_providers.ipynb #cb39fa2e
+# %% ../nbs/10_providers.ipynb #32e95080
+@patch
 def _fail(self:HTTPProvider, message:str, **kw) -> ProviderError:
     "A ProviderError for this provider, with the API key masked wherever it might appear."
     if self._key: message = message.replace(self._key, '[redacted]')
     return ProviderError(message, provider=self.name, **kw)
 
+# %% ../nbs/10_providers.ipynb #16ba1508
+@patch
 def _client_for(self:HTTPProvider, asynchronous:bool=False):
     "The httpx client (created once, then reused): the injected one or one with this provider's timeout."
     import httpx
@@ -227,9 +233,8 @@ def _client_for(self:HTTPProvider, asynchronous:bool=False):
     if self._client is None: self._client = httpx.Client(timeout=httpx.Timeout(self.timeout), transport=self._transport)
     return self._client
 
-HTTPProvider._fail, HTTPProvider._client_for = _fail, _client_for
-
-# %% ../nbs/10_providers.ipynb #198cb4a6
+# %% ../nbs/10_providers.ipynb #334a01b0
+@patch
 def _check(self:HTTPProvider, r):
     "Raise a ProviderError for an HTTP error status (call after the body was read)."
     if r.status_code < 400: return
@@ -240,6 +245,8 @@ def _check(self:HTTPProvider, r):
     kind = 'server error' if r.status_code >= 500 else 'request refused'
     raise self._fail(f"{kind} (HTTP {r.status_code}): {why}", status=r.status_code)
 
+# %% ../nbs/10_providers.ipynb #b2a17690
+@patch
 def _parsed(self:HTTPProvider, r) -> Answer:
     "The neutral answer in a whole (non-streamed) response."
     self._check(r)
@@ -252,9 +259,8 @@ def _parsed(self:HTTPProvider, r) -> Answer:
     answer.raw = r.text
     return answer
 
-HTTPProvider._check, HTTPProvider._parsed = _check, _parsed
-
-# %% ../nbs/10_providers.ipynb #6ab5c6e2
+# %% ../nbs/10_providers.ipynb #b04b3dc7
+@patch
 def _prepare(self:HTTPProvider, request, model:str|None, stream:bool) -> tuple:
     "URL, headers and JSON bytes for one call; refuses early when a needed key is missing."
     if self.key_env and not self._key and self._needs_key():
@@ -262,6 +268,8 @@ def _prepare(self:HTTPProvider, request, model:str|None, stream:bool) -> tuple:
     headers = {'content-type': 'application/json', **self.extra_headers, **self.auth_headers()}
     return self.url, headers, self._body_json(self.body(request, model or self.model, stream)).encode()
 
+# %% ../nbs/10_providers.ipynb #ca18be27
+@patch
 def _body_json(self:HTTPProvider, body:dict) -> str:
     "`json.dumps(body)`, its `tools` (the same call after call) serialised once and kept while they compare equal."
     tools = body.get('tools')
@@ -272,14 +280,17 @@ def _body_json(self:HTTPProvider, body:dict) -> str:
     rest = json.dumps({k: v for k, v in body.items() if k != 'tools'}, ensure_ascii=False)
     return f'{rest[:-1]}{", " if len(rest) > 2 else ""}"tools": {kept[1]}}}'
 
+# %% ../nbs/10_providers.ipynb #f6c8c2af
+@patch
 def _needs_key(self:HTTPProvider) -> bool: return True
 
+# %% ../nbs/10_providers.ipynb #4f434f7c
+@patch
 def _proposal(self:HTTPProvider, answer:Answer) -> Proposal:
     return Proposal(answer_action(answer, self.name, self.text_mode), raw=answer.raw, usage=answer.usage, provider=self.name)
 
-HTTPProvider._prepare, HTTPProvider._body_json, HTTPProvider._needs_key, HTTPProvider._proposal = _prepare, _body_json, _needs_key, _proposal
-
-# %% ../nbs/10_providers.ipynb #1e6e02bd
+# %% ../nbs/10_providers.ipynb #24e23dee
+@patch
 def _feed(self:HTTPProvider, parser, line:str, raw:list, on_token):
     "One line of a stream: parse it, keep it, pass any text piece to `on_token`."
     raw.append(line)
@@ -289,15 +300,16 @@ def _feed(self:HTTPProvider, parser, line:str, raw:list, on_token):
         raise self._fail(f"malformed stream: {type(e).__name__}: {e}") from None
     if piece: on_token(piece)
 
+# %% ../nbs/10_providers.ipynb #dc716234
+@patch
 def _finish(self:HTTPProvider, parser, raw:list) -> Proposal:
     "The proposal of a complete stream (a stream cut short is a ProviderError)."
     answer = parser.finish(self)
     answer.raw = '\n'.join(raw)
     return self._proposal(answer)
 
-HTTPProvider._feed, HTTPProvider._finish = _feed, _finish
-
-# %% ../nbs/10_providers.ipynb #6833be93
+# %% ../nbs/10_providers.ipynb #80cef71a
+@patch
 def _transport_error(self:HTTPProvider, e) -> ProviderError:
     "A ProviderError saying in a few words why no answer came."
     import httpx
@@ -306,9 +318,8 @@ def _transport_error(self:HTTPProvider, e) -> ProviderError:
     if isinstance(e, httpx.RemoteProtocolError): return self._fail(f"connection broken mid-answer ({e})")
     return self._fail(f"transport error {type(e).__name__}: {e}")
 
-HTTPProvider._transport_error = _transport_error
-
-# %% ../nbs/10_providers.ipynb #02cebd83
+# %% ../nbs/10_providers.ipynb #040bc149
+@patch
 def propose(self:HTTPProvider, request, *, model:str|None=None, on_token=None) -> Proposal:
     "Ask the model for one action (streaming to `on_token` if there is one)."
     import httpx
@@ -323,9 +334,8 @@ def propose(self:HTTPProvider, request, *, model:str|None=None, on_token=None) -
         return self._finish(parser, raw)
     except httpx.HTTPError as e: raise self._transport_error(e) from None
 
-HTTPProvider.propose = propose
-
-# %% ../nbs/10_providers.ipynb #792fc00b
+# %% ../nbs/10_providers.ipynb #5574eb38
+@patch
 async def apropose(self:HTTPProvider, request, *, model:str|None=None, on_token=None) -> Proposal:
     "`propose` over `httpx.AsyncClient`."
     import httpx
@@ -341,14 +351,11 @@ async def apropose(self:HTTPProvider, request, *, model:str|None=None, on_token=
         return self._finish(parser, raw)
     except httpx.HTTPError as e: raise self._transport_error(e) from None
 
-HTTPProvider.apropose = apropose
-
-# %% ../nbs/10_providers.ipynb #e08e4124
+# %% ../nbs/10_providers.ipynb #08f904a2
+@patch
 def close(self:HTTPProvider):
     "Close the sync client this provider created (injected clients belong to the caller)."
     if self._own_client and self._client is not None: self._client.close(); self._client = None
-
-HTTPProvider.close = close
 
 # %% ../nbs/10_providers.ipynb #3a3ae404
 def openai_tools(tools:list) -> list:
@@ -371,51 +378,59 @@ class OpenAIProvider(HTTPProvider):
         if stream: b.update(stream=True, stream_options={'include_usage': True})
         return b
 
-# %% ../nbs/10_providers.ipynb #d66e98a0
+# %% ../nbs/10_providers.ipynb #25452bd1
+def _snippet_of(err) -> str:
+    text = err.get('message', json.dumps(err)) if isinstance(err, dict) else str(err)
+    return ' '.join(text.split())[:200]
+
+# %% ../nbs/10_providers.ipynb #7a9eaa9f
 def _openai_usage(u:dict|None) -> dict:
     if not u: return {}
     out = {'input_tokens': u.get('prompt_tokens') or 0, 'output_tokens': u.get('completion_tokens') or 0}
     if isinstance(u.get('cost'), (int, float)): out['cost_usd'] = float(u['cost'])  # OpenRouter reports it
     return out
 
-def _openai_parse(self, data:dict) -> Answer:
+# %% ../nbs/10_providers.ipynb #4ffa973b
+@patch
+def parse(self:OpenAIProvider, data:dict) -> Answer:
     if 'error' in data: raise self._fail(f"API error: {_snippet_of(data['error'])}")
     msg = data['choices'][0]['message']
     calls = [{'id': c.get('id'), 'name': c['function']['name'], 'arguments': c['function'].get('arguments')} for c in msg.get('tool_calls') or ()]
     return Answer(msg.get('content') or '', calls, _openai_usage(data.get('usage')))
 
-def _snippet_of(err) -> str:
-    text = err.get('message', json.dumps(err)) if isinstance(err, dict) else str(err)
-    return ' '.join(text.split())[:200]
-
-OpenAIProvider.parse = _openai_parse
-
-# %% ../nbs/10_providers.ipynb #3370e5b8
+# %% ../nbs/10_providers.ipynb #f44a897b
 class OpenAIStream:
     "Server-sent events of a streamed chat completion: `data: {chunk}` lines, then `data: [DONE]`."
     def __init__(self): self.text, self.calls, self.usage, self.done = [], {}, {}, False
-    def feed(self, line:str) -> str|None:
-        if not line.startswith('data:'): return None
-        data = line[5:].strip()
-        if data == '[DONE]': self.done = True; return None
-        chunk = json.loads(data)
-        if 'error' in chunk: raise ProviderError(f"API error in stream: {_snippet_of(chunk['error'])}")
-        if chunk.get('usage'): self.usage = _openai_usage(chunk['usage'])
-        for choice in chunk.get('choices') or ():
-            delta = choice.get('delta') or {}
-            for tc in delta.get('tool_calls') or ():
-                call = self.calls.setdefault(tc.get('index', 0), {'id': None, 'name': '', 'arguments': ''})
-                fn = tc.get('function') or {}
-                call['id'] = tc.get('id') or call['id']
-                call['name'] += fn.get('name') or ''
-                call['arguments'] += fn.get('arguments') or ''
-            if delta.get('content'): self.text.append(delta['content']); return delta['content']
-        return None
-    def finish(self, provider) -> Answer:
-        if not self.done: raise provider._fail("stream ended before [DONE] (truncated)")
-        return Answer(''.join(self.text), [self.calls[i] for i in sorted(self.calls)], self.usage)
 
-OpenAIProvider.stream_parser = lambda self: OpenAIStream()
+# %% ../nbs/10_providers.ipynb #5fefb4a6
+@patch
+def feed(self:OpenAIStream, line:str) -> str|None:
+    if not line.startswith('data:'): return None
+    data = line[5:].strip()
+    if data == '[DONE]': self.done = True; return None
+    chunk = json.loads(data)
+    if 'error' in chunk: raise ProviderError(f"API error in stream: {_snippet_of(chunk['error'])}")
+    if chunk.get('usage'): self.usage = _openai_usage(chunk['usage'])
+    for choice in chunk.get('choices') or ():
+        delta = choice.get('delta') or {}
+        for tc in delta.get('tool_calls') or ():
+            call = self.calls.setdefault(tc.get('index', 0), {'id': None, 'name': '', 'arguments': ''})
+            fn = tc.get('function') or {}
+            call['id'] = tc.get('id') or call['id']
+            call['name'] += fn.get('name') or ''
+            call['arguments'] += fn.get('arguments') or ''
+        if delta.get('content'): self.text.append(delta['content']); return delta['content']
+    return None
+
+# %% ../nbs/10_providers.ipynb #8159c5b8
+@patch
+def finish(self:OpenAIStream, provider) -> Answer:
+    if not self.done: raise provider._fail("stream ended before [DONE] (truncated)")
+    return Answer(''.join(self.text), [self.calls[i] for i in sorted(self.calls)], self.usage)
+
+@patch
+def stream_parser(self:OpenAIProvider): return OpenAIStream()
 
 # %% ../nbs/10_providers.ipynb #ec6d7167
 class OllamaProvider(HTTPProvider):
@@ -430,39 +445,47 @@ class OllamaProvider(HTTPProvider):
         if request.tools and not self.text_mode: b['tools'] = openai_tools(request.tools)
         return b
 
-# %% ../nbs/10_providers.ipynb #c8df3c90
+# %% ../nbs/10_providers.ipynb #fef4d3ee
 def _ollama_usage(d:dict) -> dict:
     return {'input_tokens': d.get('prompt_eval_count') or 0, 'output_tokens': d.get('eval_count') or 0} if d.get('done') else {}
 
+# %% ../nbs/10_providers.ipynb #d704b5cf
 def _ollama_calls(msg:dict) -> list:
     return [{'id': c.get('id'), 'name': c['function']['name'], 'arguments': c['function'].get('arguments')} for c in msg.get('tool_calls') or ()]
 
-def _ollama_parse(self, data:dict) -> Answer:
+# %% ../nbs/10_providers.ipynb #f3c8a0cb
+@patch
+def parse(self:OllamaProvider, data:dict) -> Answer:
     if 'error' in data: raise self._fail(f"API error: {_snippet_of(data['error'])}")
     msg = data['message']
     return Answer(msg.get('content') or '', _ollama_calls(msg), _ollama_usage(data))
 
-OllamaProvider.parse = _ollama_parse
-
-# %% ../nbs/10_providers.ipynb #c0832578
+# %% ../nbs/10_providers.ipynb #f256a2ae
 class OllamaStream:
     "Newline-delimited JSON: one message fragment per line, the last with `done: true` and the counts."
     def __init__(self): self.text, self.calls, self.usage, self.done = [], [], {}, False
-    def feed(self, line:str) -> str|None:
-        if not line.strip(): return None
-        d = json.loads(line)
-        if 'error' in d: raise ProviderError(f"API error in stream: {_snippet_of(d['error'])}")
-        msg = d.get('message') or {}
-        self.calls += _ollama_calls(msg)
-        if d.get('done'): self.done, self.usage = True, _ollama_usage(d)
-        piece = msg.get('content')
-        if piece: self.text.append(piece); return piece
-        return None
-    def finish(self, provider) -> Answer:
-        if not self.done: raise provider._fail("stream ended before done (truncated)")
-        return Answer(''.join(self.text), self.calls, self.usage)
 
-OllamaProvider.stream_parser = lambda self: OllamaStream()
+# %% ../nbs/10_providers.ipynb #71d2a7cf
+@patch
+def feed(self:OllamaStream, line:str) -> str|None:
+    if not line.strip(): return None
+    d = json.loads(line)
+    if 'error' in d: raise ProviderError(f"API error in stream: {_snippet_of(d['error'])}")
+    msg = d.get('message') or {}
+    self.calls += _ollama_calls(msg)
+    if d.get('done'): self.done, self.usage = True, _ollama_usage(d)
+    piece = msg.get('content')
+    if piece: self.text.append(piece); return piece
+    return None
+
+# %% ../nbs/10_providers.ipynb #ddd523f2
+@patch
+def finish(self:OllamaStream, provider) -> Answer:
+    if not self.done: raise provider._fail("stream ended before done (truncated)")
+    return Answer(''.join(self.text), self.calls, self.usage)
+
+@patch
+def stream_parser(self:OllamaProvider): return OllamaStream()
 
 # %% ../nbs/10_providers.ipynb #a0b23c93
 class AnthropicProvider(HTTPProvider):
@@ -481,8 +504,9 @@ class AnthropicProvider(HTTPProvider):
         if stream: b['stream'] = True
         return b
 
-# %% ../nbs/10_providers.ipynb #10b5a7f9
-def _anthropic_parse(self, data:dict) -> Answer:
+# %% ../nbs/10_providers.ipynb #a61a3541
+@patch
+def parse(self:AnthropicProvider, data:dict) -> Answer:
     if data.get('type') == 'error': raise self._fail(f"API error: {_snippet_of(data.get('error'))}")
     text, calls = [], []
     for block in data['content']:
@@ -491,31 +515,36 @@ def _anthropic_parse(self, data:dict) -> Answer:
     u = data.get('usage') or {}
     return Answer(''.join(text), calls, {'input_tokens': u.get('input_tokens') or 0, 'output_tokens': u.get('output_tokens') or 0})
 
-AnthropicProvider.parse = _anthropic_parse
-
-# %% ../nbs/10_providers.ipynb #b2b2467f
+# %% ../nbs/10_providers.ipynb #0438a9b5
 class AnthropicStream:
     "Server-sent events: message_start, content_block_start/delta/stop, message_delta, message_stop."
     def __init__(self): self.text, self.calls, self.usage, self.done, self.block = [], [], {}, False, None
-    def feed(self, line:str) -> str|None:
-        if not line.startswith('data:'): return None
-        ev = json.loads(line[5:])
-        kind = ev.get('type')
-        if kind == 'error': raise ProviderError(f"API error in stream: {_snippet_of(ev.get('error'))}")
-        if kind == 'message_start': self.usage['input_tokens'] = (ev['message'].get('usage') or {}).get('input_tokens') or 0
-        elif kind == 'content_block_start':
-            b = ev['content_block']
-            self.block = {'id': b.get('id'), 'name': b['name'], 'arguments': ''} if b['type'] == 'tool_use' else None
-            if self.block is not None: self.calls.append(self.block)
-        elif kind == 'content_block_delta':
-            d = ev['delta']
-            if d['type'] == 'text_delta': self.text.append(d['text']); return d['text']
-            if d['type'] == 'input_json_delta' and self.block is not None: self.block['arguments'] += d.get('partial_json') or ''
-        elif kind == 'message_delta': self.usage['output_tokens'] = (ev.get('usage') or {}).get('output_tokens') or 0
-        elif kind == 'message_stop': self.done = True
-        return None
-    def finish(self, provider) -> Answer:
-        if not self.done: raise provider._fail("stream ended before message_stop (truncated)")
-        return Answer(''.join(self.text), self.calls, self.usage)
 
-AnthropicProvider.stream_parser = lambda self: AnthropicStream()
+# %% ../nbs/10_providers.ipynb #945b3545
+@patch
+def feed(self:AnthropicStream, line:str) -> str|None:
+    if not line.startswith('data:'): return None
+    ev = json.loads(line[5:])
+    kind = ev.get('type')
+    if kind == 'error': raise ProviderError(f"API error in stream: {_snippet_of(ev.get('error'))}")
+    if kind == 'message_start': self.usage['input_tokens'] = (ev['message'].get('usage') or {}).get('input_tokens') or 0
+    elif kind == 'content_block_start':
+        b = ev['content_block']
+        self.block = {'id': b.get('id'), 'name': b['name'], 'arguments': ''} if b['type'] == 'tool_use' else None
+        if self.block is not None: self.calls.append(self.block)
+    elif kind == 'content_block_delta':
+        d = ev['delta']
+        if d['type'] == 'text_delta': self.text.append(d['text']); return d['text']
+        if d['type'] == 'input_json_delta' and self.block is not None: self.block['arguments'] += d.get('partial_json') or ''
+    elif kind == 'message_delta': self.usage['output_tokens'] = (ev.get('usage') or {}).get('output_tokens') or 0
+    elif kind == 'message_stop': self.done = True
+    return None
+
+# %% ../nbs/10_providers.ipynb #2f48f734
+@patch
+def finish(self:AnthropicStream, provider) -> Answer:
+    if not self.done: raise provider._fail("stream ended before message_stop (truncated)")
+    return Answer(''.join(self.text), self.calls, self.usage)
+
+@patch
+def stream_parser(self:AnthropicProvider): return AnthropicStream()

@@ -1,0 +1,54 @@
+"""The tables behind the lessons of `nbs/10_providers.md`: answers a model gives and the actions read from them.
+
+The notebook keeps one showing example of each; the rows here are the rest of what it once asserted in place.
+"""
+import pytest
+from passepartout.providers import Answer, ProviderError, answer_action, parse_text_action
+from passepartout.reason import UnusableAnswer
+from passepartout.signals import reply, tool_call
+
+LIST_DIR = {'id': 'c1', 'name': 'list_dir', 'arguments': '{"path": "."}'}
+
+
+@pytest.mark.parametrize('answer, action', [
+    (Answer('Listing.', [LIST_DIR]), tool_call('list_dir', {'path': '.'}, explanation='Listing.', call_id='c1')),
+    (Answer('', [LIST_DIR]), tool_call('list_dir', {'path': '.'}, call_id='c1')),      # no text: no explanation
+    (Answer('Hello!'), reply('Hello!')),
+], ids=['call with text', 'call without text', 'plain text'])
+def test_answer_action(answer, action):
+    got = answer_action(answer)
+    assert got == action
+    assert got.explanation == action.explanation
+
+
+@pytest.mark.parametrize('answer, error, words', [
+    (Answer('', [{'name': 'shell', 'arguments': '{"command": '}]), UnusableAnswer, 'not valid JSON'),
+    (Answer('', [{'name': 'shell', 'arguments': '[1]'}]), UnusableAnswer, 'JSON object'),
+    (Answer('  '), ProviderError, 'empty answer'),
+], ids=['arguments not JSON', 'arguments not an object', 'empty'])
+def test_answer_action_refuses(answer, error, words):
+    with pytest.raises(error, match=words): answer_action(answer)
+
+
+@pytest.mark.parametrize('text, action', [
+    ('{"action": "reply", "text": "Hi!"}', reply('Hi!')),
+    ('Sure:\n```json\n{"TOOL": "shell", "Args": {"command": "ls"}, "Explanation": "look"}\n```',
+     tool_call('shell', {'command': 'ls'}, explanation='look')),
+    ('{"Action": "LIST_DIR", "arguments": "{\\"path\\": \\".\\"}"}', tool_call('list_dir', {'path': '.'})),  # the action word is the tool
+    ('{"action": "tool", "tool": "shell", "args": {"command": "ls", "why": "see the files"}}',
+     tool_call('shell', {'command': 'ls', 'why': 'see the files'})),
+    ('{"text": "just talking"}', reply('just talking')),
+], ids=['reply', 'fenced, keys in any case', 'action names the tool', 'why stays an argument', 'text alone'])
+def test_parse_text_action(text, action):
+    got = parse_text_action(text)
+    assert got == action
+    assert got.args == action.args
+
+
+@pytest.mark.parametrize('text, words', [
+    ('I think you should run ls.', 'not one JSON object'),
+    ('{"action": "reply", "text": 3}', '"text" string'),
+    ('{"tool": "shell", "args": ["ls"]}', 'JSON object'),
+], ids=['prose', 'reply text not a string', 'arguments not an object'])
+def test_parse_text_action_refuses(text, words):
+    with pytest.raises(UnusableAnswer, match=words): parse_text_action(text)
