@@ -9,10 +9,10 @@ __all__ = ['Resolution', 'outcome_signal', 'refused_outcome', 'resolve_approval'
            'notify_owner', 'approval_command', 'install_approvals', 'remember_refusals', 'carry_out_signal',
            'carry_out']
 
-# %% ../nbs/32b_approval_flow.ipynb #17713d00
+# %% ../nbs/32b_approval_flow.ipynb #96f9cf30
 import json
 from dataclasses import dataclass
-from .signals import Action, Signal, Context, Turn, reply, from_owner
+from .signals import Action, Signal, Context, Turn, Grant, reply, from_owner, sender_of
 from .gates import ALLOW, DENY
 from .executed_files import action_runs_code
 from .approvals import ApprovalStore, ApprovalError, refusal, workspace_of, _held_action, _files_problem, _no_rule_for_code
@@ -53,7 +53,7 @@ class Resolution:
         body = f"failed: {self.error}" if self.error else (f"output: {self.output}" if self.output is not None else 'done')
         return f"{head} {body}" + (f"\n{self.rule}" if self.rule else '')
 
-# %% ../nbs/32b_approval_flow.ipynb #79318fde
+# %% ../nbs/32b_approval_flow.ipynb #faef6552
 def _learn(action:Action) -> str:
     "Create an 'always allow' permission rule for `action`; say what happened."
     try: from passepartout.builtin_gates import learn_rule
@@ -69,7 +69,7 @@ def _bind_secrets(action:Action, agent) -> str:
     if '{{vault:' not in args: return ''
     names = sorted(set(HANDLE_RE.findall(args)))
     if not names: return ''
-    vault = getattr(agent, 'vault', None) or Vault()
+    vault = agent.vault or Vault()
     try:
         if _unclear_destination(action, vault): return " Its secrets were not bound: the destination cannot be told."
         dest = action_destination(action)
@@ -92,13 +92,14 @@ def refused_outcome(record:dict, reason:str='') -> Signal|None:
     return outcome_signal(record, action, "refused by the owner" + (f" ({reason})" if reason else '') +
                           ": it did not run. Do not propose it again; tell the user it was not done.", error=True)
 
-# %% ../nbs/32b_approval_flow.ipynb #7c266d31
-def resolve_approval(agent, store:ApprovalStore, token:str, always:bool=False) -> Resolution:
+# %% ../nbs/32b_approval_flow.ipynb #38091633
+def resolve_approval(agent, store:ApprovalStore, token:str, always:bool=False,
+                     by:str='the owner') -> Resolution: # who approved, and where (the grant says so)
     "Release `token`: claim it, re-check the gates, run the action on its actuator, record it all (in one audit transaction, as a turn)."
-    with audit_batch(getattr(agent, 'audit', None)): return _resolve(agent, store, token, always)
+    with audit_batch(agent.audit): return _resolve(agent, store, token, always, by)
 
-def _resolve(agent, store:ApprovalStore, token:str, always:bool=False) -> Resolution:
-    turn = Turn(sink=getattr(agent, 'audit', None))
+def _resolve(agent, store:ApprovalStore, token:str, always:bool=False, by:str='the owner') -> Resolution:
+    turn = Turn(sink=agent.audit)
     try:
         if always and (held := store.get(token)) is not None and held['state'] in ('pending', 'approved'): _no_rule_for_code(held, _held_action(held))
         record, action = store.claim(token)
@@ -118,10 +119,10 @@ def _resolve(agent, store:ApprovalStore, token:str, always:bool=False) -> Resolu
     if (why := _not_as_held(record, action, to_run, workspace_of(agent))) is not None: raise _unreleased(store, record, action, turn, why)
     rule = _learn(action) + _bind_secrets(action, agent) if always else None
     signal.approved_action = to_run
-    feedback = act(signal, ctx)
+    feedback = act(signal, ctx, Grant(token, record['digest'], action, by, record.get('files') or {}))
     return _resolution(agent, store, record, signal, feedback, rule, turn)
 
-# %% ../nbs/32b_approval_flow.ipynb #5f4dc876
+# %% ../nbs/32b_approval_flow.ipynb #63c7ef6a
 def _note(store:ApprovalStore, token:str, note:str):
     "Keep the outcome of a used token (empty: it ran fine), for another process that asks."
     with store.lock: store.db.execute("UPDATE approvals SET note = ? WHERE token = ?", (note, token))
@@ -134,8 +135,7 @@ def _resolution(agent, store:ApprovalStore, record:dict, signal:Signal, feedback
     if error: _note(store, token, f"failed: {error}")   # a token is claimed with an empty note: a success costs no write
     text = f"approved by the owner, but it failed: {error}" if error else f"approved by the owner: {output if output is not None else '(no output)'}"
     outcome = outcome_signal(record, action, text, error is not None)
-    transcripts, stored = getattr(agent, 'transcripts', None), getattr(agent, 'sessions', None) is not None
-    if outcome is not None and transcripts is not None and (stored or outcome.session in transcripts):
+    if outcome is not None and (agent.sessions is not None or outcome.session in agent.transcripts):
         note_release(agent.transcript(outcome.session), outcome)   # at once: the model reads it even if it cannot be asked now
     return Resolution(token, action, output, error, rule, turn, outcome)
 
@@ -158,13 +158,12 @@ def is_owner(signal:Signal) -> bool:
     "Did the owner send this? `from_owner` of `02_signals`: the gateway's `meta['owner']`, else the local channels."
     return from_owner(signal)
 
-# %% ../nbs/32b_approval_flow.ipynb #dac2561a
+# %% ../nbs/32b_approval_flow.ipynb #ec786027
 def notify_owner(agent, text:str, ctx:Context|None=None) -> list:
     "Send `text` to the owner: the `owner` actuator if registered, else each owner address of each gateway; return where it went."
     from passepartout.builtin_gates import owner_addresses
-    actuators = getattr(agent, 'actuators', None)
-    if actuators is None: return []
-    signal, turn = getattr(ctx, 'signal', None), getattr(ctx, 'turn', None)
+    actuators = agent.actuators
+    signal, turn = (ctx.signal, ctx.turn) if ctx is not None else (None, None)
     session = signal.session if signal is not None else 'default'
     if 'owner' in actuators: targets = [('owner', None)]
     else: targets = [(name, addr) for name in sorted(actuators.by_name) if name != 'tool' for addr in sorted(owner_addresses(name))]
@@ -176,15 +175,15 @@ def notify_owner(agent, text:str, ctx:Context|None=None) -> list:
         except Exception as e: delivered.append(f"{name} {addr or ''} failed: {type(e).__name__}: {e}".replace('  ', ' '))
     return delivered
 
-# %% ../nbs/32b_approval_flow.ipynb #68879304
+# %% ../nbs/32b_approval_flow.ipynb #5c3bc04b
 def approval_command(agent, store:ApprovalStore, signal:Signal) -> Action:
     "Answer an `approve`/`deny` command typed in any gateway, without the model."
-    p, audit = signal.payload, getattr(agent, 'audit', None)
+    p, audit = signal.payload, agent.audit
     token, verb = str(p.get('token', '')), p.get('verb')
     if not is_owner(signal):
         if audit is not None: audit({'kind': 'approval-refused', 'token': token, 'reason': 'not the owner', 'source': signal.source})
         return reply("Only the owner can approve or deny actions.")
-    follow = getattr(agent, 'follow', None) or (lambda signal: None)
+    follow = agent.follow
     if verb == 'carry-out': return carry_out(agent, store, token)
     try:
         if verb == 'deny':
@@ -192,20 +191,20 @@ def approval_command(agent, store:ApprovalStore, signal:Signal) -> Action:
             refuse(agent, record)
             if (outcome := refused_outcome(record, p.get('reason') or '')) is not None: follow(outcome)
             return reply(f"Denied {record['token']}: {Action.from_dict(json.loads(record['action']))!r} will not run.")
-        res = resolve_approval(agent, store, token, bool(p.get('always')))
+        res = resolve_approval(agent, store, token, bool(p.get('always')), by=sender_of(signal))
         if res.feedback is not None: follow(res.feedback)
         return reply(res.message)
     except ApprovalError as e:
-        if getattr(e, 'feedback', None) is not None: follow(e.feedback)
+        if e.feedback is not None: follow(e.feedback)
         return reply(e.message)
 
-# %% ../nbs/32b_approval_flow.ipynb #152a9467
+# %% ../nbs/32b_approval_flow.ipynb #ea17b16d
 def install_approvals(agent, store:ApprovalStore):
     "Persist the agent's held actions in `store`, tell the owner about strangers' held actions, answer approval commands."
     agent.hold, agent.approvals = store.hold, store
-    if getattr(agent, 'notify_owner', None) is None: agent.notify_owner = lambda text, ctx=None: notify_owner(agent, text, ctx)
+    if agent.notify_owner is None: agent.notify_owner = lambda text, ctx=None: notify_owner(agent, text, ctx)
     agent.handlers.register('approval-command', lambda signal: approval_command(agent, store, signal), first=True)
-    if getattr(agent, 'refused', None) is None: agent.refused = {}
+    if agent.refused is None: agent.refused = {}
     remember_refusals(agent, store)
     agent.gates.add('owner-refusals', refusals_gate, REFUSED_PRIORITY)
     return agent
@@ -219,7 +218,7 @@ def remember_refusals(agent, store:ApprovalStore) -> int:
         else: agent.refused[(session, digest)] = (token, until); n += 1
     return n
 
-# %% ../nbs/32b_approval_flow.ipynb #dedcd712
+# %% ../nbs/32b_approval_flow.ipynb #ff622dc5
 def carry_out_signal(record:dict, **meta) -> Signal:
     "The signal that makes an agent carry out `record`'s decision, in the session its action was held in."
     session = record['meta'].get('session') or 'default'
@@ -228,22 +227,22 @@ def carry_out_signal(record:dict, **meta) -> Signal:
 
 def carry_out(agent, store:ApprovalStore, token:str) -> Action:
     "Do what a decision written elsewhere asks: run the approved action and let the model go on, or tell it the owner refused."
-    log, follow = agent.syslog.log, getattr(agent, 'follow', None) or (lambda signal: None)
+    log, follow = agent.syslog.log, agent.follow
     try:
         record = store.get(token)
         if record is not None and record['state'] == 'denied': return _carry_refusal(agent, store, record)
         if record is None or record['state'] != 'approved': raise ApprovalError(refusal(record, token))
-        res = resolve_approval(agent, store, token, bool(record['always']))
+        res = resolve_approval(agent, store, token, bool(record['always']), by='the owner, in another process')
     except ApprovalError as e:
         lost = 'already used' in e.message   # another process carried it out first: expected when several watch
         log('INFO' if lost else 'ERROR', f"a decision made elsewhere was not carried out: {e.message}")
-        if getattr(e, 'feedback', None) is not None: follow(e.feedback)
+        if e.feedback is not None: follow(e.feedback)
         return reply(e.message)
     log('INFO', f"carried out a decision made elsewhere: {res.message}")
     if res.feedback is not None: follow(res.feedback)
     return reply(res.message)
 
-# %% ../nbs/32b_approval_flow.ipynb #83bdb11f
+# %% ../nbs/32b_approval_flow.ipynb #c8b420bf
 def _carry_refusal(agent, store:ApprovalStore, record:dict) -> Action:
     "Remember the owner's refusal of `record` here, and tell the model unless another process already did."
     t = record['token']
@@ -254,5 +253,5 @@ def _carry_refusal(agent, store:ApprovalStore, record:dict) -> Action:
         agent.syslog.log('ERROR', f"approval {t}: its record is corrupted ({type(e).__name__}: {e}); the model was not told of its refusal")
         return reply(f"approval {t}: its record is corrupted; the model was not told of its refusal")
     agent.syslog.log('INFO', f"carried out a refusal made elsewhere: {t}")
-    if outcome is not None: (getattr(agent, 'follow', None) or (lambda s: None))(outcome)
+    if outcome is not None: agent.follow(outcome)
     return reply(f"Denied {t}: {action!r} will not run.")
