@@ -431,7 +431,7 @@ def runs_code(command:str, workspace) -> str|None:
     code = _collect(command, workspace).code
     return '; '.join(dict.fromkeys(code)) if code else None
 
-# %% ../nbs/32a_executed_files.ipynb #41d7e41e
+# %% ../nbs/32a_executed_files.ipynb #44258b01
 def changed_files(binding:dict) -> list:
     "`(path, was, now)` for each path of `binding` whose fingerprint moved."
     return [(p, was, now) for p, was in binding.items() if p != '…' and (now := fingerprint(p, 0 if was.startswith('large:') else MAX_HASHED)) != was]
@@ -439,7 +439,7 @@ def changed_files(binding:dict) -> list:
 CODE_TOOLS = {'shell': 'command'}   # tool: the argument that is a command line
 
 def _command_of(action) -> str|None:
-    arg = CODE_TOOLS.get(action.tool) if getattr(action, 'kind', None) == 'tool' else None
+    arg = CODE_TOOLS.get(action.tool) if action.kind == 'tool' else None
     value = (action.args or {}).get(arg) if arg else None
     return value if isinstance(value, str) else None
 

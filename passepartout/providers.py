@@ -308,11 +308,11 @@ def _transport_error(self:HTTPProvider, e) -> ProviderError:
 
 HTTPProvider._transport_error = _transport_error
 
-# %% ../nbs/10_providers.ipynb #02cebd83
+# %% ../nbs/10_providers.ipynb #2383ce73
 def propose(self:HTTPProvider, request, *, model:str|None=None, on_token=None) -> Proposal:
     "Ask the model for one action (streaming to `on_token` if there is one)."
     import httpx
-    on_token = on_token or self.on_token or getattr(request.agent, 'on_token', None)
+    on_token = on_token or self.on_token or (request.agent.on_token if request.agent is not None else None)
     url, headers, content = self._prepare(request, model, on_token is not None)
     try:
         if on_token is None: return self._proposal(self._parsed(self._client_for().post(url, content=content, headers=headers)))
@@ -325,11 +325,11 @@ def propose(self:HTTPProvider, request, *, model:str|None=None, on_token=None) -
 
 HTTPProvider.propose = propose
 
-# %% ../nbs/10_providers.ipynb #792fc00b
+# %% ../nbs/10_providers.ipynb #42aec397
 async def apropose(self:HTTPProvider, request, *, model:str|None=None, on_token=None) -> Proposal:
     "`propose` over `httpx.AsyncClient`."
     import httpx
-    on_token = on_token or self.on_token or getattr(request.agent, 'on_token', None)
+    on_token = on_token or self.on_token or (request.agent.on_token if request.agent is not None else None)
     url, headers, content = self._prepare(request, model, on_token is not None)
     client = self._client_for(asynchronous=True)
     try:
