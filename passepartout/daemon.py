@@ -10,7 +10,7 @@ __all__ = ['OWNER', 'LOOPBACK', 'SOCK_DIAG_BY_FAMILY', 'NETLINK_SOCK_DIAG', 'NO_
            'response', 'RefusalLog', 'enqueue', 'evict_sessions', 'status', 'shutdown', 'serve', 'read_address',
            'request', 'Client', 'daemon_running', 'client_send', 'client_status', 'AsyncClient', 'log_to_stderr']
 
-# %% ../nbs/51_daemon.ipynb #a463fdd5
+# %% ../nbs/51_daemon.ipynb #3647af48
 import asyncio, hmac, json, logging, os, secrets, signal as signals_module, socket, struct, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,6 +21,7 @@ from .protocol import BrokenStream, encode_frame, read_frame, send_frame, recv_f
 from .perceive import perceive
 from .act import deliver_reply
 from .loop import Agent
+from .repl import install_repl
 
 # %% ../nbs/51_daemon.ipynb #88147296
 class _OwnerMark(str):
@@ -80,7 +81,7 @@ class Daemon:
         self.max_sessions, self.evicted = max_sessions, 0
     def __repr__(self): return f"Daemon({self.host}:{self.port}, {'serving' if self.server else 'stopped'})"
 
-# %% ../nbs/51_daemon.ipynb #38633884
+# %% ../nbs/51_daemon.ipynb #40396d28
 def default_agent() -> Agent:
     "The agent the command line serves: `app.build_agent()` if present, else the provider cascade from the environment."
     try: from passepartout.app import build_agent
@@ -93,7 +94,6 @@ def default_agent() -> Agent:
 def _prepare_agent(agent:Agent) -> Agent:
     "Make sure daemon replies are collected into the turn and the owner's REPL is available."
     if 'daemon' not in agent.actuators: agent.actuators.register('daemon', deliver_reply, silent=True)
-    from passepartout.repl import install_repl
     install_repl(agent, is_owner)
     return agent
 
