@@ -8,11 +8,12 @@ Docs: https://passepartout-agent.github.io/passepartout/signals.html.md"""
 __all__ = ['SIGNAL_TYPES', 'OWNER_SOURCES', 'Action', 'reply', 'tool_call', 'Signal', 'from_owner', 'sender_of', 'Grant',
            'Context', 'Turn']
 
-# %% ../nbs/02_signals.ipynb #23d827a3
+# %% ../nbs/02_signals.ipynb #23dcc74d
 import json, hashlib, time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-if TYPE_CHECKING: from passepartout.loop import Agent   # for the type of `Context.agent` only: signals never imports the loop
+from typing import TYPE_CHECKING, ForwardRef
+if TYPE_CHECKING: from passepartout.loop import Agent   # the type of `Context.agent`, for type checkers: signals never imports the loop
+else: Agent = ForwardRef('passepartout.loop.Agent')     # what the hint names when a documentation tool evaluates it
 
 # %% ../nbs/02_signals.ipynb #ec18071e
 @dataclass(frozen=True, slots=True)
