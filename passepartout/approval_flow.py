@@ -9,7 +9,7 @@ __all__ = ['Resolution', 'outcome_signal', 'refused_outcome', 'resolve_approval'
            'notify_owner', 'approval_command', 'install_approvals', 'remember_refusals', 'carry_out_signal',
            'carry_out']
 
-# %% ../nbs/32b_approval_flow.ipynb #96f9cf30
+# %% ../nbs/32b_approval_flow.ipynb #84e11a27
 import json
 from dataclasses import dataclass
 from .signals import Action, Signal, Context, Turn, Grant, reply, from_owner, sender_of
@@ -19,7 +19,7 @@ from .approvals import ApprovalStore, ApprovalError, refusal, workspace_of, _hel
 from .refusals_gate import REFUSED_PRIORITY, refuse, refusals_gate
 from .reason import note_release
 from .act import act
-from .loop import audit_batch
+from .loop import Agent, audit_batch
 from .vault import Vault, HANDLE_RE, action_destination, _unclear_destination
 
 # %% ../nbs/32b_approval_flow.ipynb #0214ab0a
@@ -92,13 +92,13 @@ def refused_outcome(record:dict, reason:str='') -> Signal|None:
     return outcome_signal(record, action, "refused by the owner" + (f" ({reason})" if reason else '') +
                           ": it did not run. Do not propose it again; tell the user it was not done.", error=True)
 
-# %% ../nbs/32b_approval_flow.ipynb #38091633
-def resolve_approval(agent, store:ApprovalStore, token:str, always:bool=False,
+# %% ../nbs/32b_approval_flow.ipynb #d7801742
+def resolve_approval(agent:Agent, store:ApprovalStore, token:str, always:bool=False,
                      by:str='the owner') -> Resolution: # who approved, and where (the grant says so)
     "Release `token`: claim it, re-check the gates, run the action on its actuator, record it all (in one audit transaction, as a turn)."
     with audit_batch(agent.audit): return _resolve(agent, store, token, always, by)
 
-def _resolve(agent, store:ApprovalStore, token:str, always:bool=False, by:str='the owner') -> Resolution:
+def _resolve(agent:Agent, store:ApprovalStore, token:str, always:bool=False, by:str='the owner') -> Resolution:
     turn = Turn(sink=agent.audit)
     try:
         if always and (held := store.get(token)) is not None and held['state'] in ('pending', 'approved'): _no_rule_for_code(held, _held_action(held))
@@ -122,12 +122,12 @@ def _resolve(agent, store:ApprovalStore, token:str, always:bool=False, by:str='t
     feedback = act(signal, ctx, Grant(token, record['digest'], action, by, record.get('files') or {}))
     return _resolution(agent, store, record, signal, feedback, rule, turn)
 
-# %% ../nbs/32b_approval_flow.ipynb #63c7ef6a
+# %% ../nbs/32b_approval_flow.ipynb #ba415e6e
 def _note(store:ApprovalStore, token:str, note:str):
     "Keep the outcome of a used token (empty: it ran fine), for another process that asks."
     with store.lock: store.db.execute("UPDATE approvals SET note = ? WHERE token = ?", (note, token))
 
-def _resolution(agent, store:ApprovalStore, record:dict, signal:Signal, feedback, rule, turn:Turn) -> Resolution:
+def _resolution(agent:Agent, store:ApprovalStore, record:dict, signal:Signal, feedback, rule, turn:Turn) -> Resolution:
     "The outcome of a released action, with the signal that tells the model."
     token, action, result = record['token'], signal.approved_action, (turn.of('result') or [{}])[-1]
     error = feedback.text if feedback is not None and feedback.sensor == 'tool-error' else result.get('error')
@@ -139,7 +139,7 @@ def _resolution(agent, store:ApprovalStore, record:dict, signal:Signal, feedback
         note_release(agent.transcript(outcome.session), outcome)   # at once: the model reads it even if it cannot be asked now
     return Resolution(token, action, output, error, rule, turn, outcome)
 
-def carry_on(agent, feedback:Signal|None):
+def carry_on(agent:Agent, feedback:Signal|None):
     "Let the model go on after an owner's decision: process `feedback` (a `Resolution.feedback`) as a turn; None if there is none."
     return agent.process(feedback) if feedback is not None else None
 
@@ -158,8 +158,8 @@ def is_owner(signal:Signal) -> bool:
     "Did the owner send this? `from_owner` of `02_signals`: the gateway's `meta['owner']`, else the local channels."
     return from_owner(signal)
 
-# %% ../nbs/32b_approval_flow.ipynb #ec786027
-def notify_owner(agent, text:str, ctx:Context|None=None) -> list:
+# %% ../nbs/32b_approval_flow.ipynb #de31e0d3
+def notify_owner(agent:Agent, text:str, ctx:Context|None=None) -> list:
     "Send `text` to the owner: the `owner` actuator if registered, else each owner address of each gateway; return where it went."
     from passepartout.builtin_gates import owner_addresses
     actuators = agent.actuators
@@ -175,8 +175,8 @@ def notify_owner(agent, text:str, ctx:Context|None=None) -> list:
         except Exception as e: delivered.append(f"{name} {addr or ''} failed: {type(e).__name__}: {e}".replace('  ', ' '))
     return delivered
 
-# %% ../nbs/32b_approval_flow.ipynb #5c3bc04b
-def approval_command(agent, store:ApprovalStore, signal:Signal) -> Action:
+# %% ../nbs/32b_approval_flow.ipynb #d7181511
+def approval_command(agent:Agent, store:ApprovalStore, signal:Signal) -> Action:
     "Answer an `approve`/`deny` command typed in any gateway, without the model."
     p, audit = signal.payload, agent.audit
     token, verb = str(p.get('token', '')), p.get('verb')
@@ -198,8 +198,8 @@ def approval_command(agent, store:ApprovalStore, signal:Signal) -> Action:
         if e.feedback is not None: follow(e.feedback)
         return reply(e.message)
 
-# %% ../nbs/32b_approval_flow.ipynb #ea17b16d
-def install_approvals(agent, store:ApprovalStore):
+# %% ../nbs/32b_approval_flow.ipynb #df81cd0d
+def install_approvals(agent:Agent, store:ApprovalStore):
     "Persist the agent's held actions in `store`, tell the owner about strangers' held actions, answer approval commands."
     agent.hold, agent.approvals = store.hold, store
     if agent.notify_owner is None: agent.notify_owner = lambda text, ctx=None: notify_owner(agent, text, ctx)
@@ -209,7 +209,7 @@ def install_approvals(agent, store:ApprovalStore):
     agent.gates.add('owner-refusals', refusals_gate, REFUSED_PRIORITY)
     return agent
 
-def remember_refusals(agent, store:ApprovalStore) -> int:
+def remember_refusals(agent:Agent, store:ApprovalStore) -> int:
     "Rebuild the `owner-refusals` memory from the denials in `store` that still bind (after a restart); how many there are."
     n = 0
     for session, digest, token, until in store.refusals():
@@ -218,14 +218,14 @@ def remember_refusals(agent, store:ApprovalStore) -> int:
         else: agent.refused[(session, digest)] = (token, until); n += 1
     return n
 
-# %% ../nbs/32b_approval_flow.ipynb #ff622dc5
+# %% ../nbs/32b_approval_flow.ipynb #0fd0f998
 def carry_out_signal(record:dict, **meta) -> Signal:
     "The signal that makes an agent carry out `record`'s decision, in the session its action was held in."
     session = record['meta'].get('session') or 'default'
     return Signal('EVENT', {'source': 'daemon', 'session': session, **meta},
                   {'sensor': 'approval-command', 'verb': 'carry-out', 'token': record['token'], 'text': f"carry out {record['token']}"})
 
-def carry_out(agent, store:ApprovalStore, token:str) -> Action:
+def carry_out(agent:Agent, store:ApprovalStore, token:str) -> Action:
     "Do what a decision written elsewhere asks: run the approved action and let the model go on, or tell it the owner refused."
     log, follow = agent.syslog.log, agent.follow
     try:
@@ -242,8 +242,8 @@ def carry_out(agent, store:ApprovalStore, token:str) -> Action:
     if res.feedback is not None: follow(res.feedback)
     return reply(res.message)
 
-# %% ../nbs/32b_approval_flow.ipynb #c8b420bf
-def _carry_refusal(agent, store:ApprovalStore, record:dict) -> Action:
+# %% ../nbs/32b_approval_flow.ipynb #407e784c
+def _carry_refusal(agent:Agent, store:ApprovalStore, record:dict) -> Action:
     "Remember the owner's refusal of `record` here, and tell the model unless another process already did."
     t = record['token']
     refuse(agent, record)   # every process serving the session must refuse it from now on
