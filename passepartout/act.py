@@ -8,11 +8,11 @@ Docs: https://passepartout-agent.github.io/passepartout/act.html.md"""
 __all__ = ['Actuator', 'Actuators', 'set_silent', 'resolve_target', 'result_text', 'cut_note', 'format_result', 'secret_reach',
            'kept_text', 'act', 'run_tool', 'deliver_reply']
 
-# %% ../nbs/07_act.ipynb #eab110aa
+# %% ../nbs/07_act.ipynb #16882be9
 import json, dataclasses
 from dataclasses import dataclass
 from collections.abc import Callable
-from .signals import Signal, Action, Context
+from .signals import Signal, Action, Context, Grant
 from .gates import ALLOW
 
 # %% ../nbs/07_act.ipynb #dbd303b3
@@ -93,7 +93,7 @@ def kept_text(result, limit:int, vault) -> str:
         window += limit - len(kept) + reach
     return format_result(_scrub(text, vault), limit)
 
-# %% ../nbs/07_act.ipynb #77287039
+# %% ../nbs/07_act.ipynb #59c687eb
 def _unsealed(action:Action, vault) -> Action:
     "The action the actuator gets: vault handles in a tool's arguments replaced by their values."
     if vault is None or action.kind != 'tool': return action
@@ -112,8 +112,8 @@ def _withheld(action:Action, ctx:Context, vault, result=None, error=None) -> str
 def _feedback(signal:Signal, action:Action, sensor:str, text:str) -> Signal:
     return signal.child(sensor, text, tool=action.tool, call_id=action.call_id)
 
-def act(signal:Signal, ctx:Context) -> Signal | None:
-    "Check the approved action once more, run it on its actuator, and return the feedback signal (or None)."
+def act(signal:Signal, ctx:Context, grant:Grant|None=None) -> Signal | None:
+    "Check the approved action once more, run it on its actuator, and return the feedback signal (or None); `grant`: the owner approved it."
     action, agent, turn = signal.approved_action, ctx.agent, ctx.turn
     if action is None or signal.sensor == 'heartbeat': return None
     if signal.status == 'approved' and action is not ctx.verified:
@@ -126,8 +126,9 @@ def act(signal:Signal, ctx:Context) -> Signal | None:
     target = resolve_target(action, signal, agent.actuators, agent.default_actuator)
     if target not in agent.actuators:
         return _feedback(signal, action, 'tool-error', f"no actuator named {target!r}")
-    actuator, vault = agent.actuators[target], getattr(agent, 'vault', None)
+    actuator, vault = agent.actuators[target], agent.vault
     if actuator.fn is not deliver_reply: _anchor_before_acting(action, agent, turn)   # what leaves the process is on disk first
+    ctx.grant = grant if grant is not None and grant.digest == action.digest() else None   # the owner's approval holds for exactly what runs
     try:
         result = actuator.fn(_unsealed(action, vault), ctx)
         result = _withheld(action, ctx, vault, result) or result   # a tool that got a secret shows only whether it succeeded
@@ -140,18 +141,19 @@ def act(signal:Signal, ctx:Context) -> Signal | None:
     if turn is not None: turn.record('result', actuator=target, action=action.to_dict(), output=text)
     return _feedback(signal, action, 'tool-output', text)
 
-# %% ../nbs/07_act.ipynb #e22a996f
+# %% ../nbs/07_act.ipynb #52dd80f0
 def _anchor_before_acting(action:Action, agent, turn) -> None:
     "Have the audit log write and anchor the records that led to an action with effects (its queue, its head checkpoint) before the action runs."
-    tool = getattr(getattr(agent, 'tools', None), 'by_name', {}).get(action.tool) if action.kind == 'tool' else None
+    tool = agent.tools.by_name.get(action.tool) if action.kind == 'tool' else None
     if tool is not None and tool.effect == 'read-only': return
-    checkpoint = getattr(getattr(getattr(turn, 'sink', None), '__self__', None), 'checkpoint', None)
+    sink = turn.sink if turn is not None else None
+    checkpoint = getattr(getattr(sink, '__self__', None), 'checkpoint', None)   # any callable is a sink: only a bound `AuditLog.append` has a checkpoint
     if checkpoint is not None: checkpoint()
 
-# %% ../nbs/07_act.ipynb #787c5dce
+# %% ../nbs/07_act.ipynb #39af0096
 def _audit_delivery(action:Action, target:str, ctx:Context) -> None:
     "Hand the audit sink a reply that a gateway's own actuator delivered (`deliver_reply` records its replies in the turn)."
-    sink, meta = getattr(ctx.turn, 'sink', None), ctx.signal.meta if ctx.signal is not None else {}
+    sink, meta = ctx.turn.sink if ctx.turn is not None else None, ctx.signal.meta if ctx.signal is not None else {}
     if sink is not None:
         sink({'kind': 'reply', 'text': action.text, 'actuator': target, 'target': action.target,
               'chat_id': meta.get('chat_id'), 'recipient': meta.get('recipient')})

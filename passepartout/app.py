@@ -21,30 +21,28 @@ from .audit import AuditLog
 from .sessions import SessionStore
 from .vault import Vault
 
-# %% ../nbs/62_app.ipynb #413aea53
+# %% ../nbs/62_app.ipynb #1c2636d9
 def build_agent(env=None, **overrides) -> Agent:
     "The agent a user gets: configured provider, default gates, built-in tools, approvals, audit and vault."
     config.load_env()
     s = lambda name: config.setting(name, env)
-    agent = Agent(overrides.pop('provider', None) or provider_from_env(env), gates=overrides.pop('gates', None) or default_gates(),
+    provider = overrides.pop('provider', None) or provider_from_env(env)
+    agent = Agent(provider, gates=overrides.pop('gates', None) or default_gates(),
                   tools=overrides.pop('tools', None) or builtin_tools(), name=s('PASSEPARTOUT_ASSISTANT_NAME'),
                   max_depth=s('PASSEPARTOUT_MAX_DEPTH'), max_attempts=s('PASSEPARTOUT_MAX_ATTEMPTS'),
                   max_result_chars=s('PASSEPARTOUT_MAX_RESULT_CHARS'), default_actuator=s('PASSEPARTOUT_DEFAULT_ACTUATOR'),
-                  workspace=overrides.pop('workspace', None) or config.workspace(env, check=True))
+                  workspace=overrides.pop('workspace', None) or config.workspace(env, check=True),
+                  budget=getattr(provider, 'budget', None), **_stores())   # any object with `propose` is a provider: a budget is optional
     agent.actuators.set_silent(s('PASSEPARTOUT_SILENT_ACTUATORS').split(','))
-    _attach_stores(agent)
+    install_approvals(agent, agent.approvals)
     for k, v in overrides.items(): setattr(agent, k, v)
     return agent
 
-# %% ../nbs/62_app.ipynb #e635de90
-def _attach_stores(agent:Agent):
-    "Persistent approvals, the audit log, the vault, the sessions and the budget, from the data directory."
+# %% ../nbs/62_app.ipynb #2f84245e
+def _stores() -> dict:
+    "Persistent approvals, the audit log, the vault and the sessions, from the data directory: the agent's collaborators."
     config.ensure_dirs()
-    store = ApprovalStore()
-    agent.hold, agent.approvals = store.hold, store
-    install_approvals(agent, store)
-    log = AuditLog()
+    approvals, log, vault = ApprovalStore(), AuditLog(), Vault()
     log.begin_anchoring()   # the audit key exists from the moment the agent does, not from its first record
-    agent.audit, agent.vault = log.append, Vault()
-    if agent.sessions is None: agent.sessions = SessionStore(vault=agent.vault)   # conversations continue in any process
-    agent.budget = getattr(agent.provider, 'budget', None)
+    return {'approvals': approvals, 'audit': log.append, 'vault': vault,
+            'sessions': SessionStore(vault=vault)}   # conversations continue in any process

@@ -35,7 +35,7 @@ def _describe(r:dict) -> str:
     why = f"  the model's reason: {action.explanation!r}" if action.explanation else ''
     return f"{r['token']}  expires in {_ago(left)}  {action!r}" + (f"  ({'; '.join(r['reasons'])})" if r['reasons'] else '') + why + once
 
-# %% ../nbs/60a_approval_commands.ipynb #3b9e2b3d
+# %% ../nbs/60a_approval_commands.ipynb #b9b9e071
 @click.command('approvals')
 def approvals_command():
     "List the actions waiting for approval."
@@ -79,16 +79,16 @@ def approve_command(token, always):
         if record['note']: raise SystemExit(1)
         return
     agent = _agent()
-    store = getattr(agent, 'approvals', None) or ApprovalStore()
+    store = agent.approvals or ApprovalStore()
     try: res = resolve_approval(agent, store, token, always)
     except ApprovalError as e:
-        _echo_turn(carry_on(agent, getattr(e, 'feedback', None)))
+        _echo_turn(carry_on(agent, e.feedback))
         raise click.ClickException(e.message) from None
     click.echo(res.message)
     _echo_turn(carry_on(agent, res.feedback))
     if not res.ok: raise SystemExit(1)
 
-# %% ../nbs/60a_approval_commands.ipynb #b5900862
+# %% ../nbs/60a_approval_commands.ipynb #26b79574
 @click.command('deny')
 @click.argument('token')
 @click.option('--reason', default='', help="Why (recorded in the audit log).")
@@ -114,5 +114,5 @@ def _tell_refusal(record:dict):
     "Without a daemon: remember the refusal, tell the model of the held session once, and let it answer (its turn)."
     agent = _agent()
     refuse(agent, record)
-    if not (getattr(agent, 'approvals', None) or ApprovalStore()).take_refusal(record['token']): return None
+    if not (agent.approvals or ApprovalStore()).take_refusal(record['token']): return None
     return carry_on(agent, refused_outcome(record, record['note']))

@@ -9,17 +9,17 @@ __all__ = ['Resolution', 'outcome_signal', 'refused_outcome', 'resolve_approval'
            'notify_owner', 'approval_command', 'install_approvals', 'remember_refusals', 'carry_out_signal',
            'carry_out']
 
-# %% ../nbs/32b_approval_flow.ipynb #17713d00
+# %% ../nbs/32b_approval_flow.ipynb #84e11a27
 import json
 from dataclasses import dataclass
-from .signals import Action, Signal, Context, Turn, reply, from_owner
+from .signals import Action, Signal, Context, Turn, Grant, reply, from_owner, sender_of
 from .gates import ALLOW, DENY
 from .executed_files import action_runs_code
 from .approvals import ApprovalStore, ApprovalError, refusal, workspace_of, _held_action, _files_problem, _no_rule_for_code
 from .refusals_gate import REFUSED_PRIORITY, refuse, refusals_gate
 from .reason import note_release
 from .act import act
-from .loop import audit_batch
+from .loop import Agent, audit_batch
 from .vault import Vault, HANDLE_RE, action_destination, _unclear_destination
 
 # %% ../nbs/32b_approval_flow.ipynb #0214ab0a
@@ -53,7 +53,7 @@ class Resolution:
         body = f"failed: {self.error}" if self.error else (f"output: {self.output}" if self.output is not None else 'done')
         return f"{head} {body}" + (f"\n{self.rule}" if self.rule else '')
 
-# %% ../nbs/32b_approval_flow.ipynb #79318fde
+# %% ../nbs/32b_approval_flow.ipynb #faef6552
 def _learn(action:Action) -> str:
     "Create an 'always allow' permission rule for `action`; say what happened."
     try: from passepartout.builtin_gates import learn_rule
@@ -69,7 +69,7 @@ def _bind_secrets(action:Action, agent) -> str:
     if '{{vault:' not in args: return ''
     names = sorted(set(HANDLE_RE.findall(args)))
     if not names: return ''
-    vault = getattr(agent, 'vault', None) or Vault()
+    vault = agent.vault or Vault()
     try:
         if _unclear_destination(action, vault): return " Its secrets were not bound: the destination cannot be told."
         dest = action_destination(action)
@@ -92,13 +92,14 @@ def refused_outcome(record:dict, reason:str='') -> Signal|None:
     return outcome_signal(record, action, "refused by the owner" + (f" ({reason})" if reason else '') +
                           ": it did not run. Do not propose it again; tell the user it was not done.", error=True)
 
-# %% ../nbs/32b_approval_flow.ipynb #7c266d31
-def resolve_approval(agent, store:ApprovalStore, token:str, always:bool=False) -> Resolution:
+# %% ../nbs/32b_approval_flow.ipynb #d7801742
+def resolve_approval(agent:Agent, store:ApprovalStore, token:str, always:bool=False,
+                     by:str='the owner') -> Resolution: # who approved, and where (the grant says so)
     "Release `token`: claim it, re-check the gates, run the action on its actuator, record it all (in one audit transaction, as a turn)."
-    with audit_batch(getattr(agent, 'audit', None)): return _resolve(agent, store, token, always)
+    with audit_batch(agent.audit): return _resolve(agent, store, token, always, by)
 
-def _resolve(agent, store:ApprovalStore, token:str, always:bool=False) -> Resolution:
-    turn = Turn(sink=getattr(agent, 'audit', None))
+def _resolve(agent:Agent, store:ApprovalStore, token:str, always:bool=False, by:str='the owner') -> Resolution:
+    turn = Turn(sink=agent.audit)
     try:
         if always and (held := store.get(token)) is not None and held['state'] in ('pending', 'approved'): _no_rule_for_code(held, _held_action(held))
         record, action = store.claim(token)
@@ -118,15 +119,15 @@ def _resolve(agent, store:ApprovalStore, token:str, always:bool=False) -> Resolu
     if (why := _not_as_held(record, action, to_run, workspace_of(agent))) is not None: raise _unreleased(store, record, action, turn, why)
     rule = _learn(action) + _bind_secrets(action, agent) if always else None
     signal.approved_action = to_run
-    feedback = act(signal, ctx)
+    feedback = act(signal, ctx, Grant(token, record['digest'], action, by, record.get('files') or {}))
     return _resolution(agent, store, record, signal, feedback, rule, turn)
 
-# %% ../nbs/32b_approval_flow.ipynb #5f4dc876
+# %% ../nbs/32b_approval_flow.ipynb #ba415e6e
 def _note(store:ApprovalStore, token:str, note:str):
     "Keep the outcome of a used token (empty: it ran fine), for another process that asks."
     with store.lock: store.db.execute("UPDATE approvals SET note = ? WHERE token = ?", (note, token))
 
-def _resolution(agent, store:ApprovalStore, record:dict, signal:Signal, feedback, rule, turn:Turn) -> Resolution:
+def _resolution(agent:Agent, store:ApprovalStore, record:dict, signal:Signal, feedback, rule, turn:Turn) -> Resolution:
     "The outcome of a released action, with the signal that tells the model."
     token, action, result = record['token'], signal.approved_action, (turn.of('result') or [{}])[-1]
     error = feedback.text if feedback is not None and feedback.sensor == 'tool-error' else result.get('error')
@@ -134,12 +135,11 @@ def _resolution(agent, store:ApprovalStore, record:dict, signal:Signal, feedback
     if error: _note(store, token, f"failed: {error}")   # a token is claimed with an empty note: a success costs no write
     text = f"approved by the owner, but it failed: {error}" if error else f"approved by the owner: {output if output is not None else '(no output)'}"
     outcome = outcome_signal(record, action, text, error is not None)
-    transcripts, stored = getattr(agent, 'transcripts', None), getattr(agent, 'sessions', None) is not None
-    if outcome is not None and transcripts is not None and (stored or outcome.session in transcripts):
+    if outcome is not None and (agent.sessions is not None or outcome.session in agent.transcripts):
         note_release(agent.transcript(outcome.session), outcome)   # at once: the model reads it even if it cannot be asked now
     return Resolution(token, action, output, error, rule, turn, outcome)
 
-def carry_on(agent, feedback:Signal|None):
+def carry_on(agent:Agent, feedback:Signal|None):
     "Let the model go on after an owner's decision: process `feedback` (a `Resolution.feedback`) as a turn; None if there is none."
     return agent.process(feedback) if feedback is not None else None
 
@@ -158,13 +158,12 @@ def is_owner(signal:Signal) -> bool:
     "Did the owner send this? `from_owner` of `02_signals`: the gateway's `meta['owner']`, else the local channels."
     return from_owner(signal)
 
-# %% ../nbs/32b_approval_flow.ipynb #dac2561a
-def notify_owner(agent, text:str, ctx:Context|None=None) -> list:
+# %% ../nbs/32b_approval_flow.ipynb #de31e0d3
+def notify_owner(agent:Agent, text:str, ctx:Context|None=None) -> list:
     "Send `text` to the owner: the `owner` actuator if registered, else each owner address of each gateway; return where it went."
     from passepartout.builtin_gates import owner_addresses
-    actuators = getattr(agent, 'actuators', None)
-    if actuators is None: return []
-    signal, turn = getattr(ctx, 'signal', None), getattr(ctx, 'turn', None)
+    actuators = agent.actuators
+    signal, turn = (ctx.signal, ctx.turn) if ctx is not None else (None, None)
     session = signal.session if signal is not None else 'default'
     if 'owner' in actuators: targets = [('owner', None)]
     else: targets = [(name, addr) for name in sorted(actuators.by_name) if name != 'tool' for addr in sorted(owner_addresses(name))]
@@ -176,15 +175,15 @@ def notify_owner(agent, text:str, ctx:Context|None=None) -> list:
         except Exception as e: delivered.append(f"{name} {addr or ''} failed: {type(e).__name__}: {e}".replace('  ', ' '))
     return delivered
 
-# %% ../nbs/32b_approval_flow.ipynb #68879304
-def approval_command(agent, store:ApprovalStore, signal:Signal) -> Action:
+# %% ../nbs/32b_approval_flow.ipynb #d7181511
+def approval_command(agent:Agent, store:ApprovalStore, signal:Signal) -> Action:
     "Answer an `approve`/`deny` command typed in any gateway, without the model."
-    p, audit = signal.payload, getattr(agent, 'audit', None)
+    p, audit = signal.payload, agent.audit
     token, verb = str(p.get('token', '')), p.get('verb')
     if not is_owner(signal):
         if audit is not None: audit({'kind': 'approval-refused', 'token': token, 'reason': 'not the owner', 'source': signal.source})
         return reply("Only the owner can approve or deny actions.")
-    follow = getattr(agent, 'follow', None) or (lambda signal: None)
+    follow = agent.follow
     if verb == 'carry-out': return carry_out(agent, store, token)
     try:
         if verb == 'deny':
@@ -192,25 +191,25 @@ def approval_command(agent, store:ApprovalStore, signal:Signal) -> Action:
             refuse(agent, record)
             if (outcome := refused_outcome(record, p.get('reason') or '')) is not None: follow(outcome)
             return reply(f"Denied {record['token']}: {Action.from_dict(json.loads(record['action']))!r} will not run.")
-        res = resolve_approval(agent, store, token, bool(p.get('always')))
+        res = resolve_approval(agent, store, token, bool(p.get('always')), by=sender_of(signal))
         if res.feedback is not None: follow(res.feedback)
         return reply(res.message)
     except ApprovalError as e:
-        if getattr(e, 'feedback', None) is not None: follow(e.feedback)
+        if e.feedback is not None: follow(e.feedback)
         return reply(e.message)
 
-# %% ../nbs/32b_approval_flow.ipynb #152a9467
-def install_approvals(agent, store:ApprovalStore):
+# %% ../nbs/32b_approval_flow.ipynb #df81cd0d
+def install_approvals(agent:Agent, store:ApprovalStore):
     "Persist the agent's held actions in `store`, tell the owner about strangers' held actions, answer approval commands."
     agent.hold, agent.approvals = store.hold, store
-    if getattr(agent, 'notify_owner', None) is None: agent.notify_owner = lambda text, ctx=None: notify_owner(agent, text, ctx)
+    if agent.notify_owner is None: agent.notify_owner = lambda text, ctx=None: notify_owner(agent, text, ctx)
     agent.handlers.register('approval-command', lambda signal: approval_command(agent, store, signal), first=True)
-    if getattr(agent, 'refused', None) is None: agent.refused = {}
+    if agent.refused is None: agent.refused = {}
     remember_refusals(agent, store)
     agent.gates.add('owner-refusals', refusals_gate, REFUSED_PRIORITY)
     return agent
 
-def remember_refusals(agent, store:ApprovalStore) -> int:
+def remember_refusals(agent:Agent, store:ApprovalStore) -> int:
     "Rebuild the `owner-refusals` memory from the denials in `store` that still bind (after a restart); how many there are."
     n = 0
     for session, digest, token, until in store.refusals():
@@ -219,32 +218,32 @@ def remember_refusals(agent, store:ApprovalStore) -> int:
         else: agent.refused[(session, digest)] = (token, until); n += 1
     return n
 
-# %% ../nbs/32b_approval_flow.ipynb #dedcd712
+# %% ../nbs/32b_approval_flow.ipynb #0fd0f998
 def carry_out_signal(record:dict, **meta) -> Signal:
     "The signal that makes an agent carry out `record`'s decision, in the session its action was held in."
     session = record['meta'].get('session') or 'default'
     return Signal('EVENT', {'source': 'daemon', 'session': session, **meta},
                   {'sensor': 'approval-command', 'verb': 'carry-out', 'token': record['token'], 'text': f"carry out {record['token']}"})
 
-def carry_out(agent, store:ApprovalStore, token:str) -> Action:
+def carry_out(agent:Agent, store:ApprovalStore, token:str) -> Action:
     "Do what a decision written elsewhere asks: run the approved action and let the model go on, or tell it the owner refused."
-    log, follow = agent.syslog.log, getattr(agent, 'follow', None) or (lambda signal: None)
+    log, follow = agent.syslog.log, agent.follow
     try:
         record = store.get(token)
         if record is not None and record['state'] == 'denied': return _carry_refusal(agent, store, record)
         if record is None or record['state'] != 'approved': raise ApprovalError(refusal(record, token))
-        res = resolve_approval(agent, store, token, bool(record['always']))
+        res = resolve_approval(agent, store, token, bool(record['always']), by='the owner, in another process')
     except ApprovalError as e:
         lost = 'already used' in e.message   # another process carried it out first: expected when several watch
         log('INFO' if lost else 'ERROR', f"a decision made elsewhere was not carried out: {e.message}")
-        if getattr(e, 'feedback', None) is not None: follow(e.feedback)
+        if e.feedback is not None: follow(e.feedback)
         return reply(e.message)
     log('INFO', f"carried out a decision made elsewhere: {res.message}")
     if res.feedback is not None: follow(res.feedback)
     return reply(res.message)
 
-# %% ../nbs/32b_approval_flow.ipynb #83bdb11f
-def _carry_refusal(agent, store:ApprovalStore, record:dict) -> Action:
+# %% ../nbs/32b_approval_flow.ipynb #407e784c
+def _carry_refusal(agent:Agent, store:ApprovalStore, record:dict) -> Action:
     "Remember the owner's refusal of `record` here, and tell the model unless another process already did."
     t = record['token']
     refuse(agent, record)   # every process serving the session must refuse it from now on
@@ -254,5 +253,5 @@ def _carry_refusal(agent, store:ApprovalStore, record:dict) -> Action:
         agent.syslog.log('ERROR', f"approval {t}: its record is corrupted ({type(e).__name__}: {e}); the model was not told of its refusal")
         return reply(f"approval {t}: its record is corrupted; the model was not told of its refusal")
     agent.syslog.log('INFO', f"carried out a refusal made elsewhere: {t}")
-    if outcome is not None: (getattr(agent, 'follow', None) or (lambda s: None))(outcome)
+    if outcome is not None: agent.follow(outcome)
     return reply(f"Denied {t}: {action!r} will not run.")

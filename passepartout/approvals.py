@@ -17,9 +17,10 @@ from .errors import PassepartoutError
 from .signals import Action, from_owner
 from .executed_files import action_binding, action_runs_code, changed_files
 
-# %% ../nbs/32_approvals.ipynb #ce5bac13
+# %% ../nbs/32_approvals.ipynb #b7393218
 class ApprovalError(PassepartoutError):
     "An approval token that cannot be used: unknown, used, denied, expired or altered."
+    feedback = None   # the outcome as the model's next signal, when the approval flow has one for it (`32b_approval_flow`)
 
 TOKEN_ALPHABET = 'abcdefghjkmnpqrstuvwxyz23456789'  # no 0/o, 1/l/i
 TOKEN_LENGTH = 8
@@ -53,14 +54,14 @@ class ApprovalStore:
     def close(self): self.db.close()
     def __repr__(self): return f"ApprovalStore({str(self.path)!r}, {len(self.pending())} pending)"
 
-# %% ../nbs/32_approvals.ipynb #358a5894
+# %% ../nbs/32_approvals.ipynb #b3aebefc
 def _json(obj) -> str: return json.dumps(obj, sort_keys=True, separators=(',', ':'), ensure_ascii=False, default=str)
 
 def hold(self:ApprovalStore, action:Action, decision, ctx) -> str:
     "Persist `action` (which `decision` says needs approval) and return its token; the `Agent.hold` hook."
     signal = ctx.signal if ctx is not None else None
     meta, depth, owner = (dict(signal.meta), signal.depth, from_owner(signal)) if signal is not None else ({}, 0, False)
-    workspace = workspace_of(getattr(ctx, 'agent', None))
+    workspace = workspace_of(ctx.agent if ctx is not None else None)
     files = _json(bind_files(action, workspace))
     now = time.time()
     with self.lock:
@@ -76,10 +77,10 @@ def hold(self:ApprovalStore, action:Action, decision, ctx) -> str:
 
 ApprovalStore.hold = hold
 
-# %% ../nbs/32_approvals.ipynb #57fd6b59
+# %% ../nbs/32_approvals.ipynb #06e646f5
 def workspace_of(agent) -> str:
     "The directory `agent`'s tools work in (`agent.workspace`, else the configured workspace), resolved."
-    ws = getattr(agent, 'workspace', None)
+    ws = agent.workspace if agent is not None else None
     return os.path.realpath(os.path.expanduser(str(ws)) if ws else str(config.workspace()))
 
 def bind_files(action:Action, workspace:str) -> dict:

@@ -11,19 +11,21 @@ __all__ = ['MAX_LINKS', 'READ_LINES', 'MAX_WRITE_BYTES', 'MAX_LIST', 'MAX_MATCHE
            'owner_approval', 'released_by_owner', 'sandbox_mode', 'shell', 'http_fetch', 'send_message',
            'builtin_tools']
 
-# %% ../nbs/30_builtin_tools.ipynb #9e8d549a
+# %% ../nbs/30_builtin_tools.ipynb #c9d7f08d
 import os, re, stat, time, errno, fnmatch, secrets, tempfile, contextlib
 from pathlib import Path
 from typing import NamedTuple
 from . import config
 from .tools import Toolbelt, BUILTIN_EFFECTS
-from .signals import Signal, Context, reply
+from .signals import Signal, Context, Grant, reply
 from .sandbox import run_sandboxed, run_unconfined, sandbox_problem, protected, protected_paths, SandboxUnavailable
+from .vault import substitute
+from .executed_files import verified_copies
 
-# %% ../nbs/30_builtin_tools.ipynb #4c72fee2
+# %% ../nbs/30_builtin_tools.ipynb #816955b0
 def tool_workspace(ctx=None) -> Path:
     "The workspace of the step: the agent's, else `config.workspace()`; resolved."
-    ws = getattr(getattr(ctx, 'agent', None), 'workspace', None)
+    ws = ctx.agent.workspace if ctx is not None and ctx.agent is not None else None
     return Path(os.path.realpath(Path(ws).expanduser() if ws else config.workspace()))
 
 # %% ../nbs/30_builtin_tools.ipynb #0132a3dc
@@ -389,31 +391,24 @@ def search_files(pattern:str,         # regular expression (RE2 syntax: Python's
             ([f"[... directories deeper than {SEARCH_DEPTH} levels not searched]"] if deep else [])
     return '\n'.join(hits + notes) if hits else '\n'.join([f"no matches for /{pattern}/ in {b.rel}"] + notes)
 
-# %% ../nbs/30_builtin_tools.ipynb #10de4786
+# %% ../nbs/30_builtin_tools.ipynb #cd4501b9
 def owner_approval(ctx,          # the step's Context, as Act passes it to the tool
                    command:str   # the command about to run
-                  ) -> dict|None:
-    "The approval record under which the owner approved exactly `command` with `approve TOKEN`, or None."
-    sig, turn = getattr(ctx, 'signal', None), getattr(ctx, 'turn', None)
-    if sig is None or turn is None or sig.sensor != 'approval-command' or sig.status != 'handled' or sig.payload.get('verb') != 'approve': return None
-    action, token = sig.approved_action, str(sig.payload.get('token', ''))
-    if action is None or action.kind != 'tool' or action.tool != 'shell' or not token: return None
-    if not any(e.get('token') == token and e.get('digest') == action.digest() for e in turn.of('approval')): return None
-    from passepartout.approvals import ApprovalStore
-    store = getattr(getattr(ctx, 'agent', None), 'approvals', None) or ApprovalStore()
-    record = store.get(token)
-    if record is None or record['state'] != 'used' or record['digest'] != action.digest(): return None
-    return record if command == _unsealed_command(action, getattr(ctx.agent, 'vault', None)) else None
+                  ) -> Grant|None:
+    "The owner's grant (`ctx.grant`) under which exactly `command` runs, or None."
+    grant = ctx.grant if ctx is not None else None
+    if grant is None or grant.action.kind != 'tool' or grant.action.tool != 'shell': return None
+    vault = ctx.agent.vault if ctx.agent is not None else None
+    return grant if command == _unsealed_command(grant.action, vault) else None
 
 def released_by_owner(ctx, command:str) -> bool:
     "Is `command` being run because the owner approved exactly it with `approve TOKEN`?"
     return owner_approval(ctx, command) is not None
 
-# %% ../nbs/30_builtin_tools.ipynb #4cc837ef
+# %% ../nbs/30_builtin_tools.ipynb #d31c2fd6
 def _unsealed_command(action, vault) -> str|None:
     "The approved action's command as the tool receives it: with the vault's handles replaced by their values."
     if vault is None: return action.args.get('command')
-    from passepartout.vault import substitute
     return substitute(action.args, vault).get('command')
 
 # %% ../nbs/30_builtin_tools.ipynb #b09bcbc0
@@ -424,12 +419,11 @@ def sandbox_mode(command:str, ctx=None) -> str:
     except Exception: return 'guarded'   # no shell gate to say it only reads: the stricter of the two others
     return 'read-only' if shell_verdict(command, tool_workspace(ctx)).decision == 'allow' else 'guarded'
 
-# %% ../nbs/30_builtin_tools.ipynb #7111567d
-def _approved_scripts(approval:dict, ctx, into:str) -> list:
+# %% ../nbs/30_builtin_tools.ipynb #29a67fd0
+def _approved_scripts(approval:Grant, ctx, into:str) -> list:
     "Checked read-only copies of the scripts the owner's `approval` binds, as (copy, path) for the sandbox."
-    files = approval.get('files') or {}
+    files = approval.files
     if not files or '!' in files: return []
-    from passepartout.executed_files import verified_copies
     return verified_copies(files, tool_workspace(ctx), into)
 
 # %% ../nbs/30_builtin_tools.ipynb #64c8dee5
@@ -495,15 +489,15 @@ def http_fetch(url:str,             # http or https URL
     try: return head + '\n\n' + data.decode(encoding, 'replace')
     except LookupError: return head + '\n\n' + data.decode('utf-8', 'replace')   # an unknown charset name
 
-# %% ../nbs/30_builtin_tools.ipynb #ecbf976d
+# %% ../nbs/30_builtin_tools.ipynb #8c727ca8
 def send_message(channel:str,   # gateway to send through, e.g. telegram or signal
                  recipient:str, # who receives it, in that gateway's terms (chat id, phone number)
                  text:str,      # the message
                  ctx=None) -> str:
     "Send a message to someone through one of the agent's gateways."
-    agent = getattr(ctx, 'agent', None)
-    actuators = getattr(agent, 'actuators', None)
-    if actuators is None: raise RuntimeError("send_message needs an agent with gateways")
+    agent = ctx.agent if ctx is not None else None
+    if agent is None: raise RuntimeError("send_message needs an agent with gateways")
+    actuators = agent.actuators
     gateways = sorted(n for n in actuators.by_name if n != 'tool')
     if channel == 'tool' or channel not in actuators:
         raise ValueError(f"no gateway named {channel!r}; available: {', '.join(gateways) or 'none'}")

@@ -118,8 +118,8 @@ def _keywords(propose) -> set:
     except (TypeError, ValueError): return set()
     return {k for k in ('model', 'on_token') if k in params}
 
-# %% ../nbs/11_cascade.ipynb #67ce29b9
-def _name(p) -> str: return getattr(p, 'name', None) or type(p).__name__
+# %% ../nbs/11_cascade.ipynb #e76ec946
+def _name(p) -> str: return getattr(p, 'name', None) or type(p).__name__   # any object with `propose` is a provider: a name is optional
 
 # %% ../nbs/11_cascade.ipynb #d71207c9
 class Cascade:
@@ -134,16 +134,16 @@ class Cascade:
         self._accepts = [_keywords(p.propose) for p in self.providers]
     def __repr__(self): return f"Cascade({', '.join(_name(p) for p in self.providers)}; {self.budget!r})"
 
-# %% ../nbs/11_cascade.ipynb #43117495
+# %% ../nbs/11_cascade.ipynb #6b99cebd
 @patch
 def _before(self:Cascade, i:int, request, on_token) -> tuple:
     "Model, keyword arguments and budget reservation for a call of provider `i`."
     p = self.providers[i]
-    model = (self.selector(request, p) if self.selector is not None else None) or getattr(p, 'model', None)
+    model = (self.selector(request, p) if self.selector is not None else None) or getattr(p, 'model', None)   # providers are duck-typed: a scripted one has no model
     kw = {k: v for k, v in (('model', model), ('on_token', on_token)) if k in self._accepts[i] and v is not None}
     reserved = 0.0
     if self.budget.cap > 0:
-        reserved = self.prices.cost(model, estimate_tokens(request), getattr(p, 'max_tokens', 1024))
+        reserved = self.prices.cost(model, estimate_tokens(request), getattr(p, 'max_tokens', 1024))   # duck-typed providers: an HTTP one has a cap
         self.budget.reserve(reserved)
     return model, kw, reserved
 
@@ -156,19 +156,19 @@ def _after(self:Cascade, proposal:Proposal, model, reserved:float) -> Proposal:
     self.budget.settle(reserved, u.get('cost_usd', 0.0) if u else 0.0)
     return proposal
 
-# %% ../nbs/11_cascade.ipynb #5cd0ea86
+# %% ../nbs/11_cascade.ipynb #f0f891e7
 @patch
 def _should_wait(self:Cascade, error:LLMError, first_try:bool) -> float|None:
     "Seconds to wait before retrying the same provider, or None to fail over."
-    wait = getattr(error, 'retry_after', None)
+    wait = getattr(error, 'retry_after', None)   # only an HTTP provider's error has a status and a Retry-After
     if first_try and getattr(error, 'status', None) == 429 and wait is not None and wait <= self.retry_after_max: return wait
     return None
 
-# %% ../nbs/11_cascade.ipynb #092dac91
+# %% ../nbs/11_cascade.ipynb #02a16a0e
 @patch
 def _reason(self:Cascade, error:LLMError) -> str:
     "One line saying why a provider was given up."
-    wait = getattr(error, 'retry_after', None)
+    wait = getattr(error, 'retry_after', None)   # only an HTTP provider's error has a status and a Retry-After
     if getattr(error, 'status', None) == 429 and wait is not None and wait > self.retry_after_max:
         return f"{error.message} (longer than the {self.retry_after_max:g}s PASSEPARTOUT_RETRY_AFTER_MAX)"
     return error.message
@@ -236,7 +236,7 @@ def _sum_usage(proposals) -> dict:
         for k, v in (p.usage or {}).items(): total[k] = total.get(k, 0) + v
     return total
 
-# %% ../nbs/11_cascade.ipynb #52374237
+# %% ../nbs/11_cascade.ipynb #03f4a8f6
 class Consensus:
     "Ask several providers in parallel; act only on what enough of them propose identically."
     def __init__(self, providers, *, quorum:int|None=None, # how many must agree (default: all)
@@ -244,15 +244,16 @@ class Consensus:
         self.providers, self.name = list(providers), name
         self.quorum = quorum or len(self.providers)
         if not 1 <= self.quorum <= len(self.providers): raise ValueError(f"quorum must be between 1 and {len(self.providers)}")
-        self.budget = budget if budget is not None else getattr(self.providers[0], 'budget', None) or Budget()
+        self.budget = budget if budget is not None else getattr(self.providers[0], 'budget', None) or Budget()   # a duck-typed provider may have none
     def __repr__(self): return f"Consensus({', '.join(_name(p) for p in self.providers)}; quorum {self.quorum})"
 
-# %% ../nbs/11_cascade.ipynb #bb74c70d
+# %% ../nbs/11_cascade.ipynb #b9381015
 def agreement_key(action, request=None) -> str:
     "What must agree: a reply, or the call's identity without the `why` the tool belt offers (each model words its reason)."
     if action.kind == 'reply': return 'reply'
-    tool = getattr(getattr(getattr(request, 'agent', None), 'tools', None), 'by_name', {}).get(action.tool)
-    if not isinstance(action.args, dict) or 'why' not in action.args or 'why' in getattr(tool, 'params', ()): return action.canonical()
+    agent = request.agent if request is not None else None
+    tool = agent.tools.by_name.get(action.tool) if agent is not None else None
+    if not isinstance(action.args, dict) or 'why' not in action.args or (tool is not None and 'why' in tool.params): return action.canonical()
     return dataclasses.replace(action, args={k: v for k, v in action.args.items() if k != 'why'}).canonical()
 
 # %% ../nbs/11_cascade.ipynb #f1355b54

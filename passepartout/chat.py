@@ -14,11 +14,11 @@ import contextlib, json, os, socket, sys, termios, threading
 import click
 from .errors import SetupError
 
-# %% ../nbs/63_chat.ipynb #c772d2d6
+# %% ../nbs/63_chat.ipynb #767ec7de
 def use_colour(stream, env=None) -> bool:
     "Colour only on a terminal, never with `NO_COLOR` set (non-empty) or `TERM=dumb`."
     env = os.environ if env is None else env
-    isatty = getattr(stream, 'isatty', None)
+    isatty = getattr(stream, 'isatty', None)   # any file-like object will do: not every one has isatty
     return bool(isatty and isatty()) and not env.get('NO_COLOR') and env.get('TERM') != 'dumb'
 
 # %% ../nbs/63_chat.ipynb #18148533
@@ -229,7 +229,7 @@ def approve_in_place(self:Chat, pending:dict) -> str|None:
 
 Chat.approve_in_place = approve_in_place
 
-# %% ../nbs/63_chat.ipynb #b075861f
+# %% ../nbs/63_chat.ipynb #9f6ce56d
 def _help(chat, arg): chat.screen.say('\n'.join(f"{name:<11} {what}" for name, (what, _) in LOCAL.items()) +
                                       "\n/approve T  approve the held action T (/deny T refuses it)\nCtrl-C      stop the turn (twice at the prompt: quit)")
 
@@ -245,7 +245,7 @@ def _clear(chat, arg):
 def _model(chat, arg):
     from passepartout.cascade import provider_from_env
     provider = chat.agent.provider if chat.agent is not None else provider_from_env()
-    members = getattr(provider, 'providers', None) or [provider]
+    members = getattr(provider, 'providers', None) or [provider]   # a cascade has members, a single provider is its own
     chat.screen.say('\n'.join(repr(m) for m in members) + ("\n(answered by the running daemon, configured the same way)" if chat._daemon() else ''))
 
 def _cost(chat, arg):

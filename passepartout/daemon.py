@@ -10,7 +10,7 @@ __all__ = ['OWNER', 'LOOPBACK', 'SOCK_DIAG_BY_FAMILY', 'NETLINK_SOCK_DIAG', 'NO_
            'response', 'RefusalLog', 'enqueue', 'evict_sessions', 'status', 'shutdown', 'serve', 'read_address',
            'request', 'Client', 'daemon_running', 'client_send', 'client_status', 'AsyncClient', 'log_to_stderr']
 
-# %% ../nbs/51_daemon.ipynb #a463fdd5
+# %% ../nbs/51_daemon.ipynb #3647af48
 import asyncio, hmac, json, logging, os, secrets, signal as signals_module, socket, struct, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,6 +21,7 @@ from .protocol import BrokenStream, encode_frame, read_frame, send_frame, recv_f
 from .perceive import perceive
 from .act import deliver_reply
 from .loop import Agent
+from .repl import install_repl
 
 # %% ../nbs/51_daemon.ipynb #88147296
 class _OwnerMark(str):
@@ -80,7 +81,7 @@ class Daemon:
         self.max_sessions, self.evicted = max_sessions, 0
     def __repr__(self): return f"Daemon({self.host}:{self.port}, {'serving' if self.server else 'stopped'})"
 
-# %% ../nbs/51_daemon.ipynb #38633884
+# %% ../nbs/51_daemon.ipynb #40396d28
 def default_agent() -> Agent:
     "The agent the command line serves: `app.build_agent()` if present, else the provider cascade from the environment."
     try: from passepartout.app import build_agent
@@ -93,7 +94,6 @@ def default_agent() -> Agent:
 def _prepare_agent(agent:Agent) -> Agent:
     "Make sure daemon replies are collected into the turn and the owner's REPL is available."
     if 'daemon' not in agent.actuators: agent.actuators.register('daemon', deliver_reply, silent=True)
-    from passepartout.repl import install_repl
     install_repl(agent, is_owner)
     return agent
 
@@ -192,11 +192,11 @@ class RefusalLog:
                         {'kind': 'handshake-refused', 'reason': 'many', 'count': self.unlogged})
         self.logged, self.unlogged, self.since = 0, 0, time.monotonic()
 
-# %% ../nbs/51_daemon.ipynb #5c5354c9
+# %% ../nbs/51_daemon.ipynb #61c800a9
 def _report_refusal(self:Daemon, text:str, event:dict):
     "A refusal, as a warning in the daemon log and, when the agent keeps one, an audit record (written from a thread)."
     self.agent.syslog.log('WARNING', text)
-    audit = getattr(self.agent, 'audit', None)
+    audit = self.agent.audit
     if audit is not None: self.loop.run_in_executor(None, _quietly, audit, event)
 
 def _quietly(fn, *args):
@@ -310,7 +310,7 @@ def enqueue(self:Daemon, signal, conn:Connection|None=None, reply_meta:dict|None
 
 Daemon._dispatch, Daemon.enqueue = _dispatch, enqueue
 
-# %% ../nbs/51_daemon.ipynb #9dc043d6
+# %% ../nbs/51_daemon.ipynb #731d1494
 _serving = threading.local()   # per turn thread: the session it is running
 
 def _run_batch(self:Daemon, batch:list) -> list:
@@ -335,7 +335,7 @@ def _progress(self:Daemon, conn, meta:dict) -> dict:
 
 def _follow(self:Daemon, signal):
     "The agent's `follow` in the daemon: in the running turn if it is of the same session, else queued on its own session."
-    if getattr(_serving, 'session', None) == signal.session: return Agent.follow(self.agent, signal)
+    if getattr(_serving, 'session', None) == signal.session: return Agent.follow(self.agent, signal)   # a thread-local: unset outside a turn
     self.loop.call_soon_threadsafe(self.enqueue, signal)
 
 async def _work(self:Daemon, session:str):
@@ -374,10 +374,10 @@ async def _evict_idle(self:Daemon):
 
 Daemon.evict_sessions, Daemon._evict_idle = evict_sessions, _evict_idle
 
-# %% ../nbs/51_daemon.ipynb #765a25d3
+# %% ../nbs/51_daemon.ipynb #c8853f59
 def _watches_approvals(agent) -> bool:
     "Does `agent` keep approvals whose decisions the daemon should carry out?"
-    return getattr(agent, 'approvals', None) is not None and bool(agent.handlers.by_sensor.get('approval-command'))
+    return agent.approvals is not None and bool(agent.handlers.by_sensor.get('approval-command'))
 
 def _decisions(self:Daemon) -> list:
     "The carry-out signals for decisions written since the last look (in a pool thread); [] when nothing moved."
@@ -557,11 +557,11 @@ class AsyncClient:
         try: await self.writer.wait_closed()
         except (ConnectionError, OSError): pass
 
-# %% ../nbs/51_daemon.ipynb #e8f05eae
+# %% ../nbs/51_daemon.ipynb #11844ad4
 def log_to_stderr(level:int=logging.INFO):
     "Send the agent's log lines (the `passepartout` logger) to stderr: the daemon log when it runs in the background."
     logger = logging.getLogger('passepartout')
-    if not any(getattr(h, 'daemon_log', False) for h in logger.handlers):
+    if not any(getattr(h, 'daemon_log', False) for h in logger.handlers):   # logging's handlers, ours marked
         handler = logging.StreamHandler(sys.stderr); handler.daemon_log = True
         handler.setFormatter(logging.Formatter('%(asctime)s %(levelname)s %(message)s'))
         logger.addHandler(handler)

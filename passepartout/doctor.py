@@ -220,14 +220,14 @@ def probe_provider(spec:str, p, timeout:float) -> Finding:
     finally: p.close()
     return Finding('providers', 'ok', f"{spec}: ready ({p.model} at {p.url} answered a 1-token request in {took:.1f} s)")
 
-# %% ../nbs/54_doctor.ipynb #ebcdec27
+# %% ../nbs/54_doctor.ipynb #d98b6489
 def _offline_provider(spec:str, p) -> Finding:
     "A provider with no server (the replay provider): ready when its recorded session can be read."
     try: calls = len(p.load())
     except (PassepartoutError, ValueError) as e:
-        why = getattr(e, 'message', str(e))
+        why = getattr(e, 'message', str(e))   # a ValueError has no `message`
         return Finding('providers', 'fail', why if why.startswith(f"{spec}:") else f"{spec}: {why}")
-    demo = ': the packaged demo, which answers only the demo; set PASSEPARTOUT_PROVIDERS for a live model' if getattr(p, 'hint', '') else ''
+    demo = ': the packaged demo, which answers only the demo; set PASSEPARTOUT_PROVIDERS for a live model' if getattr(p, 'hint', '') else ''   # only the packaged demo's replay has a hint
     return Finding('providers', 'ok', f"{spec}: ready offline ({calls} recorded calls in {p.path}{demo})")
 
 def _unknown_provider(spec:str, error:Exception) -> Finding:
@@ -237,7 +237,7 @@ def _unknown_provider(spec:str, error:Exception) -> Finding:
     fix = '' if isinstance(error, PassepartoutError) else ": correct PASSEPARTOUT_PROVIDERS (`passepartout configure --set PASSEPARTOUT_PROVIDERS=...`)"
     return Finding('providers', 'fail', f"{error}{fix}" + (f" (did you mean {near[0]!r}?)" if near else ''))
 
-# %% ../nbs/54_doctor.ipynb #a031c244
+# %% ../nbs/54_doctor.ipynb #e34515cc
 def check_providers(env, timeout:float=3.0, network:bool=False) -> list:
     "Each provider of PASSEPARTOUT_PROVIDERS is known and has its key; with `network`, each answers one minimal request."
     from concurrent.futures import ThreadPoolExecutor
@@ -245,7 +245,7 @@ def check_providers(env, timeout:float=3.0, network:bool=False) -> list:
     for spec in [s.strip() for s in config.setting('PASSEPARTOUT_PROVIDERS', env).split(',') if s.strip()] or ['replay']:
         try: p = make_provider(spec, env, timeout=timeout, max_tokens=1)
         except (ValueError, OSError) as e: out.append(_unknown_provider(spec, e)); continue
-        if getattr(p, 'base_url', None) is None: out.append(_offline_provider(spec, p))
+        if getattr(p, 'base_url', None) is None: out.append(_offline_provider(spec, p))   # providers are duck-typed: only HTTP ones have a server
         elif p.key_env and not p._key and p._needs_key(): out.append(Finding('providers', 'fail', f"{spec}: no API key: set {p.key_env} (`passepartout configure`)"))
         elif not network: out.append(Finding('providers', 'skip', f"{spec}: not asked (network checks skipped; `passepartout doctor` asks it): {p.model} at {p.base_url}"))
         else: asks.append((len(out), spec, p)); out.append(None)

@@ -14,7 +14,7 @@ import ast, fnmatch, glob, hashlib, itertools, json, os, re, stat
 from dataclasses import dataclass
 from .shell_gate import analyse
 
-# %% ../nbs/32a_executed_files.ipynb #01d33b82
+# %% ../nbs/32a_executed_files.ipynb #444a7ed9
 MAX_HASHED = 64 * 1024 * 1024   # bytes hashed per file; a larger one is bound by size, time and inode
 MAX_READ = 1024 * 1024          # bytes of a script read to follow the code it runs
 MAX_READ_TOTAL = 8 * 1024 * 1024   # bytes of code read and parsed for one command line
@@ -26,7 +26,7 @@ _SYSTEM = ('/usr/', '/bin/', '/sbin/', '/lib/', '/lib64/', '/etc/', '/opt/', '/n
 
 def fingerprint(path:str, hash_limit:int=MAX_HASHED) -> str:
     "What `path` holds now: `sha256:<hex>`, or `absent`, `directory`, `unreadable`, `special`, `large:<size>:<mtime>:<ctime>:<inode>`."
-    try: fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, 'O_CLOEXEC', 0))
+    try: fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, 'O_CLOEXEC', 0))   # not on every platform
     except FileNotFoundError: return 'absent' if not os.path.lexists(path) else 'dangling'
     except IsADirectoryError: return 'directory'
     except OSError: return 'directory' if os.path.isdir(path) else 'unreadable'
@@ -431,7 +431,7 @@ def runs_code(command:str, workspace) -> str|None:
     code = _collect(command, workspace).code
     return '; '.join(dict.fromkeys(code)) if code else None
 
-# %% ../nbs/32a_executed_files.ipynb #41d7e41e
+# %% ../nbs/32a_executed_files.ipynb #44258b01
 def changed_files(binding:dict) -> list:
     "`(path, was, now)` for each path of `binding` whose fingerprint moved."
     return [(p, was, now) for p, was in binding.items() if p != '…' and (now := fingerprint(p, 0 if was.startswith('large:') else MAX_HASHED)) != was]
@@ -439,7 +439,7 @@ def changed_files(binding:dict) -> list:
 CODE_TOOLS = {'shell': 'command'}   # tool: the argument that is a command line
 
 def _command_of(action) -> str|None:
-    arg = CODE_TOOLS.get(action.tool) if getattr(action, 'kind', None) == 'tool' else None
+    arg = CODE_TOOLS.get(action.tool) if action.kind == 'tool' else None
     value = (action.args or {}).get(arg) if arg else None
     return value if isinstance(value, str) else None
 

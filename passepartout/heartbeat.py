@@ -94,16 +94,14 @@ def cron_signal(job:CronJob) -> Signal:
     "The message a due job sends, in the job's session."
     return Signal('EVENT', {'source': 'cron', 'session': job.session}, {'sensor': 'cron', 'text': job.text, 'job': job.name})
 
-# %% ../nbs/52_heartbeat.ipynb #fcf8bb94
+# %% ../nbs/52_heartbeat.ipynb #248f5f70
 def autosave_hook(agent) -> callable:
     "A callable saving what the agent keeps (`agent.memory.save()` or `.snapshot()`); returns what it saved."
     def save() -> list:
-        saved = []
-        for name in ('memory',):
-            store = getattr(agent, name, None)
-            method = getattr(store, 'save', None) or getattr(store, 'snapshot', None)
-            if callable(method): method(); saved.append(name)
-        return saved
+        store = agent.memory
+        method = getattr(store, 'save', None) or getattr(store, 'snapshot', None)   # a memory store is duck-typed: either method will do
+        if callable(method): method(); return ['memory']
+        return []
     return save
 
 # %% ../nbs/52_heartbeat.ipynb #8957b607

@@ -20,7 +20,7 @@ from .reason import reason, note_signal
 from .tools import Toolbelt
 from .act import act, Actuators, run_tool, deliver_reply, resolve_target
 
-# %% ../nbs/08_loop.ipynb #17610ce1
+# %% ../nbs/08_loop.ipynb #c3a5f337
 logging.getLogger('passepartout').addHandler(logging.NullHandler())  # a library does not print unless the app configures logging
 
 class SystemLog:
@@ -29,7 +29,7 @@ class SystemLog:
     def log(self, level:str, message:str):
         "Append a line; warnings and errors also go to Python's `logging`."
         self.entries.append((time.time(), level, message))
-        if level in ('WARNING', 'ERROR'): logging.getLogger('passepartout').log(getattr(logging, level), message)
+        if level in ('WARNING', 'ERROR'): logging.getLogger('passepartout').log(getattr(logging, level), message)   # the level's number, by name
     def lines(self, n:int=20) -> list:
         "The last `n` lines, formatted."
         return [f"{time.strftime('%H:%M:%S', time.localtime(t))} {lvl} {msg}" for t, lvl, msg in list(self.entries)[-n:]]
@@ -44,15 +44,25 @@ class Recovery:
 SKIP, ABORT = Recovery('skip'), Recovery('abort')
 def fallback(text:str) -> Recovery: return Recovery('fallback', text)
 
-# %% ../nbs/08_loop.ipynb #836987f5
+# %% ../nbs/08_loop.ipynb #750d90e1
 class Agent:
-    "A provider, gates, tools and actuators, joined by the metabolic loop."
+    "A provider, gates, tools and actuators, joined by the metabolic loop, with the collaborators it was given."
     def __init__(self, provider=None, *, gates:GateEngine|None=None, tools:Toolbelt|None=None,
                  name:str='Passepartout', mandates=(), max_depth:int=10, max_attempts:int=3,
                  max_result_chars:int=20000, max_transcript:int=200, default_actuator:str='cli', log_size:int=1000,
-                 workspace=None, # the directory tools may write (None: `config.workspace()` when needed)
-                 sessions=None): # a `SessionStore` (`34_sessions`) the transcripts persist in (None: memory only)
+                 workspace=None,    # the directory tools may write (None: `config.workspace()` when needed)
+                 sessions=None,     # a `SessionStore` (`34_sessions`) the transcripts persist in (None: memory only)
+                 vault=None,        # a `Vault` (`22_vault`): handles in tool arguments are unsealed at actuation, outputs redacted
+                 approvals=None,    # an `ApprovalStore` (`32_approvals`) that persists held actions (set by `install_approvals`)
+                 audit=None,        # `audit(event)`: receives every event of every turn (`AuditLog.append`, `33_audit`)
+                 budget=None,       # the provider's `Budget` (`11_cascade`), read by the budget gate
+                 notify_owner=None, # `notify_owner(text, ctx)`: tells the owner of an action held in someone else's turn
+                 refused=None,      # {(session, digest): (token, until)}: the owner's refusals (`24_refusals_gate`); None: none kept
+                 memory=None,       # a memory store with `save()` or `snapshot()`, saved by the daemon's auto-save (none is built in yet)
+                 on_token=None):    # `on_token(text)`: the model's text as it streams, for a gateway that shows it
         self.provider, self.name, self.mandates, self.workspace, self.sessions = provider, name, list(mandates), workspace, sessions
+        self.vault, self.approvals, self.audit, self.budget = vault, approvals, audit, budget
+        self.notify_owner, self.refused, self.memory, self.on_token = notify_owner, refused, memory, on_token
         self.gates = gates if gates is not None else GateEngine()
         self.tools = tools if tools is not None else Toolbelt()
         self.handlers, self.actuators, self.syslog = PreReasonHandlers(), Actuators(), SystemLog(log_size)
@@ -62,8 +72,7 @@ class Agent:
         self.actuators.register('cli', deliver_reply, silent=True)
         self.recovery, self.transcripts, self.used, self.held = [], {}, {}, {}   # used: session -> when its transcript was last read
         self.interrupt, self.rollback = threading.Event(), None  # rollback: set by the memory store
-        self.audit = None  # audit(event): called for every event of every turn (set by the audit log)
-    def __repr__(self): return f"Agent({self.name!r}, provider={getattr(self.provider, 'name', None)!r}, {len(self.gates)} gates, {len(self.tools)} tools)"
+    def __repr__(self): return f"Agent({self.name!r}, provider={getattr(self.provider, 'name', None)!r}, {len(self.gates)} gates, {len(self.tools)} tools)"   # any object with `propose` is a provider: a name is optional
 
 # %% ../nbs/08_loop.ipynb #4cd455e2
 def transcript(self:Agent, session:str) -> list:
@@ -134,7 +143,7 @@ def _recover(self:Agent, exc:Exception, signal:Signal, turn:Turn):
 
 Agent._recover = _recover
 
-# %% ../nbs/08_loop.ipynb #b3e1f924
+# %% ../nbs/08_loop.ipynb #d7efc233
 def audit_message(signal:Signal, turn:Turn):
     "Hand the audit sink the message that starts a chain: who sent it, on which channel and session, and its payload (never a heartbeat)."
     if turn.sink is None or signal.sensor == 'heartbeat': return
@@ -144,7 +153,7 @@ def audit_message(signal:Signal, turn:Turn):
 
 def audit_batch(sink):
     "The audit log's batch around a turn (one transaction, one head checkpoint) when `sink` is an `AuditLog.append`; else nothing."
-    batch = getattr(getattr(sink, '__self__', sink), 'batch', None)
+    batch = getattr(getattr(sink, '__self__', sink), 'batch', None)   # any callable is a sink: only a bound `AuditLog.append` has a batch
     return batch() if batch is not None else contextlib.nullcontext()
 
 # %% ../nbs/08_loop.ipynb #c0183578
@@ -221,7 +230,7 @@ def _stop(self:Agent, signal:Signal, turn:Turn, unseen:bool=False, # `signal` is
 
 Agent._stop = _stop
 
-# %% ../nbs/08_loop.ipynb #61107c68
+# %% ../nbs/08_loop.ipynb #00d1d1ab
 _chains = threading.local()   # per thread: the follow-up lists of the `process` calls in progress
 
 def process(self:Agent, signal:Signal, turn:Turn|None=None, *,
@@ -264,7 +273,7 @@ def _chain(self:Agent, signal:Signal, turn:Turn, stop=None) -> Turn:
 
 def follow(self:Agent, signal:Signal):
     "Process `signal` once the chain in progress in this thread ends, in the same turn; with no chain in progress, now."
-    stack = getattr(_chains, 'stack', None)
+    stack = getattr(_chains, 'stack', None)   # a thread-local: unset in a thread that never ran a chain
     if stack: stack[-1].append(signal)
     else: self.process(signal)
 

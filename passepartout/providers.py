@@ -318,12 +318,12 @@ def _transport_error(self:HTTPProvider, e) -> ProviderError:
     if isinstance(e, httpx.RemoteProtocolError): return self._fail(f"connection broken mid-answer ({e})")
     return self._fail(f"transport error {type(e).__name__}: {e}")
 
-# %% ../nbs/10_providers.ipynb #040bc149
+# %% ../nbs/10_providers.ipynb #aacddb70
 @patch
 def propose(self:HTTPProvider, request, *, model:str|None=None, on_token=None) -> Proposal:
     "Ask the model for one action (streaming to `on_token` if there is one)."
     import httpx
-    on_token = on_token or self.on_token or getattr(request.agent, 'on_token', None)
+    on_token = on_token or self.on_token or (request.agent.on_token if request.agent is not None else None)
     url, headers, content = self._prepare(request, model, on_token is not None)
     try:
         if on_token is None: return self._proposal(self._parsed(self._client_for().post(url, content=content, headers=headers)))
@@ -334,12 +334,12 @@ def propose(self:HTTPProvider, request, *, model:str|None=None, on_token=None) -
         return self._finish(parser, raw)
     except httpx.HTTPError as e: raise self._transport_error(e) from None
 
-# %% ../nbs/10_providers.ipynb #5574eb38
+# %% ../nbs/10_providers.ipynb #e6338502
 @patch
 async def apropose(self:HTTPProvider, request, *, model:str|None=None, on_token=None) -> Proposal:
     "`propose` over `httpx.AsyncClient`."
     import httpx
-    on_token = on_token or self.on_token or getattr(request.agent, 'on_token', None)
+    on_token = on_token or self.on_token or (request.agent.on_token if request.agent is not None else None)
     url, headers, content = self._prepare(request, model, on_token is not None)
     client = self._client_for(asynchronous=True)
     try:

@@ -51,14 +51,14 @@ def why_rule(tools:list) -> str:
             "one short sentence saying why you make this call, for the person who approves it. "
             "A call without it is sent back to you once.")
 
-# %% ../nbs/05_reason.ipynb #db520fbe
+# %% ../nbs/05_reason.ipynb #6dfcb078
 def system_prompt(agent, signal:Signal, rejections:list) -> str:
     "Identity, tool belt, standing mandates, recent log lines and the rejection trace, as one prompt."
     parts = [f"You are {agent.name}, an assistant whose every action is checked by deterministic gates before it runs. "
              "Answer with exactly one action: a reply to the user, or one tool call."]
     if agent.tools is not None and len(agent.tools):
         parts.append("Tools:\n" + '\n'.join(f"- {t.name}: {t.description}" for t in agent.tools))
-        if (asking := [t.name for t in agent.tools if getattr(t, 'asks_why', False)]): parts.append(why_rule(asking))
+        if (asking := [t.name for t in agent.tools if t.asks_why]): parts.append(why_rule(asking))
     if agent.mandates: parts.append("Standing mandates:\n" + '\n'.join(f"- {m}" for m in agent.mandates))
     logs = agent.syslog.lines(5) if from_owner(signal) else ()   # the log speaks of every session: not for strangers
     if logs: parts.append("Recent system log:\n" + '\n'.join(logs))
@@ -143,13 +143,13 @@ def _settle(signal:Signal, status:str, action:Action, trace=()) -> Signal:
 def _add_usage(turn, usage:dict):
     for k, v in usage.items(): turn.usage[k] = turn.usage.get(k, 0) + v
 
-# %% ../nbs/05_reason.ipynb #f412af55
+# %% ../nbs/05_reason.ipynb #8ee35733
 STRANGER_HOLD_REPLY = "This needs my owner's approval."
 STRANGER_REFUSAL = "I cannot do that."
 
 def _notify_owner(agent, text:str, ctx:Context, token:str):
     "Tell the owner about an action held in someone else's turn: on their channel if the agent has one, always in the turn (the audit log)."
-    notify, delivered = getattr(agent, 'notify_owner', None), []
+    notify, delivered = agent.notify_owner, []
     if notify is not None:
         try: delivered = list(notify(text, ctx) or ())
         except Exception as e: delivered = [f"failed: {type(e).__name__}: {e}"]
@@ -174,7 +174,7 @@ def _hold(agent, signal:Signal, decision, ctx:Context, transcript:list, proposed
     _notify_owner(agent, f"{sender_of(signal)} (not you) started this. {notice}", ctx, token)
     return _settle(signal, 'pending', reply(STRANGER_HOLD_REPLY), decision.trace)
 
-# %% ../nbs/05_reason.ipynb #bb16e450
+# %% ../nbs/05_reason.ipynb #1a2f14a8
 def streams(provider) -> bool:
     "Does `provider.propose` take an `on_token` callback?"
     try: return 'on_token' in inspect.signature(provider.propose).parameters
@@ -190,8 +190,7 @@ def _propose(agent, signal:Signal, transcript:list, rejections:list, turn) -> Ac
     action = proposal.action
     if action.kind == 'tool' and not action.call_id:
         action = Action(action.kind, action.tool, action.args, action.text, action.target, action.explanation, f"call_{len(transcript)}")
-    canonical = getattr(agent.tools, 'canonical', None)   # `SHELL` is `shell` for every gate, the transcript and the turn
-    if action.kind == 'tool' and canonical is not None and (name := canonical(action.tool)) not in (None, action.tool):
+    if action.kind == 'tool' and (name := agent.tools.canonical(action.tool)) not in (None, action.tool):   # `SHELL` is `shell` for every gate, the transcript and the turn
         action = dataclasses.replace(action, tool=name)
     return action
 

@@ -12,14 +12,14 @@ import threading, time
 from .signals import Action, Context
 from .gates import deny as deny_verdict
 
-# %% ../nbs/24_refusals_gate.ipynb #5f4d0a41
+# %% ../nbs/24_refusals_gate.ipynb #f4001f78
 REFUSED_PRIORITY = 87   # just below the authority gate
 
 _refusing = threading.Lock()   # refusals are carried out in the daemon's turn threads, several sessions at once
 
 def refuse(agent, record:dict):
     "Remember that the owner denied `record`'s action in its session (the `owner-refusals` gate enforces it)."
-    refused = getattr(agent, 'refused', None)
+    refused = agent.refused
     if refused is None: return
     now = time.time()
     until = (record.get('decided') or now) + record['expires'] - record['created']   # a token's lifetime, from the decision
@@ -29,8 +29,7 @@ def refuse(agent, record:dict):
 
 def refusals_gate(action:Action, ctx:Context):
     "Deny an action the owner refused in this session."
-    agent = getattr(ctx, 'agent', None)
-    refused = getattr(agent, 'refused', None)
+    refused = ctx.agent.refused if ctx.agent is not None else None
     if not refused or action.kind != 'tool': return None
     signal = ctx.signal
     hit = refused.get((signal.session if signal is not None else 'default', action.digest()))

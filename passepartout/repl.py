@@ -7,8 +7,8 @@ Docs: https://passepartout-agent.github.io/passepartout/repl.html.md"""
 # %% auto #0
 __all__ = ['REFUSAL', 'evaluate', 'repl_handler', 'install_repl']
 
-# %% ../nbs/53_repl.ipynb #f130e7e5
-import ast, sys, traceback
+# %% ../nbs/53_repl.ipynb #7db86548
+import ast, sys, traceback, weakref
 import click
 from .signals import Signal, reply
 
@@ -28,7 +28,7 @@ def evaluate(code:str, namespace:dict) -> str:
         else: out.append(''.join(traceback.format_exception(type(e), e, e.__traceback__.tb_next)))
     return ''.join(out).rstrip('\n')
 
-# %% ../nbs/53_repl.ipynb #b77c80b2
+# %% ../nbs/53_repl.ipynb #cf3cbcdc
 REFUSAL = "refused: the REPL evaluates code only for the daemon's authenticated owner"
 
 def repl_handler(agent, is_owner) -> callable: # `is_owner(signal)`: the daemon's test of its owner's mark
@@ -40,9 +40,11 @@ def repl_handler(agent, is_owner) -> callable: # `is_owner(signal)`: the daemon'
         return reply(evaluate(signal.text, ns) or '(no output)')
     return handle
 
+_with_repl = weakref.WeakSet()   # the agents that have the handler (an agent is not marked with an attribute of its own)
+
 def install_repl(agent, is_owner): # `is_owner(signal)`: who may evaluate (`51_daemon`'s, for the daemon)
     "Register the REPL handler on `agent` (once)."
-    if getattr(agent, '_repl_installed', False): return agent
+    if agent in _with_repl: return agent
     agent.handlers.register('repl', repl_handler(agent, is_owner), first=True)
-    agent._repl_installed = True
+    _with_repl.add(agent)
     return agent

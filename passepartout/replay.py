@@ -165,14 +165,14 @@ def redact_secrets(obj, secrets=(), vault=None):
         return x
     return walk(obj)
 
-# %% ../nbs/12_replay.ipynb #8496812c
+# %% ../nbs/12_replay.ipynb #f57dbaee
 class Recorder:
     "Proposes through `provider` and appends each call to a JSONL session file, secrets removed."
     def __init__(self, provider, path, *, secrets=(), # values to remove, on top of the patterns
                  vault=None,  # a Vault whose values are replaced by their handles (default: the agent's)
                  env=None):   # environment whose secret-named variables are removed (default: os.environ)
         self.provider, self.path, self.vault = provider, Path(path), vault
-        self.name, self.budget = getattr(provider, 'name', 'recorder'), getattr(provider, 'budget', None)
+        self.name, self.budget = getattr(provider, 'name', 'recorder'), getattr(provider, 'budget', None)   # any object with `propose` is a provider: both are optional
         self.secrets, self._lock = [*secrets, *env_secrets(env)], threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -180,10 +180,10 @@ class Recorder:
             if f.tell() == 0: f.write(json.dumps({'replay': 1, 'created': time.strftime('%Y-%m-%dT%H:%M:%S%z')}) + '\n')
     def __repr__(self): return f"Recorder({self.provider!r} -> {str(self.path)!r})"
 
-# %% ../nbs/12_replay.ipynb #94f1fb2a
+# %% ../nbs/12_replay.ipynb #71c48359
 def _write(self:Recorder, record:dict, request):
     "Append one call, with every secret removed."
-    vault = self.vault if self.vault is not None else getattr(request.agent, 'vault', None)
+    vault = self.vault if self.vault is not None else (request.agent.vault if request.agent is not None else None)
     line = json.dumps(redact_secrets(record, self.secrets, vault), ensure_ascii=False)
     with self._lock, open(self.path, 'a', encoding='utf-8') as f: f.write(line + '\n')
 

@@ -29,10 +29,10 @@ _LEVEL = {'allow': 0, 'ask': 1, 'deny': 2}
 # %% ../nbs/21_shell_gate.ipynb #831f78b6
 _parsers = threading.local()
 
-# %% ../nbs/21_shell_gate.ipynb #b06e5369
+# %% ../nbs/21_shell_gate.ipynb #b351061b
 def bash_parser():
     "This thread's tree-sitter parser for bash, created on first use."
-    parser = getattr(_parsers, 'parser', None)
+    parser = getattr(_parsers, 'parser', None)   # a thread-local: unset in a thread that never parsed
     if parser is None:
         import tree_sitter_bash
         from tree_sitter import Language, Parser
@@ -738,12 +738,12 @@ def shell_verdict(command:str, workspace:Path|None=None) -> Verdict:
     text = '; '.join(reasons[:3]) + (f" (and {len(reasons) - 3} more)" if len(reasons) > 3 else '')
     return deny(text) if d == 'deny' else ask(text)
 
-# %% ../nbs/21_shell_gate.ipynb #6240df12
+# %% ../nbs/21_shell_gate.ipynb #324d6f33
 def shell_gate(action:Action, ctx:Context|None=None) -> Verdict|None:
     "Gate check: judge `shell` tool calls; anything else is not this gate's business (None)."
     if action.kind != 'tool' or action.tool != 'shell': return None
     command = (action.args or {}).get('command')
     if not isinstance(command, str): return deny("the shell tool needs a `command` string")
-    agent = getattr(ctx, 'agent', None) if ctx is not None else None
-    workspace = getattr(agent, 'workspace', None) if agent is not None else None
+    agent = ctx.agent if ctx is not None else None
+    workspace = agent.workspace if agent is not None else None
     return shell_verdict(command, workspace if workspace is not None else config.workspace())

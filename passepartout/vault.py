@@ -478,13 +478,13 @@ def vault_gate(action, ctx):
         elif isinstance(x, (dict, list, tuple)) and _holds_handle(x): return _judge(action, ctx)
     return None
 
-# %% ../nbs/22_vault.ipynb #1669607e
+# %% ../nbs/22_vault.ipynb #ee0726cc
 def _judge(action, ctx):
     "The verdict on a tool call whose arguments hold a handle."
     from passepartout.gates import allow, ask, deny
     names = sorted(_handles(action.args))
     if not names: return None                 # '{{vault:' that is not a handle: nothing is substituted
-    vault = getattr(getattr(ctx, 'agent', None), 'vault', None) or Vault()
+    vault = (ctx.agent.vault if ctx.agent is not None else None) or Vault()
     try: known = set(vault.names())
     except VaultError as e: return deny(f"the vault cannot be read: {e.message}")
     if unknown := [n for n in names if n not in known]:
@@ -507,14 +507,14 @@ def _unclear_destination(action, vault) -> str|None:
         return f"would make the URL ambiguous once substituted (its host would no longer plainly be {dest})"
     return None
 
-# %% ../nbs/22_vault.ipynb #a049a03a
+# %% ../nbs/22_vault.ipynb #52f84949
 SEALED_RUNS_PER_TURN = 4   # calls with withheld output one secret may make in a turn before the owner is asked
 WITHHELD = 'output withheld'
 
 def tool_effect(action, ctx) -> str|None:
     "The declared effect of the action's tool: in the agent's tool belt, else a built-in's (None when it cannot be told)."
-    tools = getattr(getattr(ctx, 'agent', None), 'tools', None)
-    if tools is not None: return getattr(getattr(tools, 'by_name', {}).get(action.tool), 'effect', None)
+    agent = ctx.agent if ctx is not None else None
+    if agent is not None: return t.effect if (t := agent.tools.by_name.get(action.tool)) is not None else None
     return BUILTIN_EFFECTS.get(action.tool)
 
 def withholds_output(action, ctx) -> bool:
@@ -538,7 +538,7 @@ def withheld(action, ctx, result=None, error=None) -> str|None:
             "secret can show it in a form no redaction knows, so you are told only whether it succeeded. To read an API's answer, "
             "call it with http_fetch on a host the secret is bound to.]")
 
-# %% ../nbs/22_vault.ipynb #fc863e86
+# %% ../nbs/22_vault.ipynb #c1b032c6
 def _unsealed_risk(action, ctx, names:list) -> str|None:
     "Why a sealed call could still give its secret away: it may write files a later call reads back, or the secret was used unseen often this turn."
     if not withholds_output(action, ctx): return None
@@ -548,7 +548,7 @@ def _unsealed_risk(action, ctx, names:list) -> str|None:
         if (v := shell_gate(action, ctx)).decision != 'allow':
             return f"the command is not read-only ({v.reason}), and a file it writes could be read back later in any form"
     elif tool_effect(action, ctx) != 'read-only': return f"{action.tool} may write files, which a later call could read back in any form"
-    turn, names = getattr(ctx, 'turn', None), set(names)
+    turn, names = ctx.turn if ctx is not None else None, set(names)
     used = sum(1 for e in (turn.of('result') if turn is not None else ()) if WITHHELD in str(e.get('output') or e.get('error'))
                and names & _handles((e.get('action') or {}).get('args') or {}))
     if used >= SEALED_RUNS_PER_TURN:

@@ -20,7 +20,7 @@ def _masks() -> tuple:
     masks = changes | self_gone, f.MODIFY | f.ATTRIB | f.CLOSE_WRITE | self_gone, self_gone, f.IGNORED | self_gone | f.Q_OVERFLOW, f.MASK_ADD
     return tuple(map(int, masks))   # worked out once: arithmetic on enum flags costs microseconds a time
 
-# %% ../nbs/09a_watch.ipynb #1e681b54
+# %% ../nbs/09a_watch.ipynb #814fc8b2
 _watchers_made = 0
 
 def _new_base() -> int:
@@ -47,7 +47,7 @@ class Watcher:
 
     def ready(self) -> bool:
         "Are events waiting in the queue? (this thread's own poll object, no timeout)"
-        poller = getattr(self.pollers, 'poller', None)
+        poller = getattr(self.pollers, 'poller', None)   # a thread-local: unset in a thread that never polled
         if poller is None:
             import select
             poller = self.pollers.poller = select.poll(); poller.register(self.inotify.fileno(), select.POLLIN)

@@ -2,7 +2,6 @@
 import os, subprocess, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import SimpleNamespace
 import pytest
 from passepartout.builtin_tools import (builtin_tools, confine, read_file, write_file, edit_file, list_dir, search_files,
                                         http_fetch, send_message, shell, tool_workspace, MAX_WRITE_BYTES, MAX_LIST)
@@ -23,16 +22,16 @@ def ws(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def ctx(ws): return Context(agent=SimpleNamespace(workspace=ws))
+def ctx(ws): return Context(agent=Agent(workspace=ws))
 
 
 # ---- confinement -------------------------------------------------------------------------------
 
 def test_workspace_from_agent_or_config(ws, monkeypatch, tmp_path):
-    assert tool_workspace(Context(agent=SimpleNamespace(workspace=ws))) == ws
+    assert tool_workspace(Context(agent=Agent(workspace=ws))) == ws
     monkeypatch.setenv('PASSEPARTOUT_WORKSPACE', str(tmp_path / 'outside'))
     assert tool_workspace(None) == Path(os.path.realpath(tmp_path / 'outside'))
-    assert tool_workspace(Context(agent=SimpleNamespace(workspace=None))) == Path(os.path.realpath(tmp_path / 'outside'))
+    assert tool_workspace(Context(agent=Agent(workspace=None))) == Path(os.path.realpath(tmp_path / 'outside'))
     assert read_file('secret.txt') == 'TOP SECRET\n'   # no ctx at all: config.workspace()
 
 
@@ -504,36 +503,53 @@ def test_shell_without_sandbox_and_without_gates_still_refuses(ws, no_bwrap):
 
 
 def _approved_ctx(ws, store, command, token, digest_of=None, event=True):
-    "A context as `resolve_approval` builds it, with each mark optional, for forging attempts."
+    "A context with every mark of an approval but the grant: the owner's approval signal, the turn's approval event, the store."
     action = tool_call('shell', {'command': command})
     sig = Signal(meta={'source': 'cli'}, payload={'sensor': 'approval-command', 'verb': 'approve', 'token': token},
                  status='handled', approved_action=action)
     turn = Turn()
     if event: turn.record('approval', token=token, digest=(digest_of or action).digest(), action=action.to_dict())
-    return Context(sig, SimpleNamespace(workspace=ws, approvals=store, vault=None), turn)
+    return Context(sig, Agent(workspace=ws, approvals=store), turn)
 
 
 def test_forged_approval_marks_are_refused(ws, tmp_path):
+    "Only the grant Act hands the tool releases a command: the marks around it, even all true, do not."
     from passepartout.approvals import ApprovalStore
     from passepartout.gates import Decision
     store = ApprovalStore(tmp_path / 'approvals.db')
     held = tool_call('shell', {'command': 'echo ok'})
     token = store.hold(held, Decision('ask', held, []), None)
-    # pending (not approved and claimed): refused, even with a matching turn event
     assert not released_by_owner(_approved_ctx(ws, store, 'echo ok', token), 'echo ok')
     store.approve(token); store.claim(token)
-    assert released_by_owner(_approved_ctx(ws, store, 'echo ok', token), 'echo ok')
-    # a different command than the one approved and claimed
-    assert not released_by_owner(_approved_ctx(ws, store, 'echo ok', token), 'rm -rf .')
-    assert not released_by_owner(_approved_ctx(ws, store, 'rm -rf .', token), 'rm -rf .')
-    # no approval event in the turn; an unknown token; a signal that is not an approval
-    assert not released_by_owner(_approved_ctx(ws, store, 'echo ok', token, event=False), 'echo ok')
-    assert not released_by_owner(_approved_ctx(ws, store, 'echo ok', 'zzzzzzzz'), 'echo ok')
-    c = _approved_ctx(ws, store, 'echo ok', token); c.signal.payload['sensor'] = 'user-input'
-    assert not released_by_owner(c, 'echo ok')
-    c = _approved_ctx(ws, store, 'echo ok', token); c.signal.status = 'approved'
-    assert not released_by_owner(c, 'echo ok')
-    assert not released_by_owner(Context(agent=SimpleNamespace(workspace=ws)), 'echo ok')
+    assert not released_by_owner(_approved_ctx(ws, store, 'echo ok', token), 'echo ok')   # a used token in the store: no grant
+    assert not released_by_owner(Context(agent=Agent(workspace=ws)), 'echo ok')
+
+
+def test_a_grant_releases_exactly_its_command(ws):
+    from passepartout.signals import Grant
+    held = tool_call('shell', {'command': 'echo ok'})
+    ctx = Context(agent=Agent(workspace=ws), grant=Grant('k7m2p9qx', held.digest(), held, 'cli'))
+    assert released_by_owner(ctx, 'echo ok')
+    assert not released_by_owner(ctx, 'rm -rf .') and not released_by_owner(ctx, 'echo ok ')
+    other = tool_call('write_file', {'command': 'echo ok'})   # a grant for another tool releases no shell command
+    assert not released_by_owner(Context(agent=Agent(workspace=ws), grant=Grant('k7m2p9qx', other.digest(), other, 'cli')), 'echo ok')
+
+
+def test_act_hands_the_grant_only_with_the_action_it_names(ws):
+    from passepartout.signals import Grant
+    from passepartout.act import act
+    seen = []
+    def peek(x:int=0, ctx=None):
+        "Note the grant the call runs under."
+        seen.append(ctx.grant)
+    belt = builtin_tools(); belt.add(peek)
+    agent = Agent(tools=belt, workspace=ws)
+    call = tool_call('peek')
+    grant = Grant('k7m2p9qx', call.digest(), call, 'cli')
+    run = lambda action, g, ctx=None: act(Signal(meta={'source': 'cli'}, payload={'sensor': 'approval-command'}, status='handled',
+                                                  approved_action=action), ctx or Context(agent=agent, turn=Turn()), g)
+    run(call, grant); run(tool_call('peek', {'x': 1}), grant); run(call, None, Context(agent=agent, turn=Turn(), grant=grant))
+    assert seen == [grant, None, None]
 
 
 def _app_agent(ws, script):

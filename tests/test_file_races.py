@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 from passepartout.builtin_tools import read_file, write_file, edit_file, list_dir, search_files
 from passepartout.signals import Context
+from passepartout.loop import Agent
 
 CANARY = 'CANARY-7f3a outside the workspace'
 SECONDS = 1.5   # how long each attack runs
@@ -54,7 +55,7 @@ def place(tmp_path, monkeypatch):
     evil = tmp_path / 'evil'; evil.mkdir()
     (evil / 'f.txt').write_text(f'{CANARY}\n\ninside\n'); (evil / 'only-outside.txt').write_text(f'{CANARY}\n')
     ws = Path(os.path.realpath(ws))
-    return SimpleNamespace(ws=ws, evil=evil, ctx=Context(agent=SimpleNamespace(workspace=ws)),
+    return SimpleNamespace(ws=ws, evil=evil, ctx=Context(agent=Agent(workspace=ws)),
                            before=_snapshot(evil), stop=tmp_path / 'stop')
 
 
@@ -134,10 +135,10 @@ def test_file_swapped_for_a_link_outside(place, tool):
 REDOS = textwrap.dedent('''
     import json, os, sys, threading, time
     from pathlib import Path
-    from types import SimpleNamespace
     from passepartout.builtin_tools import search_files
     from passepartout.signals import Context
-    ws, n = Path(sys.argv[1]), int(sys.argv[2]); ctx = Context(agent=SimpleNamespace(workspace=ws))
+    from passepartout.loop import Agent
+    ws, n = Path(sys.argv[1]), int(sys.argv[2]); ctx = Context(agent=Agent(workspace=ws))
     (ws / 'bait.txt').write_text(('a' * n + '!\\n' + 'x' * n + '\\n' + 'b' * (n + 9) + '!\\n') * (1 if n < 100 else 50))
     results, stop, longest = {}, threading.Event(), [0.0]
     def search():

@@ -1,8 +1,9 @@
 """The package's layers only point down: no module imports one of a higher layer, and no import cycle.
 
 Every `passepartout/*.py` is parsed with `ast`, imports inside functions included (a lazy import is still
-a dependency: it is how the old circle app → daemon → approvals → app went unseen). The layer table is the
-one `nbs/00_package.md` shows; a new module must be placed in it.
+a dependency: it is how the old circle app → daemon → approvals → app went unseen). An import under
+`if TYPE_CHECKING:` never runs: it names a type for a hint (`Context.agent: 'Agent'`) and is not
+counted. The layer table is the one `nbs/00_package.md` shows; a new module must be placed in it.
 """
 import ast
 from pathlib import Path
@@ -25,10 +26,19 @@ LAYERS = {
 RANK = {m: r for r, (_, names) in LAYERS.items() for m in names.split()}
 
 
+def _type_only(tree) -> set:
+    "The import nodes under `if TYPE_CHECKING:`: names for type hints, never imported when the program runs."
+    tests = lambda t: (isinstance(t, ast.Name) and t.id == 'TYPE_CHECKING') or (isinstance(t, ast.Attribute) and t.attr == 'TYPE_CHECKING')
+    return {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and tests(node.test)
+            for stmt in node.body for n in ast.walk(stmt) if isinstance(n, (ast.Import, ast.ImportFrom))}
+
+
 def imports(path:Path, modules:set) -> list:
-    "The package modules `path` imports, as (module, line), at any depth of the file."
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    "The package modules `path` imports, as (module, line), at any depth of the file (type-checking-only imports aside)."
+    found, tree = [], ast.parse(path.read_text(), str(path))
+    skip = _type_only(tree)
+    for node in ast.walk(tree):
+        if id(node) in skip: continue
         names = []
         if isinstance(node, ast.Import): names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):

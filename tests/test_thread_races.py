@@ -5,7 +5,6 @@ Where the interleaving can be forced (a step of one thread placed between two st
 forces it, so it does not depend on the scheduler; where it cannot, many threads run with a tiny switch
 interval, which made the old code fail on every run tried."""
 import os, subprocess, sys, threading, time
-from types import SimpleNamespace
 
 import pytest
 
@@ -35,7 +34,8 @@ def tiny_switch_interval():
 def test_refusals_carried_out_in_two_sessions_at_once(tiny_switch_interval):
     "`refuse` swept the dictionary while another turn thread added to it: 'dictionary changed size during iteration', refusal lost."
     from passepartout.refusals_gate import refuse
-    agent = SimpleNamespace(refused={(f's{i}', f'd{i}'): ('t', time.time() + 3600) for i in range(20000)})
+    from passepartout.loop import Agent
+    agent = Agent(refused={(f's{i}', f'd{i}'): ('t', time.time() + 3600) for i in range(20000)})
     errors = []
     def carry_out_refusals(n):
         for i in range(200):
