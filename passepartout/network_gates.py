@@ -131,7 +131,7 @@ def secrets_gate(action:Action, ctx:Context) -> Verdict|None:
     if action.explanation and (m := _secret_in(action.explanation)): return _holds_secret('explanation', m)
     return _vault_values(action, ctx)
 
-# %% ../nbs/20g_network_gates.ipynb #61c2215b
+# %% ../nbs/20g_network_gates.ipynb #ecebf962
 def _carried_text(action:Action) -> str:
     "Every string an action carries (arguments, reply text, explanation), one per line."
     parts = [s for _, s in _strings(action.args, 'args')] if isinstance(action.args, dict) else []
@@ -139,7 +139,7 @@ def _carried_text(action:Action) -> str:
 
 def _vault_values(action:Action, ctx:Context) -> Verdict|None:
     "Deny an action that carries a vault secret's value, in a form redaction knows, instead of its handle."
-    vault = getattr(getattr(ctx, 'agent', None), 'vault', None)
+    vault = ctx.agent.vault if ctx.agent is not None else None
     if vault is None: return None                  # an agent without a vault substitutes nothing, so its model learnt no value from it
     from passepartout.vault import secrets_in, VaultError
     try: names = secrets_in(_carried_text(action), vault)

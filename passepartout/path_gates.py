@@ -16,7 +16,7 @@ from .gates import Verdict, deny, current_verification
 from .signals import Action, Context
 from .validation_gates import _json_name
 
-# %% ../nbs/20d_path_gates.ipynb #169720b4
+# %% ../nbs/20d_path_gates.ipynb #918ead2d
 _environ = getattr(os.environ, '_data', None)   # CPython's raw view of the environment, kept in step by os.environ
 HOME_VARS = ('PASSEPARTOUT_HOME', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME', 'XDG_STATE_HOME', 'HOME', 'PASSEPARTOUT_VAULT_KEY_FILE')
 
@@ -32,7 +32,7 @@ _last_workspace = (None, None)   # the agent's absolute workspace (an immutable 
 
 def workspace_of(ctx:Context) -> str:
     "Real path of the workspace: the agent's `workspace` if set, else `config.workspace()`."
-    given = getattr(getattr(ctx, 'agent', None), 'workspace', None)
+    given = ctx.agent.workspace if ctx is not None and ctx.agent is not None else None
     last = _last_workspace
     if given is last[0] and given is not None: return last[1]   # the very object asked about last time
     raw = str(given) if given else None

@@ -129,7 +129,7 @@ def update(self:SessionValues, read:bool=True) -> SessionValues:
 
 SessionValues._take_in, SessionValues._note, SessionValues.update = _take_in, _note, update
 
-# %% ../nbs/20h_provenance_gates.ipynb #2eb87579
+# %% ../nbs/20h_provenance_gates.ipynb #f3fcf8e2
 _loose = {}   # transcripts asked about without their agent: a few, by identity
 
 def session_values(transcript:list, agent=None, session:str|None=None, read:bool=True) -> SessionValues:
@@ -138,7 +138,7 @@ def session_values(transcript:list, agent=None, session:str|None=None, read:bool
         kept = vars(agent).setdefault('_session_values', {})
         sv = kept.get(session)
         if sv is None or sv.transcript is not transcript:
-            live = getattr(agent, 'transcripts', None)
+            live = agent.transcripts
             if live is not None and len(kept) > len(live) + 16:                     # sessions the agent let go of
                 for gone in [k for k in list(kept) if k not in live]: kept.pop(gone, None)
             sv = kept[session] = SessionValues(transcript)
@@ -167,15 +167,15 @@ def _ranked_values(role:str, s:str) -> tuple:
 
 _remembered_values = functools.lru_cache(maxsize=1024)(_ranked_values)   # a model repeats its arguments
 
-# %% ../nbs/20h_provenance_gates.ipynb #6657b137
+# %% ../nbs/20h_provenance_gates.ipynb #5fa72bbf
 def provenance_gate(action:Action, ctx:Context) -> Verdict|None:
     "Side-effecting actions whose recipients, URLs, amounts or commands came from untrusted content ask."
-    agent, signal = getattr(ctx, 'agent', None), getattr(ctx, 'signal', None)
-    if not hasattr(agent, 'transcript'): return None
+    agent, signal = ctx.agent, ctx.signal
+    if agent is None: return None
     session = signal.session if signal is not None else 'default'
     transcript, roles = agent.transcript(session), SENSITIVE_ARGS.get(action.tool)
     if action.kind != 'tool' or roles == {} or not side_effecting(action, ctx):       # nothing here steers where anything goes,
-        if 2 * len(transcript) >= getattr(agent, 'max_transcript', 200): session_values(transcript, agent, session, read=False)
+        if 2 * len(transcript) >= agent.max_transcript: session_values(transcript, agent, session, read=False)
         return None                                                                    # but the step notes what arrived before a trim
     if roles is None: roles = {k: 'other' for k in action.args if _SENSITIVE_NAME.search(k)}
     if not roles: return None
@@ -209,11 +209,11 @@ def owner_addresses(channel:str) -> frozenset:
         hit = _owner_addresses[(name, raw)] = frozenset(a.strip().lower() for a in raw.split(',') if a.strip())
     return hit
 
-# %% ../nbs/20h_provenance_gates.ipynb #be96159f
+# %% ../nbs/20h_provenance_gates.ipynb #21434f11
 def _named_by_owner(value:str, ctx:Context) -> bool:
     "Did the owner write `value` whole (case-insensitive, not inside a longer word) in this session?"
-    agent, signal = getattr(ctx, 'agent', None), getattr(ctx, 'signal', None)
-    if not hasattr(agent, 'transcript'): return False
+    agent, signal = ctx.agent, ctx.signal
+    if agent is None: return False
     session = signal.session if signal is not None else 'default'
     text = session_values(agent.transcript(session), agent, session).owner_text
     return value in text and re.search(r'(?<![\w@.+-])' + re.escape(value) + r'(?![\w@-]|\.\w)', text) is not None
@@ -224,10 +224,10 @@ def _rule_names_recipient(action:Action, key:str) -> bool:
     except PermissionsError: return False
     return rule is not None and rule.decision == ALLOW and (rule.args is not None or any(k == key for k, _, _ in rule.match))
 
-# %% ../nbs/20h_provenance_gates.ipynb #0dcb189b
+# %% ../nbs/20h_provenance_gates.ipynb #2f162caf
 def recipient_known(value:str, key:str, action:Action, ctx:Context) -> bool:
     "Is `value` the owner's own address, their current chat, named by them in this session, or allowed by a rule about it?"
-    v, channel, signal = value.strip().lower(), str(action.args.get('channel') or ''), getattr(ctx, 'signal', None)
+    v, channel, signal = value.strip().lower(), str(action.args.get('channel') or ''), ctx.signal
     if not v: return True   # nobody: the tool refuses an empty recipient itself
     if channel and v in owner_addresses(channel): return True
     if signal is not None and channel == signal.source and v == str(signal.meta.get('chat_id', '')).lower() and from_owner(signal): return True

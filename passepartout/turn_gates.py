@@ -14,24 +14,24 @@ from .signals import Action, Context, from_owner, sender_of, OWNER_SOURCES
 
 log = logging.getLogger('passepartout.gates')
 
-# %% ../nbs/20c_turn_gates.ipynb #985e2145
+# %% ../nbs/20c_turn_gates.ipynb #14713515
 _LOCAL_SOURCES = frozenset(OWNER_SOURCES)
 
 def authority_gate(action:Action, ctx:Context) -> Verdict|None:
     "In a turn someone other than the owner started, every tool call asks; a reply is allowed."
     if action.kind != 'tool': return None
-    signal = getattr(ctx, 'signal', None)
+    signal = ctx.signal
     if signal is None: return None
     meta = signal.meta
     if meta.get('owner') is None and meta.get('source') in _LOCAL_SOURCES: return None   # the owner at a local channel: the common case
     if from_owner(signal): return None
     return ask(f"requested by {sender_of(signal)}, not by you: a tool call in someone else's conversation runs only with your approval")
 
-# %% ../nbs/20c_turn_gates.ipynb #5b5e8740
+# %% ../nbs/20c_turn_gates.ipynb #8368b2b7
 def budget_gate(action:Action, ctx:Context) -> Verdict|None:
     "Once the agent's budget is spent, no more tool calls (a reply to say so is still allowed)."
     if action.kind != 'tool': return None
-    budget = getattr(getattr(ctx, 'agent', None), 'budget', None)   # most agents have none: no exception on that path
+    budget = ctx.agent.budget if ctx.agent is not None else None   # most agents have none
     if budget is None: return None
     remaining = getattr(budget, 'remaining', None)
     if remaining is not None and remaining <= 0:

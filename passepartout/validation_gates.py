@@ -126,12 +126,12 @@ def _surely_valid(args:dict, schema:dict) -> bool:
         if type(v) not in types.get(k, ()): return False
     return True
 
-# %% ../nbs/20b_validation_gates.ipynb #8060df1e
+# %% ../nbs/20b_validation_gates.ipynb #108504d7
 def _reply_error(action:Action, ctx:Context) -> Verdict|None:
     if not isinstance(action.text, str): return deny("a reply needs its text as a string")
     if action.tool is not None or action.args: return deny("a reply takes no tool and no arguments")
     if action.target is None: return None
-    actuators = getattr(getattr(ctx, 'agent', None), 'actuators', None)
+    actuators = ctx.agent.actuators if ctx.agent is not None else None
     if action.target == 'tool' or actuators is None or action.target not in actuators:
         return deny(f"reply target {action.target!r} is not a registered gateway")
     return None
@@ -142,12 +142,12 @@ def take_why(action:Action) -> Action:
     args = dict(action.args); why = (args.pop(WHY) or '').strip()
     return dataclasses.replace(action, args=args, explanation=why or action.explanation)
 
-# %% ../nbs/20b_validation_gates.ipynb #d69a4036
+# %% ../nbs/20b_validation_gates.ipynb #d255ab41
 WHY_REQUEST = "add a short `why` argument (one sentence: why this call, for the person who approves it) and propose it again"
 
 def _unexplained(action:Action, ctx:Context) -> Verdict:
     "A side-effecting action without an explanation: refused with a request for a `why` once per Reason step, then let on, noted."
-    rejections = getattr(ctx, 'rejections', None)
+    rejections = ctx.rejections
     if rejections is not None and not any(WHY_REQUEST in r for r in rejections):
         return deny(f"{action.tool} changes things ({tool_effect(action, ctx)}): {WHY_REQUEST}")
     return allow("no reason given" + (" (asked once in this step)" if rejections else ''))
