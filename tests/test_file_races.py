@@ -38,6 +38,7 @@ FLIPPER = textwrap.dedent('''
     if os.path.isdir(target): os.symlink(target, '.flip-link'); swap = swap_dir
     else: content = open(name, 'rb').read(); swap = swap_file
     n = 0
+    print('ready', flush=True)
     while True:
         swap(); swap(); n += 2
         if n % 512 == 0 and os.path.exists(stop): break
@@ -74,7 +75,7 @@ def _attack(place, name:str, target:Path, call):
                                stdout=subprocess.PIPE, text=True)
     counts = {'calls': 0, 'ok': 0, 'escaped': 0, 'errors': 0}
     try:
-        time.sleep(0.1)
+        assert flipper.stdout.readline().strip() == 'ready'          # the flipper is swapping from here on
         end = time.monotonic() + SECONDS
         while time.monotonic() < end:
             counts['calls'] += 1
