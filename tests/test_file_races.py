@@ -131,7 +131,7 @@ def test_file_swapped_for_a_link_outside(place, tool):
 # One read-only call must not freeze the process: a catastrophic regular expression --------------------------------
 
 # In a child process (so that a frozen interpreter cannot hang the test run): search a file of lines built for
-# catastrophic backtracking. How long another thread waits meanwhile is measured by bench/search_stall.py.
+# catastrophic backtracking. How long another thread waits meanwhile is measured by bench/stall.py.
 REDOS = textwrap.dedent('''
     import json, sys
     from pathlib import Path
