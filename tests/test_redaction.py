@@ -40,9 +40,10 @@ def steps(f) -> int:
     def line(frame, event, arg):
         if event == 'line': count[0] += 1
         return line
+    previous = sys.gettrace()                 # a coverage or debugger tracer, put back after
     sys.settrace(lambda frame, event, arg: line if frame.f_code.co_filename == source else None)
     try: f()
-    finally: sys.settrace(None)
+    finally: sys.settrace(previous)
     return count[0]
 
 
