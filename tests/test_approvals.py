@@ -127,8 +127,8 @@ def test_expired_token(home, tmp_path, monkeypatch):
     monkeypatch.setenv('PASSEPARTOUT_APPROVAL_TTL', '1')
     agent, store = make_agent(journal), ApprovalStore()
     token = hold_one(agent, store, 'late')
-    time.sleep(1.1)
-    assert store.get(token)['state'] == 'expired' and store.pending() == []
+    assert wait_for(lambda: store.get(token)['state'] == 'expired'), store.get(token)   # the clock must pass the 1 s lifetime
+    assert store.pending() == []
     r = cli(home, journal, 'approve', token)
     assert r.returncode == 1 and f"approval {token} expired" in r.stderr
     assert not journal.exists()
@@ -485,15 +485,18 @@ def test_the_cli_writes_the_decision_when_the_daemon_does_not_answer(home, tmp_p
 
 
 RACER = '''
-    import json, sys, time
+    import json, sys
     sys.path.insert(0, {tests!r})
-    from _daemon_support import approval_agent
+    from _daemon_support import approval_agent, wait_for
     from passepartout.approvals import ApprovalStore, ApprovalError
     from passepartout.approval_flow import resolve_approval
     agent, store = approval_agent({journal!r}, {db!r}), ApprovalStore({db!r})
     won = []
     for t in {tokens!r}:
-        while store.get(t)['state'] == 'pending': time.sleep(0.001)
+        while store.get(t)['state'] == 'pending':          # read the record again only when the store changed
+            seen = store.version()
+            if store.get(t)['state'] != 'pending': break
+            assert wait_for(lambda: store.version() != seen), 'no decision came'
         try: resolve_approval(agent, store, t); won.append(t)
         except ApprovalError as e: assert 'already used' in e.message, e.message
     print(json.dumps(won))

@@ -319,9 +319,8 @@ def test_shell_runs_in_the_workspace(ws, ctx, tmp_path):
 @needs_sandbox
 def test_shell_timeout_is_clamped_to_the_setting(ws, ctx, monkeypatch):
     monkeypatch.setenv('PASSEPARTOUT_SHELL_TIMEOUT', '1')
-    t0 = time.monotonic()
     out = shell('sleep 30', timeout=1000, ctx=ctx)
-    assert 'timed out' in out and time.monotonic() - t0 < 6
+    assert 'timed out' in out, out        # under the asked 1000 s, the sleep would have ended: the setting's 1 s stopped it
 
 
 # ---- http_fetch --------------------------------------------------------------------------------
@@ -348,7 +347,7 @@ class Handler(BaseHTTPRequestHandler):
     def _drip(self):
         self.send_response(200); self.send_header('Content-Type', 'text/plain'); self.end_headers()
         try:
-            for _ in range(100): self.wfile.write(b'.'); self.wfile.flush(); time.sleep(0.05)
+            for _ in range(100): self.wfile.write(b'.'); self.wfile.flush(); time.sleep(0.05)   # part of the test: a slow server
         except OSError: pass
     def do_POST(self):
         body = self.rfile.read(int(self.headers['Content-Length'] or 0))
@@ -386,9 +385,8 @@ def test_http_fetch_charsets(server, ctx):
 def test_http_fetch_overall_time_limit(server, ctx, monkeypatch):
     from passepartout import builtin_tools
     monkeypatch.setattr(builtin_tools, 'FETCH_SECONDS', 0.5)
-    t0 = time.monotonic()
     out = http_fetch(f'{server}/drip', ctx=ctx)   # a server trickling one byte every 50 ms, never idle long enough to time out
-    assert 'stopped at the time limit' in out and time.monotonic() - t0 < 3
+    assert 'stopped at the time limit' in out and len(out.split('\n\n', 1)[1]) < 100, out   # cut before the 100th byte
 
 
 def test_http_fetch_does_not_follow_redirects(server, ctx):

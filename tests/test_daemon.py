@@ -61,9 +61,8 @@ def test_wrong_token_rejected(tmp_path):
 def test_silent_unauthenticated_client_is_dropped(tmp_path):
     with daemon_in_thread(state_dir=tmp_path, frame_timeout=0.3, handshake_timeout=0.3) as d:
         s = raw_connect(d)
-        t0 = time.monotonic()
-        answer = recv_frame(s)                              # dropped at its deadline, long before the socket's 60 s
-        assert answer['payload']['sensor'] == 'protocol-error' and time.monotonic() - t0 < 30
+        answer = recv_frame(s)              # dropped at its deadline: the socket's own 60 s timeout would raise instead
+        assert answer['payload']['sensor'] == 'protocol-error'
         assert s.recv(1) == b''
 
 
@@ -71,7 +70,7 @@ def test_ordering_within_a_session(tmp_path):
     "Pipelined requests in one session are processed and answered strictly in order, even with jitter."
     seen = []
     def behave(text, session):
-        time.sleep((hash(text) % 5) / 2000)
+        time.sleep((hash(text) % 5) / 2000)     # part of the test: jitter, so that the order must be kept, not met by chance
         seen.append((session, int(text)))
         return text
     with daemon_in_thread(Agent(ScriptModel(behave)), state_dir=tmp_path) as d:

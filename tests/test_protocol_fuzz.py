@@ -62,7 +62,7 @@ def drain(sock, limit=10.0) -> bytes:
         chunk = sock.recv(65536)
         if not chunk: return data
         data += chunk
-        assert time.time() - t0 < limit, "server kept a broken connection open"
+        assert time.time() - t0 < limit, "server kept a broken connection open"   # a hang detector, not a speed test
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -88,12 +88,11 @@ def test_slow_client_is_cut_off_while_others_are_served(served):
     s = socket.create_connection(daemon.address, timeout=10)
     send_frame(s, {'type': 'REQUEST', 'payload': {'sensor': 'handshake', 'token': token_of(daemon)}})
     recv_frame(s)
-    t0 = time.time()
     s.sendall(b'00001')                     # a frame started ...
     for i in range(5):                      # ... and never finished, while the witness is served
         assert witness.ask(request(str(i), session='witness'))['turn']['reply'] == f'witness|{i}'
-    answer = recv_frame(s)
-    assert 'not completed within 0.5 s' in answer['payload']['text'] and time.time() - t0 < 5
+    answer = recv_frame(s)                  # the frame deadline answers (the socket's own 10 s timeout would raise)
+    assert 'not completed within 0.5 s' in answer['payload']['text']
     assert drain(s) == b''
     s.close()
 
@@ -105,12 +104,12 @@ def test_dribbling_bytes_does_not_extend_the_deadline(served):
     s = socket.create_connection(daemon.address, timeout=10)
     send_frame(s, {'type': 'REQUEST', 'payload': {'sensor': 'handshake', 'token': token_of(daemon)}})
     recv_frame(s)
-    frame, t0 = encode_frame(request('x' * 200)), time.time()
+    frame, sent = encode_frame(request('x' * 200)), 0
     for b in frame:                         # ~10 s at this pace if nobody stopped us
         if select.select([s], [], [], 0.05)[0]: break   # the server answered: stop sending
-        s.sendall(bytes([b]))
+        s.sendall(bytes([b])); sent += 1
     answer = recv_frame(s)
-    assert 'not completed within 0.5 s' in answer['payload']['text'] and time.time() - t0 < 3
+    assert 'not completed within 0.5 s' in answer['payload']['text'] and sent < len(frame), (sent, len(frame))
     s.close()
 
 

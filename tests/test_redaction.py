@@ -1,11 +1,11 @@
-"""Redaction at scale: what it costs on a megabyte of tool output, that it stays linear on adversarial shapes,
-and that ordinary output is left alone (no false positives) while the spread-out forms are caught.
+"""Redaction at scale: correct on a megabyte of tool output, linear on adversarial shapes (counted in steps),
+and ordinary output left alone (no false positives) while the spread-out forms are caught.
 
 'before' is the previous algorithm, kept here as the reference: the exact forms only, one trie regex
 (`exact.sub`), which is what `redact` did before the squeezed views. 'after' is `redact` today.
-Run: `python -m pytest tests/test_redaction.py -q -s` (prints the figures).
+What they cost in time is measured by `python bench/redaction.py`, not here (machines are shared and noisy).
 """
-import glob, os, random, re, string, subprocess, timeit
+import glob, os, random, re, string, subprocess, sys
 from pathlib import Path
 
 import pytest
@@ -32,8 +32,19 @@ def ordinary(size=1_000_000) -> str:
     return (corpus * (1 + size // len(corpus)))[:size]
 
 
-def best_ms(f, repeat=5):
-    return min(timeit.repeat(f, number=1, repeat=repeat)) * 1000
+def steps(f) -> int:
+    """The lines of passepartout/vault.py that `f()` executes: a count of the work done in Python that does not
+    depend on the machine's load, so a complexity bound on it cannot flake (time is in bench/redaction.py)."""
+    from passepartout import vault
+    count, source = [0], vault.__file__
+    def line(frame, event, arg):
+        if event == 'line': count[0] += 1
+        return line
+    previous = sys.gettrace()                 # a coverage or debugger tracer, put back after
+    sys.settrace(lambda frame, event, arg: line if frame.f_code.co_filename == source else None)
+    try: f()
+    finally: sys.settrace(previous)
+    return count[0]
 
 
 def exact_only(v):
@@ -47,8 +58,8 @@ def exact_only(v):
     return run
 
 
-def test_one_megabyte_before_and_after(home, capsys):
-    "Figures: 1 MB of ordinary text, of an xxd dump, and of text holding the secret spread out once, with 3 secrets."
+def test_one_megabyte_before_and_after(home):
+    "1 MB of ordinary text, of an xxd dump, and of text holding the secret spread out once, with 3 secrets (figures: bench/redaction.py)."
     rng = random.Random(1)
     v = Vault()
     for i in range(3): v.add(f"K{i}", _random_secret(rng, 30))
@@ -58,34 +69,29 @@ def test_one_megabyte_before_and_after(home, capsys):
     before = exact_only(v)
     assert redact(text, v) == before(text) == text
     assert redact(spread, v) == text[:500_000] + '{{vault:K1}}' + text[500_000:] and before(spread) == spread
-    ms = {name: (best_ms(lambda: before(t)), best_ms(lambda: redact(t, v))) for name, t in
-          [('ordinary 1 MB', text), (f'xxd dump {len(dump) / 1e6:.1f} MB', dump), ('1 MB with one spread secret', spread)]}
-    with capsys.disabled():
-        for name, (b, a) in ms.items(): print(f"\nredact {name}, 3 secrets: before {b:.1f} ms, after {a:.1f} ms")
-    assert ms['ordinary 1 MB'][1] < 150
+    assert redact(dump, v) == before(dump) == dump
 
 
 @pytest.mark.parametrize('shape', ['offsets', 'hex groups', 'single characters', 'newlines', 'dump lines', 'one long line'])
 def test_adversarial_shapes_stay_linear(home, shape):
-    "Shapes that exercise the offset, dump-line and mapping code: 4 times the size costs well under 16 times (quadratic) the time."
+    "Shapes that exercise the offset, dump-line and mapping code: 4 times the size takes at most 4 times the steps (plus a constant)."
     v = Vault(); v.add('K', 'vault-secret-Q7x9Lm2Pz4')
     unit = {'offsets': '0000000 ', 'hex groups': 'ab12 ', 'single characters': 'v a ', 'newlines': '\n',
             'dump lines': '00000000: 6162 6364 6566 6768  abcdefgh\n', 'one long line': 'x' * 64}[shape]
     small, large = unit * (125_000 // len(unit)), unit * (500_000 // len(unit))
-    t_small, t_large = best_ms(lambda: redact(small, v)), best_ms(lambda: redact(large, v))
-    assert t_large < 8 * t_small + 10, (t_small, t_large)
-    assert t_large < 1000
+    assert redact(small, v) == small and redact(large, v) == large     # also builds the patterns, which are not counted
+    n_small, n_large = steps(lambda: redact(small, v)), steps(lambda: redact(large, v))
+    assert n_large <= 4.4 * n_small + 100, (n_small, n_large)          # quadratic would be 16 times
 
 
 def test_many_hits_are_mapped_in_one_pass(home):
-    "A secret spread out a thousand times in a megabyte: every one redacted, in linear time."
+    "A secret spread out a thousand times in a megabyte: every one redacted, in steps linear in the hits."
     v = Vault(); s = 'vault-secret-Q7x9Lm2Pz4'; v.add('K', s)
     filler = ordinary(1000)
-    text = ''.join(filler + ' '.join(s) for _ in range(1000))
-    out = {}
-    ms = best_ms(lambda: out.setdefault('r', redact(text, v)), 1)
-    assert out['r'] == ''.join(filler + '{{vault:K}}' for _ in range(1000))
-    assert ms < 3000, ms
+    text, quarter = (''.join(filler + ' '.join(s) for _ in range(k)) for k in (1000, 250))
+    assert redact(text, v) == ''.join(filler + '{{vault:K}}' for _ in range(1000))
+    n_quarter, n_all = steps(lambda: redact(quarter, v)), steps(lambda: redact(text, v))
+    assert n_all <= 4.4 * n_quarter + 100, (n_quarter, n_all)           # quadratic would be 16 times
 
 
 @pytest.mark.parametrize('length', [4, 6, 8, 12, 30])

@@ -1,9 +1,12 @@
 """The sandbox, attacked for real: every test tries an escape and checks that it fails."""
-import os, socket, threading, time, uuid
+import os, socket, threading, uuid
 from pathlib import Path
 import pytest
 from passepartout import sandbox
 from passepartout.sandbox import run_sandboxed, sandbox_available, scrubbed_env, ShellResult, SandboxUnavailable
+from _daemon_support import wait_for
+
+HANG = 60.0   # seconds: the bound of a hang detector (the commands left alone would run for an hour), not a speed test
 
 pytestmark = pytest.mark.skipif(not sandbox_available(), reason=f"no usable sandbox: {sandbox.sandbox_problem()}")
 
@@ -169,33 +172,27 @@ def _alive(marker:str) -> list:
 
 def test_timeout_kills_the_whole_tree(ws):
     n = f"{4000 + os.getpid() % 1000}.{uuid.uuid4().int % 10**6}"   # a unique sleep duration to find the processes
-    t0 = time.monotonic()
     r = run(f'sleep {n} & nohup sleep {n} >/dev/null 2>&1 & setsid sleep {n} & (sleep {n} &) ; sleep {n}', ws, timeout=1)
-    assert r.timed_out and r.exit_code is None
-    assert time.monotonic() - t0 < 6
-    time.sleep(0.3)
-    assert _alive(f'sleep {n}') == []
+    assert r.timed_out and r.exit_code is None and r.duration_s < HANG      # not held until the children end
+    assert wait_for(lambda: _alive(f'sleep {n}') == [], HANG), _alive(f'sleep {n}')
 
 
 def test_timeout_setting(ws, monkeypatch):
     monkeypatch.setenv('PASSEPARTOUT_SHELL_TIMEOUT', '0.5')
     r = run_sandboxed('sleep 60', ws)
-    assert r.timed_out and r.duration_s < 5
+    assert r.timed_out and r.duration_s < 30       # the setting stopped it, not the default of 30 s
 
 
 def test_background_process_does_not_outlive_command(ws):
     n = f"{5000 + os.getpid() % 1000}.{uuid.uuid4().int % 10**6}"
     r = run(f'nohup sleep {n} >/dev/null 2>&1 & echo started', ws)
     assert r.exit_code == 0 and r.stdout == 'started\n'
-    time.sleep(0.3)
-    assert _alive(f'sleep {n}') == []
+    assert wait_for(lambda: _alive(f'sleep {n}') == [], HANG), _alive(f'sleep {n}')
 
 
 def test_output_is_capped(ws):
-    t0 = time.monotonic()
     r = run('yes', ws, max_output=10_000)
-    assert r.truncated and not r.timed_out and len(r.stdout) == 10_000
-    assert time.monotonic() - t0 < 5
+    assert r.truncated and not r.timed_out and len(r.stdout) == 10_000   # stopped by the cap, not by the timeout
     r = run('yes >&2', ws, max_output=500)
     assert r.truncated and len(r.stderr) == 500
     r = run('head -c 3000 /dev/zero | tr "\\0" a', ws, max_output=3000)
@@ -244,11 +241,9 @@ def test_bad_workspace(tmp_path):
     with pytest.raises(ValueError, match='root directory'): run_sandboxed('true', Path('/'))
 
 
-def test_overhead(ws):
-    "Per-command overhead stays small (a sanity bound, not a benchmark)."
-    t0 = time.monotonic()
-    for _ in range(5): assert run('true', ws).exit_code == 0
-    assert (time.monotonic() - t0) / 5 < 1.0
+def test_many_commands_in_a_row(ws):
+    "Commands one after the other each get a fresh sandbox (what one costs: `python bench/sandbox_overhead.py`)."
+    for i in range(5): assert run(f'echo {i} > n; cat n', ws).stdout == f'{i}\n'
 
 
 # --- No setuid/setgid file survives a sandboxed command (the harness often runs as root) ---
@@ -419,12 +414,10 @@ def test_memory_limit_zero_disables(ws, monkeypatch):
 @pytest.mark.parametrize('spinner', ['while :; do :; done', 'python3 -c "while True: pass"'])
 def test_cpu_limit_stops_a_spinner(ws, monkeypatch, spinner):
     monkeypatch.setenv('PASSEPARTOUT_SHELL_CPU_SECONDS', '1')
-    t0 = time.monotonic()
     r = run(spinner, ws, timeout=30)
     # the process's own limit (SIGXCPU, exit 152) or the command's (killed) may come first: both say so
-    assert not r.timed_out and r.exit_code in (152, None), r
+    assert not r.timed_out and r.exit_code in (152, None), r        # stopped by the CPU limit, before the timeout
     assert 'stopped by the CPU time limit (1 s' in r.for_model(), r
-    assert time.monotonic() - t0 < 15
 
 
 def test_cpu_limit_cannot_be_raised(ws, monkeypatch):
@@ -460,19 +453,16 @@ def test_unconfined_environment_and_cwd(ws, monkeypatch):
 
 def test_unconfined_background_does_not_outlive_or_hold(ws):
     n = f"{6000 + os.getpid() % 1000}.{uuid.uuid4().int % 10**6}"
-    t0 = time.monotonic()
     r = sandbox.run_unconfined(f'sleep {n} & echo started', ws, timeout=20)
-    assert r.exit_code == 0 and r.stdout == 'started\n' and time.monotonic() - t0 < 3, r
-    time.sleep(0.3)
-    assert _alive(f'sleep {n}') == []
+    assert r.exit_code == 0 and r.stdout == 'started\n' and not r.timed_out, r     # the child did not hold the pipe until the timeout
+    assert wait_for(lambda: _alive(f'sleep {n}') == [], HANG), _alive(f'sleep {n}')
 
 
 def test_unconfined_timeout_kills_the_group(ws):
     n = f"{7000 + os.getpid() % 1000}.{uuid.uuid4().int % 10**6}"
     r = sandbox.run_unconfined(f'sleep {n} & sleep {n}', ws, timeout=0.5)
     assert r.timed_out and r.exit_code is None
-    time.sleep(0.3)
-    assert _alive(f'sleep {n}') == []
+    assert wait_for(lambda: _alive(f'sleep {n}') == [], HANG), _alive(f'sleep {n}')
 
 
 def test_unconfined_limits(ws, monkeypatch):

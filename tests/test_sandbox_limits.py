@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from passepartout import sandbox
 from passepartout.sandbox import run_sandboxed, run_unconfined, sandbox_available
+from _daemon_support import wait_for
 
 pytestmark = pytest.mark.skipif(not sandbox_available(), reason=f"no usable sandbox: {sandbox.sandbox_problem()}")
 
@@ -48,7 +49,7 @@ def hard_cap():
                 try: os.kill(int(pid), signal.SIGKILL)
                 except OSError: pass
             try: cap.rmdir(); break
-            except OSError: time.sleep(0.02)
+            except OSError: time.sleep(0.02)   # teardown: the killed processes are still leaving the cgroup
 
 
 @pytest.fixture
@@ -132,8 +133,7 @@ def test_processes_together_pass_the_memory_budget(ws, enforcement):
     r = run(f"for i in 1 2 3; do python3 -c \"import time; x = b'x' * (120 << 20); time.sleep({n})\" & done; wait; echo survived", ws)
     assert 'survived' not in r.stdout and not r.timed_out, r
     assert 'memory budget (256 MB for the whole command' in r.limit, r
-    time.sleep(0.2)
-    assert _alive(f'time.sleep({n})') == [] and _our_cgroups() == []
+    assert wait_for(lambda: _alive(f'time.sleep({n})') == [] and _our_cgroups() == []), (_alive(f'time.sleep({n})'), _our_cgroups())
 
 
 def test_memory_in_the_sandbox_tmpfs_counts(ws, enforcement):
@@ -153,12 +153,9 @@ def test_memory_budget_in_unconfined_commands(ws, enforcement):
 
 def test_process_storm_is_stopped(ws, enforcement):
     n = _marker()
-    t0 = time.monotonic()
     r = run(f'for i in $(seq 300); do sleep {n} & done; wait', ws, timeout=8)
-    assert not r.timed_out and 'more than 64 processes' in r.limit, r
-    assert time.monotonic() - t0 < 6
-    time.sleep(0.2)
-    assert _alive(f'sleep {n}') == [] and _our_cgroups() == []
+    assert not r.timed_out and 'more than 64 processes' in r.limit, r       # stopped by the budget, before the timeout
+    assert wait_for(lambda: _alive(f'sleep {n}') == [] and _our_cgroups() == []), (_alive(f'sleep {n}'), _our_cgroups())
 
 
 def test_thread_storm_is_stopped(ws, enforcement):
@@ -171,10 +168,8 @@ def test_thread_storm_is_stopped(ws, enforcement):
 
 def test_fork_bomb_is_stopped(ws, hard_cap):
     if not hard_cap: pytest.skip('no cgroup to cap a fork bomb safely')
-    t0 = time.monotonic()
     r = run('bomb() { bomb | bomb & }; bomb; sleep 30', ws, timeout=8)
-    assert not r.timed_out and 'processes' in r.limit, r
-    assert time.monotonic() - t0 < 6
+    assert not r.timed_out and 'processes' in r.limit, r      # stopped by the budget, before the timeout
     assert _our_cgroups() == []
 
 
@@ -247,8 +242,7 @@ def test_unconfined_command_leaves_nothing_behind(ws, enforcement):
     n = _marker()
     r = run_unconfined(f'setsid sleep {n} >/dev/null 2>&1 < /dev/null & echo started', ws, timeout=10)
     assert r.exit_code == 0, r
-    time.sleep(0.3)
-    assert _alive(f'sleep {n}') == [] and _our_cgroups() == []
+    assert wait_for(lambda: _alive(f'sleep {n}') == [] and _our_cgroups() == []), (_alive(f'sleep {n}'), _our_cgroups())
 
 
 def test_normal_commands_are_unaffected(ws, enforcement):

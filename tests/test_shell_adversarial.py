@@ -4,7 +4,6 @@ Quoting tricks, substitutions, groups, wrapper chains, encoded payloads, aliases
 absolute binary paths, interpreter one-liners, pager/editor escapes, run-time command names, huge or
 deeply nested inputs, NUL/unicode tricks and newlines inside arguments.
 """
-import time
 from pathlib import Path
 import pytest
 from passepartout.shell_gate import analyse, shell_verdict, shell_gate, MAX_COMMAND_BYTES
@@ -80,12 +79,13 @@ def test_benign_command_is_allowed(command):
     assert v.decision == 'allow', (command, v)
 
 
-def test_huge_input_is_denied_quickly():
-    command = 'echo ' + 'x' * (MAX_COMMAND_BYTES + 1)
-    t0 = time.perf_counter()
-    v = shell_verdict(command, WS)
+def test_huge_input_is_denied_unread(monkeypatch):
+    "Denied before the parser sees it (so at once, whatever its shape)."
+    from passepartout import shell_gate
+    def parse_within(*a, **kw): raise AssertionError('a command over the size limit was parsed')
+    monkeypatch.setattr(shell_gate, 'parse_within', parse_within)
+    v = shell_verdict('echo ' + 'x' * (MAX_COMMAND_BYTES + 1), WS)
     assert v.decision == 'deny' and 'KiB' in v.reason
-    assert time.perf_counter() - t0 < 1.0
 
 
 def test_deep_nesting_never_crashes():
@@ -117,22 +117,17 @@ def test_gate_interface():
     assert shell_gate(tool_call('shell', {'command': 'touch /work/proj/x'}), Context(agent=Agent())).decision == 'ask'
 
 
-PATHOLOGICAL = ['a=(' * 20_000, '$[' * 30_000, 'x=(' * 10_000 + ' $[' * 10_000, 'echo "${a[' * 12_000]
+PATHOLOGICAL = {'a=(' * 20_000: 'ask', '$[' * 30_000: 'ask', 'x=(' * 10_000 + ' $[' * 10_000: 'ask', 'echo "${a[' * 12_000: 'deny'}
 
 
 @pytest.mark.parametrize('command', PATHOLOGICAL, ids=lambda c: c[:6])
-def test_a_command_that_parses_slowly_does_not_stall_other_threads(command):
-    "tree-sitter's error recovery is quadratic on some inputs and holds the interpreter lock: the gate cuts the parse short and asks."
-    import threading
-    ticks, done = [], threading.Event()
-    def tick():
-        while not done.is_set(): ticks.append(time.monotonic()); time.sleep(0.005)
-    ticker = threading.Thread(target=tick); ticker.start()
-    try: verdict = shell_verdict(command, WS)
-    finally: done.set(); ticker.join()
-    assert verdict.decision != 'allow'
-    gaps = [b - a for a, b in zip(ticks, ticks[1:])] or [0]
-    assert max(gaps) < 1.5, f"another thread waited {max(gaps):.1f} s while the gate judged one command"
+def test_a_command_that_parses_slowly_is_cut_short(command):
+    """tree-sitter's error recovery is quadratic on some inputs (a full parse of these takes about 20 s) and holds the
+    interpreter lock: the gate cuts the parse short at PARSE_SECONDS (0.25 s, far from 20) and asks; the last is
+    over the size limit. How long another thread waits meanwhile: `python bench/stall.py`."""
+    verdict = shell_verdict(command, WS)
+    assert verdict.decision == PATHOLOGICAL[command], verdict
+    assert ('too complex to judge: parsing took longer than' if verdict.decision == 'ask' else 'longer than 64 KiB') in verdict.reason, verdict
 
 
 def test_parsers_are_per_thread():

@@ -2,9 +2,10 @@
 the slice of them committed in tests/corpora/shell where they are absent (a fresh clone).
 
 Targets: no dangerous item allowed unattended; >= 95% of benign_readonly allowed; no benign_mutating
-item denied. Counts per decision and the median time per command are printed (run with -s to see them).
+item denied. Counts per decision are printed (run with -s to see them); the time per command is measured by
+bench/gates.py.
 """
-import json, os, statistics, time
+import json, os
 from collections import Counter
 from pathlib import Path
 from passepartout.shell_gate import analyse, shell_verdict
@@ -62,17 +63,3 @@ def test_verdicts_agree_with_analysis_and_name_the_command():
             v = shell_verdict(it['command'], WORKSPACE)
             assert v.decision == analyse(it['command'], WORKSPACE).decision
             assert v.decision == 'allow' or ('`' in v.reason and v.reason), (it['id'], v)
-
-
-def test_timing_is_reported():
-    "Median time per command over all corpora (a print, not an assertion: machines here are shared)."
-    commands = [it['command'] for name in ('dangerous', 'benign_readonly', 'benign_mutating') for it in _load(name)]
-    shell_verdict('ls', WORKSPACE)                 # build the parser outside the measurement
-    runs = []
-    for _ in range(3):
-        times = []
-        for c in commands:
-            t0 = time.perf_counter_ns(); shell_verdict(c, WORKSPACE); times.append(time.perf_counter_ns() - t0)
-        runs.append(statistics.median(times) / 1000)
-    print(f"\nshell_verdict median over {len(commands)} commands: {min(runs):.1f} µs (runs: {', '.join(f'{r:.1f}' for r in runs)})")
-    assert runs

@@ -128,11 +128,15 @@ def test_turn_threads_asking_together_share_one_sandbox_probe(monkeypatch):
     """The first shell commands of the daemon's turn threads come together; each started its own bubblewrap probe
     (on a loaded machine one of them timing out made every shell command ask for a minute)."""
     from passepartout import sandbox
-    calls, all_in = [], threading.Event()
+    from _daemon_support import wait_for
+    calls = []
+    def asking():
+        "Every other turn thread is inside sandbox_problem, waiting for this probe (or all eight are probing: the old code)."
+        frames, me = sys._current_frames(), threading.get_ident()
+        return len(calls) == 8 or all(t.ident in frames and frames[t.ident].f_code.co_name == 'sandbox_problem' for t in threads if t.ident != me)
     def probe():
         calls.append(1)
-        if len(calls) == 8: all_in.set()
-        all_in.wait(0.5)                 # the old code: all eight threads are probing at once by now
+        assert wait_for(asking)          # the probe lasts until the others have come: nothing left to chance
         return None
     monkeypatch.setattr(sandbox, '_probe_sandbox', probe)
     sandbox.sandbox_problem.cache_clear()

@@ -152,7 +152,7 @@ def test_cli_reads_the_value_from_stdin_never_argv(home):
 
 # --- encoded forms and the trie pattern -----------------------------------------------------------
 
-import base64, random, re, string, timeit
+import base64, random, re, string
 from passepartout.vault import base64_cores, trie_pattern, _forms, handle
 
 
@@ -187,8 +187,8 @@ def test_trie_pattern_matches_like_a_longest_first_alternation():
         assert trie.findall(text) == flat.findall(text), (words, text)
 
 
-def test_redaction_cost(home, capsys):
-    "Figures: redacting 10 kB of tool output and a short audit record with 3 secrets (about 13 forms each)."
+def test_trie_redaction_equals_a_flat_alternation(home):
+    "10 kB of tool output and a short audit record, 3 secrets (about 13 forms each); what it costs: `python bench/redaction.py`."
     rng = random.Random(1)
     v = Vault()
     for i in range(3): v.add(f"K{i}", ''.join(rng.choice(string.ascii_letters + string.digits) for _ in range(30)))
@@ -196,10 +196,6 @@ def test_redaction_cost(home, capsys):
     record = json.dumps({'kind': 'result', 'tool': 'list_dir', 'output': 'a.txt b.txt c.txt (3 files)', 'us': 412.5})
     forms = set().union(*(_forms(v.get(n)) for n in v.names()))
     flat = re.compile('|'.join(re.escape(f) for f in sorted(forms, key=len, reverse=True)), re.IGNORECASE)
-    best = lambda f, n: min(timeit.repeat(f, number=n, repeat=5)) / n * 1e6
-    us_big, us_flat, us_record = best(lambda: redact(big, v), 50), best(lambda: flat.sub('', big), 50), best(lambda: redact(record, v), 2000)
-    with capsys.disabled():
-        print(f"\nredact, 3 secrets ({len(forms)} forms): 10 kB {us_big:.0f} us (flat alternation {us_flat:.0f} us), audit record {us_record:.1f} us")
     by_form = v._redactor()[1]
     assert redact(big, v) == flat.sub(lambda m: by_form[m.group(0).encode().lower()], big)   # the trie changes the speed, not the result
-    assert us_big < 2000 and us_record < 50
+    assert redact(record, v) == record
