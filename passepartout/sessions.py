@@ -94,7 +94,7 @@ def _title(messages) -> str:
             return line if len(line) <= 80 else line[:79] + '…'
     return ''
 
-# %% ../nbs/34_sessions.ipynb #d9c64a58
+# %% ../nbs/34_sessions.ipynb #efe18262
 def save(self:SessionStore, t:Transcript, source:str='') -> bool:
     "Write what `t` added or replaced since it was loaded or saved, in one transaction; False when another writer had moved the session."
     replaced, added = changes(t)
@@ -112,7 +112,7 @@ def _write(self:SessionStore, t:Transcript, replaced:list, bodies:list, source:s
     try:
         row = self.db.execute('SELECT created, messages, version, title, source FROM sessions WHERE id = ?', (t.session,)).fetchone()
         created, count, version, title, began = row or (time.time(), 0, 0, '', source)
-        if row is not None and created == t.created:   # the same session (not forgotten and begun again): replace in place
+        if replaced and row is not None and created == t.created:   # the same session (not forgotten and begun again): replace in place
             self.db.executemany('UPDATE messages SET body = ? WHERE session = ? AND seq = ?', [(b, t.session, s) for b, s in replaced])
         self.db.executemany('INSERT INTO messages VALUES (?,?,?)', [(t.session, count + i, b) for i, b in enumerate(bodies)])
         self.db.execute('INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?)', (t.session, created, time.time(), count + len(bodies),
@@ -123,20 +123,19 @@ def _write(self:SessionStore, t:Transcript, replaced:list, bodies:list, source:s
 
 SessionStore.save, SessionStore._write = save, _write
 
-# %% ../nbs/34_sessions.ipynb #f776f066
+# %% ../nbs/34_sessions.ipynb #21c64300
+_LOAD = """SELECT s.created, s.messages, s.version, m.seq, m.body FROM sessions s
+           LEFT JOIN messages m ON m.session = s.id AND m.seq >= max(0, s.messages - ?) WHERE s.id = ? ORDER BY m.seq"""
+
 def load(self:SessionStore, session:str, limit:int=200) -> Transcript:
     "The last `limit` messages of `session` (at most), starting at a user message; empty for a session not stored."
-    with self.lock:
-        self.db.execute('BEGIN')
-        try:
-            row = self.db.execute('SELECT created, messages, version FROM sessions WHERE id = ?', (session,)).fetchone()
-            rows = self.db.execute('SELECT seq, body FROM messages WHERE session = ? AND seq >= ? ORDER BY seq',
-                                   (session, max(0, row[1] - limit))).fetchall() if row else []
-        finally: self.db.execute('COMMIT')
-    if row is None: return Transcript(session=session)
+    with self.lock: rows = self.db.execute(_LOAD, (max(0, limit), session)).fetchall()
+    if not rows: return Transcript(session=session)
+    created, count, version = rows[0][:3]
+    rows = [(seq, body) for *_, seq, body in rows if seq is not None]
     messages = [_message(body) for _, body in rows]
     cut = next((i for i, m in enumerate(messages) if m['role'] == 'user'), len(messages))
-    return Transcript(messages[cut:], session, rows[cut][0] if cut < len(rows) else row[1], row[0], row[2])
+    return Transcript(messages[cut:], session, rows[cut][0] if cut < len(rows) else count, created, version)
 
 def current(self:SessionStore, t:Transcript) -> bool:
     "Has nobody else written `t`'s session since `t` was loaded or saved?"
