@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 from . import config
 
-# %% ../nbs/33_audit.ipynb #207a2bb5
+# %% ../nbs/33_audit.ipynb #1b776bcf
 GENESIS = '0' * 64
 
 def _finite(obj):
@@ -26,28 +26,17 @@ def _finite(obj):
     if isinstance(obj, (list, tuple)): return [_finite(v) for v in obj]
     return obj
 
+_encoder = json.encoder.c_make_encoder and json.encoder.c_make_encoder(   # `json`'s C encoder, made once (`json.dumps` makes one per call)
+    None, str, json.encoder.encode_basestring, None, ':', ',', True, False, False)   # no cycle check, default=str, compact, sorted, NaN refused
+
 def _json(obj) -> str:
-    try: return json.dumps(obj, sort_keys=True, separators=(',', ':'), ensure_ascii=False, default=str, allow_nan=False)
+    "The canonical JSON of `obj`, exactly as `json.dumps(obj, sort_keys=True, separators=(',', ':'), ensure_ascii=False, default=str)` writes it."
+    try: return ''.join(_encoder(obj, 0)) if _encoder else json.dumps(obj, sort_keys=True, separators=(',', ':'), ensure_ascii=False, default=str, allow_nan=False)
     except ValueError: return json.dumps(_finite(obj), sort_keys=True, separators=(',', ':'), ensure_ascii=False, default=str)
-
-_TRACE_KEYS, _string = {'decision', 'gate', 'reason', 'us'}, json.encoder.encode_basestring   # a string as `json` writes it with ensure_ascii=False
-
-def _trace_json(trace:list) -> str|None:
-    "The canonical JSON of a gate trace (`gates.trace_dicts`) written directly, 3× faster than `json`; None if it is not one."
-    out = []
-    for e in trace:
-        if type(e) is not dict or e.keys() != _TRACE_KEYS: return None
-        d, g, r, us = e['decision'], e['gate'], e['reason'], e['us']
-        if not (type(d) is type(g) is type(r) is str and (type(us) is int or type(us) is float and math.isfinite(us))): return None
-        out.append(f'{{"decision":{_string(d)},"gate":{_string(g)},"reason":{_string(r)},"us":{us!r}}}')
-    return '[' + ','.join(out) + ']'
 
 def canonical_json(obj) -> str:
     "One serialisation per value: sorted keys, no spaces, UTF-8 text, unknown objects as their str, no NaN."
-    trace = obj.get('trace') if type(obj) is dict else None
-    if type(trace) is not list or not trace or (text := _trace_json(trace)) is None or not all(type(k) is str for k in obj): return _json(obj)
-    before, after = _json({k: v for k, v in obj.items() if k < 'trace'}), _json({k: v for k, v in obj.items() if k > 'trace'})
-    return '{' + before[1:-1] + (',' if len(before) > 2 else '') + '"trace":' + text + (',' if len(after) > 2 else '') + after[1:-1] + '}'
+    return _json(obj)
 
 def record_hash(seq:int, at:float, kind:str, data, prev_hash:str) -> str:
     "The chained hash of one record."

@@ -391,10 +391,13 @@ def test_a_turns_records_are_on_disk_before_anything_leaves_the_process(tmp_path
     assert other() == seen['telegram'] + ['reply'] and log.verify() == (True, [])
 
 
-def test_a_gate_trace_written_directly_is_the_canonical_json_to_the_byte():
-    "`canonical_json` writes a verdict's trace itself: on random values (odd strings, non-finite and non-float timings, extra or missing keys) it equals `json`'s canonical form."
-    import random
-    from passepartout.audit import canonical_json, _json
+def test_canonical_json_is_what_json_dumps_writes_to_the_byte():
+    "`canonical_json` calls `json`'s C encoder directly: on random values (odd strings, non-finite and non-float timings, extra or missing keys) it equals `json.dumps`'s canonical form."
+    import json, random
+    from passepartout.audit import canonical_json, _finite
+    def _json(obj):
+        try: return json.dumps(obj, sort_keys=True, separators=(',', ':'), ensure_ascii=False, default=str, allow_nan=False)
+        except ValueError: return json.dumps(_finite(obj), sort_keys=True, separators=(',', ':'), ensure_ascii=False, default=str)
     rs = random.Random(14)
     text = lambda: ''.join(rs.choice(['a', 'é', '"', '\\', '\n', '\x00', '\ud800', '😀', 'trace', ' ', '\u2028']) for _ in range(rs.randint(0, 5)))
     value = lambda: rs.choice([None, True, 1, -2.5, float('nan'), float('-inf'), 10**20, text(), [1, 'x'], {'k': 0.1}])
