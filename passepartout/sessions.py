@@ -66,10 +66,13 @@ class SessionStore:
     def close(self): self.db.close()
     def __repr__(self): return f"SessionStore({str(self.path)!r}, {self.db.execute('SELECT count(*) FROM sessions').fetchone()[0]} sessions)"
 
-# %% ../nbs/34_sessions.ipynb #53e7ed40
+# %% ../nbs/34_sessions.ipynb #5eade9c4
+_dump = json.encoder.c_make_encoder and json.encoder.c_make_encoder(   # `json.dumps(m, ensure_ascii=False, separators=(',', ':'), default=str)`'s encoder, made once
+    None, str, json.encoder.encode_basestring, None, ':', ',', False, False, True)
+
 def _redacted(self:SessionStore, message:dict, secrets:bool=True) -> str: # secrets: False when the vault is known empty
     "`message` as the JSON text to store, every vault secret replaced by its handle."
-    text = json.dumps(message, ensure_ascii=False, separators=(',', ':'), default=str)
+    text = ''.join(_dump(message, 0)) if _dump else json.dumps(message, ensure_ascii=False, separators=(',', ':'), default=str, check_circular=False)
     if not secrets: return text
     clean = redact(text, self._vault)
     try: json.loads(clean); return clean
@@ -94,7 +97,7 @@ def _title(messages) -> str:
             return line if len(line) <= 80 else line[:79] + '…'
     return ''
 
-# %% ../nbs/34_sessions.ipynb #efe18262
+# %% ../nbs/34_sessions.ipynb #1b889dbd
 def save(self:SessionStore, t:Transcript, source:str='') -> bool:
     "Write what `t` added or replaced since it was loaded or saved, in one transaction; False when another writer had moved the session."
     replaced, added = changes(t)
@@ -102,11 +105,12 @@ def save(self:SessionStore, t:Transcript, source:str='') -> bool:
     if self._vault is None: self._vault = Vault()
     secrets = self._vault is not False and bool(self._vault.names())   # one look at the vault per save, none per message while it is empty
     replaced, bodies = [(self._redacted(m, secrets), seq) for seq, m in replaced], [self._redacted(m, secrets) for m in added]
-    with self.lock: created, version, in_step = self._write(t, replaced, bodies, source)
+    with self.lock: created, version, in_step = self._write(t, replaced, bodies, source, None if secrets else added)
     if in_step: t.saved, t.created, t.version = list(t), created, version
     return in_step
 
-def _write(self:SessionStore, t:Transcript, replaced:list, bodies:list, source:str) -> tuple:
+def _write(self:SessionStore, t:Transcript, replaced:list, bodies:list, source:str,
+           plain:list|None=None) -> tuple: # the added messages, when redaction left them as they are
     "The transaction of `save`: replace in place, append after the last stored message, move the version; `(created, version, in_step)`."
     self.db.execute('BEGIN IMMEDIATE')
     try:
@@ -116,7 +120,7 @@ def _write(self:SessionStore, t:Transcript, replaced:list, bodies:list, source:s
             self.db.executemany('UPDATE messages SET body = ? WHERE session = ? AND seq = ?', [(b, t.session, s) for b, s in replaced])
         self.db.executemany('INSERT INTO messages VALUES (?,?,?)', [(t.session, count + i, b) for i, b in enumerate(bodies)])
         self.db.execute('INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?)', (t.session, created, time.time(), count + len(bodies),
-                        version + 1, title or _title(json.loads(b) for b in bodies), began))
+                        version + 1, title or _title(plain if plain is not None else (json.loads(b) for b in bodies)), began))
         self.db.execute('COMMIT')
     except BaseException: self.db.execute('ROLLBACK'); raise
     return created, version + 1, ((created, version) == (t.created, t.version) if row else t.created is None)
