@@ -170,7 +170,7 @@ def _migrate(db:sqlite3.Connection):
         db.execute('COMMIT')
     except BaseException: db.execute('ROLLBACK'); raise
 
-# %% ../nbs/33_audit.ipynb #daf6776d
+# %% ../nbs/33_audit.ipynb #606d46bf
 class AuditLog:
     "An append-only, hash-chained log of everything the agent heard, proposed, decided and did, anchored by a key and a checkpoint."
     def __init__(self, path=None,     # the SQLite file (default `$data/audit.db`)
@@ -184,6 +184,7 @@ class AuditLog:
             from passepartout.vault import Vault
             vault = Vault()
         self.vault, self.lock, self.head_lock, self.batches = vault or None, threading.Lock(), threading.Lock(), threading.local()
+        self.waiting, self.waiting_lock = [], threading.Lock()   # records of other threads waiting for the write lock (`_write`)
         self.key, self.pending, self.checkpointed, self.written, self.head, self.anchor = None, None, 0, (None, None), None, None
         self.lock_fd = None
         self.db = connect(self.path)
@@ -252,26 +253,41 @@ def _redacted(self:AuditLog, items:list) -> list:
 
 AuditLog.append, AuditLog._redacted = append, _redacted
 
-# %% ../nbs/33_audit.ipynb #f100545d
+# %% ../nbs/33_audit.ipynb #00033d39
 def _write(self:AuditLog, items:list) -> list:
-    "Chain and insert `items` (time, kind, canonical data text) in one transaction; the rows written."
-    items = self._redacted(items)
+    "Chain and insert `items` (time, kind, canonical data text) in one transaction, with whatever other threads wait to write; the rows of `items`."
+    ticket = [self._redacted(items), None, None]   # what to write, its rows once written, the error if the transaction failed
     key = self.key or self.begin_anchoring()
+    with self.waiting_lock: self.waiting.append(ticket)
     with self.lock:
+        if ticket[1] is None and ticket[2] is None:   # not written yet by the thread that held the lock before us
+            with self.waiting_lock: group, self.waiting = self.waiting, []
+            self._commit(group, key)
+    if ticket[2] is not None: raise ticket[2]
+    return ticket[1]
+
+def _commit(self:AuditLog, group:list, key:bytes|None):
+    "Write every ticket of `group` in one transaction (each ticket's records together, in the order they came); callers hold `lock`."
+    try:
         self.db.execute('BEGIN IMMEDIATE')
         try:
             last = self.db.execute('SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1').fetchone()   # the head, under the write lock
             seq, prev = last if last else (0, GENESIS)
-            rows, keyed = [], hmac.new(key, digestmod=hashlib.sha256) if key else None   # keyed once: a copy per record
-            for at, kind, text in items:
-                seq, h = seq + 1, chain_hash(seq + 1, at, kind, text, prev)
-                if keyed: mac = keyed.copy(); mac.update(b'record:' + h.encode())
-                rows.append((seq, at, kind, text, prev, h, mac.hexdigest() if keyed else None)); prev = h
-            self.db.executemany('INSERT INTO audit VALUES (?,?,?,?,?,?,?)', rows)
+            written, keyed = [], hmac.new(key, digestmod=hashlib.sha256) if key else None   # keyed once: a copy per record
+            for ticket in group:
+                rows = ticket[1] = []
+                for at, kind, text in ticket[0]:
+                    seq, h = seq + 1, chain_hash(seq + 1, at, kind, text, prev)
+                    if keyed: mac = keyed.copy(); mac.update(b'record:' + h.encode())
+                    rows.append((seq, at, kind, text, prev, h, mac.hexdigest() if keyed else None)); prev = h
+                written += rows
+            self.db.executemany('INSERT INTO audit VALUES (?,?,?,?,?,?,?)', written)
             self.db.execute('COMMIT')
         except BaseException: self.db.execute('ROLLBACK'); raise
-        if self.pending is None or seq > self.pending[0]: self.pending = (seq, prev)
-    return rows
+    except BaseException as e:
+        for ticket in group: ticket[1], ticket[2] = None, e
+        return
+    if self.pending is None or seq > self.pending[0]: self.pending = (seq, prev)
 
 def flush(self:AuditLog):
     "Write the records this thread's batch has queued, in one transaction."
@@ -280,7 +296,7 @@ def flush(self:AuditLog):
         self.batches.queue = []
         self._write(queue)
 
-AuditLog._write, AuditLog.flush = _write, flush
+AuditLog._write, AuditLog._commit, AuditLog.flush = _write, _commit, flush
 
 # %% ../nbs/33_audit.ipynb #3112c949
 def _current_head(self:AuditLog, fd:int, key:bytes) -> dict|None:
