@@ -170,7 +170,7 @@ def _migrate(db:sqlite3.Connection):
         db.execute('COMMIT')
     except BaseException: db.execute('ROLLBACK'); raise
 
-# %% ../nbs/33_audit.ipynb #606d46bf
+# %% ../nbs/33_audit.ipynb #c8671526
 class AuditLog:
     "An append-only, hash-chained log of everything the agent heard, proposed, decided and did, anchored by a key and a checkpoint."
     def __init__(self, path=None,     # the SQLite file (default `$data/audit.db`)
@@ -185,7 +185,7 @@ class AuditLog:
             vault = Vault()
         self.vault, self.lock, self.head_lock, self.batches = vault or None, threading.Lock(), threading.Lock(), threading.local()
         self.waiting, self.waiting_lock = [], threading.Lock()   # records of other threads waiting for the write lock (`_write`)
-        self.key, self.pending, self.checkpointed, self.written, self.head, self.anchor = None, None, 0, (None, None), None, None
+        self.key, self.pending, self.checkpointed, self.written, self.head, self.anchor = None, None, 0, (None, None, None), None, None
         self.lock_fd = None
         self.db = connect(self.path)
         self.db.execute(_SCHEMA); _migrate(self.db)
@@ -253,7 +253,7 @@ def _redacted(self:AuditLog, items:list) -> list:
 
 AuditLog.append, AuditLog._redacted = append, _redacted
 
-# %% ../nbs/33_audit.ipynb #00033d39
+# %% ../nbs/33_audit.ipynb #a1944fd0
 def _write(self:AuditLog, items:list) -> list:
     "Chain and insert `items` (time, kind, canonical data text) in one transaction, with whatever other threads wait to write; the rows of `items`."
     ticket = [self._redacted(items), None, None]   # what to write, its rows once written, the error if the transaction failed
@@ -287,7 +287,7 @@ def _commit(self:AuditLog, group:list, key:bytes|None):
     except BaseException as e:
         for ticket in group: ticket[1], ticket[2] = None, e
         return
-    if self.pending is None or seq > self.pending[0]: self.pending = (seq, prev)
+    if self.pending is None or seq > self.pending[0]: self.pending = (seq, prev, written[-1][6] if written else None)
 
 def flush(self:AuditLog):
     "Write the records this thread's batch has queued, in one transaction."
@@ -298,7 +298,7 @@ def flush(self:AuditLog):
 
 AuditLog._write, AuditLog._commit, AuditLog.flush = _write, _commit, flush
 
-# %% ../nbs/33_audit.ipynb #3112c949
+# %% ../nbs/33_audit.ipynb #2a1f7d79
 def _current_head(self:AuditLog, fd:int, key:bytes) -> dict|None:
     "The checkpoint open on `fd` if it is well-formed and carries the key's MAC (what this log last wrote needs no parsing), else None."
     raw = os.pread(fd, HEAD_SIZE + 1, 0)
@@ -327,8 +327,8 @@ def _head_locked(self:AuditLog):
     try: yield
     finally: fcntl.flock(self.lock_fd, fcntl.LOCK_UN)
 
-def _move_head(self:AuditLog, seq:int, h:str):
-    "Under the file lock: move the checkpoint to record `seq` (hash `h`) if it is well-formed, the key's, behind `seq` and on this chain."
+def _move_head(self:AuditLog, seq:int, h:str, mac:str|None=None):
+    "Under the file lock: move the checkpoint to record `seq` (hash `h`, MAC `mac` if known) if it is well-formed, the key's, behind `seq` and on this chain."
     key = self.key
     with self._head_locked():
         try: fd = os.open(self.head_file, os.O_RDWR | os.O_NOFOLLOW)
@@ -338,11 +338,12 @@ def _move_head(self:AuditLog, seq:int, h:str):
             if head is None: return                                   # damaged or forged: it stays, as evidence
             if head['seq'] >= seq: self.checkpointed = seq; return    # another process went further
             anchored = self._hash_at(head['seq'])
-            if anchored is None or not hmac.compare_digest(record_mac(key, anchored), head['mac']): return
-            new = {'seq': seq, 'mac': record_mac(key, h), 'since': head['since']}
+            ours = head is self.written[1] and anchored == self.written[2]   # the record our own last checkpoint anchored, unchanged
+            if anchored is None or not (ours or hmac.compare_digest(record_mac(key, anchored), head['mac'])): return
+            new = {'seq': seq, 'mac': mac or record_mac(key, h), 'since': head['since']}
             content = head_bytes(key, **new)
             overwrite_head(fd, content)
-            self.checkpointed, self.written = seq, (content, new)
+            self.checkpointed, self.written = seq, (content, new, h)
         finally: os.close(fd)
 
 AuditLog._current_head, AuditLog._head_locked, AuditLog._move_head, AuditLog.checkpoint = _current_head, _head_locked, _move_head, checkpoint
