@@ -98,7 +98,7 @@ def _title(messages) -> str:
             return line if len(line) <= 80 else line[:79] + '…'
     return ''
 
-# %% ../nbs/34_sessions.ipynb #03dd283c
+# %% ../nbs/34_sessions.ipynb #6ee4450f
 def save(self:SessionStore, t:Transcript, source:str='') -> bool:
     "Write what `t` added or replaced since it was loaded or saved, in one transaction; False when another writer had moved the session."
     replaced, added = changes(t)
@@ -116,6 +116,9 @@ def save(self:SessionStore, t:Transcript, source:str='') -> bool:
     created, version, in_step = ticket[1]
     if in_step: t.saved, t.created, t.version = list(t), created, version
     return in_step
+
+_SAVE_ROW = ('INSERT INTO sessions VALUES (?,?,?,?,?,?,?) ON CONFLICT (id) DO UPDATE SET '   # a row updated in place: its index entries by id stay
+             'used = excluded.used, messages = excluded.messages, version = excluded.version, title = excluded.title')
 
 def _commit(self:SessionStore, group:list):
     "Write the turns of `group` (tickets of `save`) in one transaction, in the order they came; callers hold `lock`."
@@ -138,7 +141,7 @@ def _write(self:SessionStore, t:Transcript, replaced:list, bodies:list, source:s
     if replaced and row is not None and created == t.created:   # the same session (not forgotten and begun again): replace in place
         self.db.executemany('UPDATE messages SET body = ? WHERE session = ? AND seq = ?', [(b, t.session, s) for b, s in replaced])
     self.db.executemany('INSERT INTO messages VALUES (?,?,?)', [(t.session, count + i, b) for i, b in enumerate(bodies)])
-    self.db.execute('INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?)', (t.session, created, time.time(), count + len(bodies),
+    self.db.execute(_SAVE_ROW, (t.session, created, time.time(), count + len(bodies),
                     version + 1, title or _title(plain if plain is not None else (json.loads(b) for b in bodies)), began))
     return created, version + 1, ((created, version) == (t.created, t.version) if row else t.created is None)
 
