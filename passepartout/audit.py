@@ -253,16 +253,20 @@ def _redacted(self:AuditLog, items:list) -> list:
 
 AuditLog.append, AuditLog._redacted = append, _redacted
 
-# %% ../nbs/33_audit.ipynb #a1944fd0
+# %% ../nbs/33_audit.ipynb #a11bbc54
 def _write(self:AuditLog, items:list) -> list:
     "Chain and insert `items` (time, kind, canonical data text) in one transaction, with whatever other threads wait to write; the rows of `items`."
     ticket = [self._redacted(items), None, None]   # what to write, its rows once written, the error if the transaction failed
     key = self.key or self.begin_anchoring()
     with self.waiting_lock: self.waiting.append(ticket)
-    with self.lock:
-        if ticket[1] is None and ticket[2] is None:   # not written yet by the thread that held the lock before us
-            with self.waiting_lock: group, self.waiting = self.waiting, []
-            self._commit(group, key)
+    try:
+        with self.lock:
+            if ticket[1] is None and ticket[2] is None:   # not written yet by the thread that held the lock before us
+                with self.waiting_lock: group, self.waiting = self.waiting, []
+                self._commit(group, key)
+    except BaseException:                             # interrupted while waiting: nobody writes these records later
+        with self.waiting_lock: self.waiting = [w for w in self.waiting if w is not ticket]
+        raise
     if ticket[2] is not None: raise ticket[2]
     return ticket[1]
 

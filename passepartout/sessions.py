@@ -98,7 +98,7 @@ def _title(messages) -> str:
             return line if len(line) <= 80 else line[:79] + '…'
     return ''
 
-# %% ../nbs/34_sessions.ipynb #6ee4450f
+# %% ../nbs/34_sessions.ipynb #2f057b2b
 def save(self:SessionStore, t:Transcript, source:str='') -> bool:
     "Write what `t` added or replaced since it was loaded or saved, in one transaction; False when another writer had moved the session."
     replaced, added = changes(t)
@@ -108,10 +108,14 @@ def save(self:SessionStore, t:Transcript, source:str='') -> bool:
     replaced, bodies = [(self._redacted(m, secrets), seq) for seq, m in replaced], [self._redacted(m, secrets) for m in added]
     ticket = [(t, replaced, bodies, source, None if secrets else added), None, None]   # the turn, its outcome, the error if it failed
     with self.waiting_lock: self.waiting.append(ticket)
-    with self.lock:
-        if ticket[1] is None and ticket[2] is None:   # not written yet by the thread that held the lock before us
-            with self.waiting_lock: group, self.waiting = self.waiting, []
-            self._commit(group)
+    try:
+        with self.lock:
+            if ticket[1] is None and ticket[2] is None:   # not written yet by the thread that held the lock before us
+                with self.waiting_lock: group, self.waiting = self.waiting, []
+                self._commit(group)
+    except BaseException:                             # interrupted while waiting: the turn stays unsaved, for the next save
+        with self.waiting_lock: self.waiting = [w for w in self.waiting if w is not ticket]
+        raise
     if ticket[2] is not None: raise ticket[2]
     created, version, in_step = ticket[1]
     if in_step: t.saved, t.created, t.version = list(t), created, version

@@ -463,3 +463,18 @@ def test_a_failed_group_transaction_is_an_error_in_every_thread_it_held(tmp_path
     assert [str(e) for e in errors] == ['disk I/O error'] * 3 and len(log) == 1
     log.append({'kind': 'reply', 'text': 'after'})                    # the log goes on
     assert len(log) == 2 and log.verify() == (True, [])
+
+
+def test_records_interrupted_while_they_wait_are_not_written_later(tmp_path, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    log = AuditLog(tmp_path / 'audit.db', vault=False)
+    log.append({'kind': 'reply', 'text': 'first'})
+    class Interrupted:
+        def __enter__(self): raise KeyboardInterrupt
+        def __exit__(self, *exc): return False
+    real, log.lock = log.lock, Interrupted()
+    with pytest.raises(KeyboardInterrupt): log.append({'kind': 'reply', 'text': 'interrupted'})
+    log.lock = real
+    assert log.waiting == []
+    log.append({'kind': 'reply', 'text': 'next'})
+    assert [r['data']['text'] for r in log.recent(5)] == ['first', 'next'] and log.verify() == (True, [])

@@ -233,6 +233,21 @@ def test_threads_waiting_for_the_store_share_one_transaction(tmp_path):
     assert [m['content'] for m in store.messages('shared')] == ['first', 'moved it', 'late']
 
 
+def test_a_save_interrupted_while_it_waits_leaves_nothing_queued(tmp_path):
+    "A save interrupted while it waits for the store is not written later by another: the next save writes the turn, once."
+    from passepartout.sessions import SessionStore
+    store = SessionStore(tmp_path / 'sessions.db', vault=False)
+    t = store.load('s'); t += [{'role': 'user', 'content': 'hi', 'owner': True}, {'role': 'assistant', 'content': 'hello'}]
+    class Interrupted:
+        def __enter__(self): raise KeyboardInterrupt
+        def __exit__(self, *exc): return False
+    real, store.lock = store.lock, Interrupted()
+    with pytest.raises(KeyboardInterrupt): store.save(t)
+    store.lock = real
+    assert store.waiting == [] and store.save(t) is True
+    assert [m['content'] for m in store.messages('s')] == ['hi', 'hello']
+
+
 def test_a_daemon_with_many_sessions_keeps_few_in_memory_and_restores_them(tmp_path):
     from passepartout.daemon import AsyncClient, request
     from passepartout.loop import Agent
