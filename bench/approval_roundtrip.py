@@ -45,7 +45,7 @@ def bare(tmp):
 
 def round_trip(agent, holder, approver):
     "One round trip as a function: verify (ask) -> hold -> approve elsewhere -> resolve."
-    from passepartout.approvals import resolve_approval
+    from passepartout.approval_flow import resolve_approval
     from passepartout.signals import Context, Signal, tool_call
     action = tool_call('touch', {'name': 'x'}, explanation='the owner asked for the file')
     def one():

@@ -7,7 +7,8 @@ Prints the median (and quartiles) of the CPU time of each turn (`time.process_ti
 for 1 and 10 calls of a read-only `echo` tool added to the shipped belt (it costs nothing, so the
 harness's own cost shows), next to the targets (<= 100 µs, <= 1 ms) as ratios; the same less the
 model's own CPU time in each turn (building and serialising the request, parsing the answer: what
-any provider pays), which is the harness's share; the 1-tool turn without the audit log; the
+any provider pays), which is the harness's share; the 1-tool turn without the audit log, then also
+without the session store (what each costs of a turn); the
 built-in `read_file` (the tool's own cost included) and `write_file` (a tool with effects: the audit
 log commits and anchors before it runs); the bare pipeline for comparison (`Agent` with the default
 gates and one echo tool, no audit log, no vault, a model that reads nothing); the floor (the same
@@ -83,6 +84,8 @@ if __name__ == '__main__':
     print(show("  less the model's own CPU (building the request)", harness, target=100))
     one.audit = None
     print(show('  the same turn without the audit log', turns(one, 1, 1, a.turns)))
+    one.sessions = None
+    print(show('  ... and without the session store', turns(one, 1, 1, a.turns)))
     print(show('shipped 10-tool turn (echo)', turns(shipped_agent(10), 10, 10, a.turns // 5, harness=harness), target=1000))
     print(show("  less the model's own CPU (building the request)", harness, target=1000))
     print(show('shipped 1-tool turn (built-in read_file)', turns(shipped_agent(1, 'read_file', {'path': 'notes.txt'}), 1, 1, a.turns // 3)))

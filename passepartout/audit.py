@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 from . import config
 
-# %% ../nbs/33_audit.ipynb #207a2bb5
+# %% ../nbs/33_audit.ipynb #1b776bcf
 GENESIS = '0' * 64
 
 def _finite(obj):
@@ -26,28 +26,17 @@ def _finite(obj):
     if isinstance(obj, (list, tuple)): return [_finite(v) for v in obj]
     return obj
 
+_encoder = json.encoder.c_make_encoder and json.encoder.c_make_encoder(   # `json`'s C encoder, made once (`json.dumps` makes one per call)
+    None, str, json.encoder.encode_basestring, None, ':', ',', True, False, False)   # no cycle check, default=str, compact, sorted, NaN refused
+
 def _json(obj) -> str:
-    try: return json.dumps(obj, sort_keys=True, separators=(',', ':'), ensure_ascii=False, default=str, allow_nan=False)
+    "The canonical JSON of `obj`, exactly as `json.dumps(obj, sort_keys=True, separators=(',', ':'), ensure_ascii=False, default=str)` writes it."
+    try: return ''.join(_encoder(obj, 0)) if _encoder else json.dumps(obj, sort_keys=True, separators=(',', ':'), ensure_ascii=False, default=str, allow_nan=False)
     except ValueError: return json.dumps(_finite(obj), sort_keys=True, separators=(',', ':'), ensure_ascii=False, default=str)
-
-_TRACE_KEYS, _string = {'decision', 'gate', 'reason', 'us'}, json.encoder.encode_basestring   # a string as `json` writes it with ensure_ascii=False
-
-def _trace_json(trace:list) -> str|None:
-    "The canonical JSON of a gate trace (`gates.trace_dicts`) written directly, 3× faster than `json`; None if it is not one."
-    out = []
-    for e in trace:
-        if type(e) is not dict or e.keys() != _TRACE_KEYS: return None
-        d, g, r, us = e['decision'], e['gate'], e['reason'], e['us']
-        if not (type(d) is type(g) is type(r) is str and (type(us) is int or type(us) is float and math.isfinite(us))): return None
-        out.append(f'{{"decision":{_string(d)},"gate":{_string(g)},"reason":{_string(r)},"us":{us!r}}}')
-    return '[' + ','.join(out) + ']'
 
 def canonical_json(obj) -> str:
     "One serialisation per value: sorted keys, no spaces, UTF-8 text, unknown objects as their str, no NaN."
-    trace = obj.get('trace') if type(obj) is dict else None
-    if type(trace) is not list or not trace or (text := _trace_json(trace)) is None or not all(type(k) is str for k in obj): return _json(obj)
-    before, after = _json({k: v for k, v in obj.items() if k < 'trace'}), _json({k: v for k, v in obj.items() if k > 'trace'})
-    return '{' + before[1:-1] + (',' if len(before) > 2 else '') + '"trace":' + text + (',' if len(after) > 2 else '') + after[1:-1] + '}'
+    return _json(obj)
 
 def record_hash(seq:int, at:float, kind:str, data, prev_hash:str) -> str:
     "The chained hash of one record."
@@ -181,7 +170,7 @@ def _migrate(db:sqlite3.Connection):
         db.execute('COMMIT')
     except BaseException: db.execute('ROLLBACK'); raise
 
-# %% ../nbs/33_audit.ipynb #daf6776d
+# %% ../nbs/33_audit.ipynb #c8671526
 class AuditLog:
     "An append-only, hash-chained log of everything the agent heard, proposed, decided and did, anchored by a key and a checkpoint."
     def __init__(self, path=None,     # the SQLite file (default `$data/audit.db`)
@@ -195,7 +184,8 @@ class AuditLog:
             from passepartout.vault import Vault
             vault = Vault()
         self.vault, self.lock, self.head_lock, self.batches = vault or None, threading.Lock(), threading.Lock(), threading.local()
-        self.key, self.pending, self.checkpointed, self.written, self.head, self.anchor = None, None, 0, (None, None), None, None
+        self.waiting, self.waiting_lock = [], threading.Lock()   # records of other threads waiting for the write lock (`_write`)
+        self.key, self.pending, self.checkpointed, self.written, self.head, self.anchor = None, None, 0, (None, None, None), None, None
         self.lock_fd = None
         self.db = connect(self.path)
         self.db.execute(_SCHEMA); _migrate(self.db)
@@ -263,26 +253,45 @@ def _redacted(self:AuditLog, items:list) -> list:
 
 AuditLog.append, AuditLog._redacted = append, _redacted
 
-# %% ../nbs/33_audit.ipynb #f100545d
+# %% ../nbs/33_audit.ipynb #a11bbc54
 def _write(self:AuditLog, items:list) -> list:
-    "Chain and insert `items` (time, kind, canonical data text) in one transaction; the rows written."
-    items = self._redacted(items)
+    "Chain and insert `items` (time, kind, canonical data text) in one transaction, with whatever other threads wait to write; the rows of `items`."
+    ticket = [self._redacted(items), None, None]   # what to write, its rows once written, the error if the transaction failed
     key = self.key or self.begin_anchoring()
-    with self.lock:
+    with self.waiting_lock: self.waiting.append(ticket)
+    try:
+        with self.lock:
+            if ticket[1] is None and ticket[2] is None:   # not written yet by the thread that held the lock before us
+                with self.waiting_lock: group, self.waiting = self.waiting, []
+                self._commit(group, key)
+    except BaseException:                             # interrupted while waiting: nobody writes these records later
+        with self.waiting_lock: self.waiting = [w for w in self.waiting if w is not ticket]
+        raise
+    if ticket[2] is not None: raise ticket[2]
+    return ticket[1]
+
+def _commit(self:AuditLog, group:list, key:bytes|None):
+    "Write every ticket of `group` in one transaction (each ticket's records together, in the order they came); callers hold `lock`."
+    try:
         self.db.execute('BEGIN IMMEDIATE')
         try:
             last = self.db.execute('SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1').fetchone()   # the head, under the write lock
             seq, prev = last if last else (0, GENESIS)
-            rows, keyed = [], hmac.new(key, digestmod=hashlib.sha256) if key else None   # keyed once: a copy per record
-            for at, kind, text in items:
-                seq, h = seq + 1, chain_hash(seq + 1, at, kind, text, prev)
-                if keyed: mac = keyed.copy(); mac.update(b'record:' + h.encode())
-                rows.append((seq, at, kind, text, prev, h, mac.hexdigest() if keyed else None)); prev = h
-            self.db.executemany('INSERT INTO audit VALUES (?,?,?,?,?,?,?)', rows)
+            written, keyed = [], hmac.new(key, digestmod=hashlib.sha256) if key else None   # keyed once: a copy per record
+            for ticket in group:
+                rows = ticket[1] = []
+                for at, kind, text in ticket[0]:
+                    seq, h = seq + 1, chain_hash(seq + 1, at, kind, text, prev)
+                    if keyed: mac = keyed.copy(); mac.update(b'record:' + h.encode())
+                    rows.append((seq, at, kind, text, prev, h, mac.hexdigest() if keyed else None)); prev = h
+                written += rows
+            self.db.executemany('INSERT INTO audit VALUES (?,?,?,?,?,?,?)', written)
             self.db.execute('COMMIT')
         except BaseException: self.db.execute('ROLLBACK'); raise
-        if self.pending is None or seq > self.pending[0]: self.pending = (seq, prev)
-    return rows
+    except BaseException as e:
+        for ticket in group: ticket[1], ticket[2] = None, e
+        return
+    if self.pending is None or seq > self.pending[0]: self.pending = (seq, prev, written[-1][6] if written else None)
 
 def flush(self:AuditLog):
     "Write the records this thread's batch has queued, in one transaction."
@@ -291,9 +300,9 @@ def flush(self:AuditLog):
         self.batches.queue = []
         self._write(queue)
 
-AuditLog._write, AuditLog.flush = _write, flush
+AuditLog._write, AuditLog._commit, AuditLog.flush = _write, _commit, flush
 
-# %% ../nbs/33_audit.ipynb #3112c949
+# %% ../nbs/33_audit.ipynb #2a1f7d79
 def _current_head(self:AuditLog, fd:int, key:bytes) -> dict|None:
     "The checkpoint open on `fd` if it is well-formed and carries the key's MAC (what this log last wrote needs no parsing), else None."
     raw = os.pread(fd, HEAD_SIZE + 1, 0)
@@ -322,8 +331,8 @@ def _head_locked(self:AuditLog):
     try: yield
     finally: fcntl.flock(self.lock_fd, fcntl.LOCK_UN)
 
-def _move_head(self:AuditLog, seq:int, h:str):
-    "Under the file lock: move the checkpoint to record `seq` (hash `h`) if it is well-formed, the key's, behind `seq` and on this chain."
+def _move_head(self:AuditLog, seq:int, h:str, mac:str|None=None):
+    "Under the file lock: move the checkpoint to record `seq` (hash `h`, MAC `mac` if known) if it is well-formed, the key's, behind `seq` and on this chain."
     key = self.key
     with self._head_locked():
         try: fd = os.open(self.head_file, os.O_RDWR | os.O_NOFOLLOW)
@@ -333,11 +342,12 @@ def _move_head(self:AuditLog, seq:int, h:str):
             if head is None: return                                   # damaged or forged: it stays, as evidence
             if head['seq'] >= seq: self.checkpointed = seq; return    # another process went further
             anchored = self._hash_at(head['seq'])
-            if anchored is None or not hmac.compare_digest(record_mac(key, anchored), head['mac']): return
-            new = {'seq': seq, 'mac': record_mac(key, h), 'since': head['since']}
+            ours = head is self.written[1] and anchored == self.written[2]   # the record our own last checkpoint anchored, unchanged
+            if anchored is None or not (ours or hmac.compare_digest(record_mac(key, anchored), head['mac'])): return
+            new = {'seq': seq, 'mac': mac or record_mac(key, h), 'since': head['since']}
             content = head_bytes(key, **new)
             overwrite_head(fd, content)
-            self.checkpointed, self.written = seq, (content, new)
+            self.checkpointed, self.written = seq, (content, new, h)
         finally: os.close(fd)
 
 AuditLog._current_head, AuditLog._head_locked, AuditLog._move_head, AuditLog.checkpoint = _current_head, _head_locked, _move_head, checkpoint

@@ -7,8 +7,9 @@ Docs: https://passepartout-agent.github.io/passepartout/daemon.html.md"""
 # %% auto #0
 __all__ = ['OWNER', 'LOOPBACK', 'SOCK_DIAG_BY_FAMILY', 'NETLINK_SOCK_DIAG', 'NO_COOKIE', 'ACCEPT_BACKLOG', 'HANDSHAKE_BYTES',
            'is_owner', 'write_secret', 'state_files', 'Daemon', 'default_agent', 'start', 'peer_uid', 'Connection',
-           'response', 'RefusalLog', 'enqueue', 'evict_sessions', 'status', 'shutdown', 'serve', 'read_address',
-           'request', 'Client', 'daemon_running', 'client_send', 'client_status', 'AsyncClient', 'log_to_stderr']
+           'response', 'RefusalLog', 'enqueue', 'sent_turn', 'full_turn', 'evict_sessions', 'status', 'shutdown',
+           'serve', 'read_address', 'request', 'Client', 'daemon_running', 'client_send', 'client_status',
+           'AsyncClient', 'log_to_stderr']
 
 # %% ../nbs/51_daemon.ipynb #3647af48
 import asyncio, hmac, json, logging, os, secrets, signal as signals_module, socket, struct, sys, threading, time
@@ -310,7 +311,23 @@ def enqueue(self:Daemon, signal, conn:Connection|None=None, reply_meta:dict|None
 
 Daemon._dispatch, Daemon.enqueue = _dispatch, enqueue
 
-# %% ../nbs/51_daemon.ipynb #731d1494
+# %% ../nbs/51_daemon.ipynb #9f189b63
+_DERIVED = {'proposals': 'proposal', 'verdicts': 'verdict', 'actions': 'result', 'errors': 'error'}   # Turn.to_dict's lists of one kind of event
+
+def sent_turn(turn) -> dict:
+    "A turn as a reply frame carries it: every event once, in order, with the replies, the actions held, the usage and the final reply."
+    return {'events': turn.events, 'pending': turn.pending, 'replies': turn.replies, 'reply': turn.reply,
+            'usage': turn.usage, 'failed': turn.failed}
+
+def full_turn(sent:dict) -> dict:
+    "The shape of `Turn.to_dict()` again from a turn as sent: the lists of proposals, verdicts, actions and errors picked from its events."
+    events = sent.get('events') or []
+    picked = {name: [e for e in events if e.get('kind') == kind] for name, kind in _DERIVED.items()}
+    return {**{k: picked[k] for k in ('proposals', 'verdicts', 'actions')}, 'pending': sent.get('pending') or [], 'errors': picked['errors'],
+            'replies': sent.get('replies') or [], 'reply': sent.get('reply'), 'usage': sent.get('usage') or {},
+            'failed': bool(sent.get('failed')), 'events': events}
+
+# %% ../nbs/51_daemon.ipynb #6627c587
 _serving = threading.local()   # per turn thread: the session it is running
 
 def _run_batch(self:Daemon, batch:list) -> list:
@@ -318,7 +335,7 @@ def _run_batch(self:Daemon, batch:list) -> list:
     out = []
     for signal, conn, meta in batch:
         _serving.session = signal.session
-        try: out.append(response('turn', meta, turn=self.agent.process(signal, **self._progress(conn, meta)).to_dict()))
+        try: out.append(response('turn', meta, turn=sent_turn(self.agent.process(signal, **self._progress(conn, meta)))))
         except Exception as e: out.append(response('error', meta, text=f"the turn failed: {type(e).__name__}: {e}"))
         finally: _serving.session = None
     return out
@@ -478,7 +495,12 @@ def request(text:str|None=None, session:str='default', source:str='cli', id=None
     body = {'sensor': sensor, **({'text': text} if text is not None else {}), **payload}
     return {'type': 'EVENT', 'meta': {'session': session, 'source': source, 'id': id}, 'payload': body}
 
-# %% ../nbs/51_daemon.ipynb #b2e94159
+# %% ../nbs/51_daemon.ipynb #913bb7a1
+def _expanded(payload:dict) -> dict:
+    "A reply's payload, a turn in it in the shape of `Turn.to_dict()` (`full_turn`)."
+    if payload.get('sensor') == 'turn' and isinstance(payload.get('turn'), dict): payload['turn'] = full_turn(payload['turn'])
+    return payload
+
 class Client:
     "A blocking client: connect, hand-shake, then one request at a time."
     def __init__(self, state_dir=None, timeout:float|None=300.0, address=None, token:str|None=None):
@@ -499,7 +521,7 @@ class Client:
         send_frame(self.sock, envelope)
         while (payload := recv_frame(self.sock)['payload']).get('sensor') == 'progress':
             if on_progress: on_progress(payload)
-        return payload
+        return _expanded(payload)
     def close(self): self.sock.close()
     def __enter__(self): return self
     def __exit__(self, *exc): self.close()
@@ -537,7 +559,7 @@ def client_status(timeout:float|None=10.0, state_dir=None) -> dict:
     with Client(state_dir, timeout) as client:
         return _expect(client.ask({'type': 'REQUEST', 'payload': {'sensor': 'status'}}), 'status')
 
-# %% ../nbs/51_daemon.ipynb #7a4e5846
+# %% ../nbs/51_daemon.ipynb #185b2f76
 class AsyncClient:
     "An asyncio client that may keep many requests in flight; replies are matched by id."
     @classmethod
@@ -550,7 +572,11 @@ class AsyncClient:
             self.writer.close(); raise ProtocolError((answer or {}).get('payload', {}).get('text', 'connection closed'))
         return self
     def send(self, envelope:dict): self.writer.write(encode_frame(envelope))
-    async def receive(self) -> dict|None: return await read_frame(self.reader)
+    async def receive(self) -> dict|None:
+        "The next frame (None at the end of the stream), a turn in it in the shape of `Turn.to_dict()`."
+        frame = await read_frame(self.reader)
+        if frame is not None and isinstance(frame.get('payload'), dict): _expanded(frame['payload'])
+        return frame
     async def ask(self, envelope:dict) -> dict: self.send(envelope); return await self.receive()
     async def close(self):
         self.writer.close()

@@ -21,11 +21,14 @@ _HEX = re.compile(rb'[0-9a-fA-F]{6}')
 class BrokenStream(ProtocolError):
     "Bad framing: the stream can no longer be trusted to start on a frame boundary; disconnect."
 
-# %% ../nbs/50_protocol.ipynb #3455d2a9
+# %% ../nbs/50_protocol.ipynb #8b9ec956
+_encoder = json.encoder.c_make_encoder and json.encoder.c_make_encoder(   # json's C encoder, made once: compact, UTF-8, default=str
+    None, str, json.encoder.encode_basestring, None, ':', ',', False, False, True)
+
 def encode_frame(obj:dict, max_bytes:int=LARGEST_FRAME) -> bytes:
     "The frame carrying `obj`: six hex digits of length, then compact UTF-8 JSON."
     if not isinstance(obj, dict): raise ProtocolError(f"a frame carries a JSON object, not {type(obj).__name__}")
-    body = json.dumps(obj, ensure_ascii=False, separators=(',', ':'), default=str).encode()
+    body = (''.join(_encoder(obj, 0)) if _encoder else json.dumps(obj, ensure_ascii=False, separators=(',', ':'), default=str)).encode()
     if len(body) > min(max_bytes, LARGEST_FRAME):
         raise ProtocolError(f"frame of {len(body)} bytes exceeds the limit of {min(max_bytes, LARGEST_FRAME)}")
     return b'%06x' % len(body) + body

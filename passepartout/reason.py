@@ -6,11 +6,11 @@ Docs: https://passepartout-agent.github.io/passepartout/reason.html.md"""
 
 # %% auto #0
 __all__ = ['MODEL_BLIND', 'STRANGER_HOLD_REPLY', 'STRANGER_REFUSAL', 'UnusableAnswer', 'Proposal', 'ProposalRequest', 'why_rule',
-           'system_prompt', 'ScriptedProvider', 'note_signal', 'note_release', 'as_proposed', 'note_action', 'streams',
-           'reason']
+           'fixed_part', 'system_prompt', 'ScriptedProvider', 'note_signal', 'note_release', 'as_proposed',
+           'note_action', 'streams', 'reason']
 
-# %% ../nbs/05_reason.ipynb #eb47e21b
-import dataclasses, inspect
+# %% ../nbs/05_reason.ipynb #6b47d7e2
+import dataclasses, inspect, weakref
 from collections.abc import Callable
 from .errors import LLMError
 from .signals import Signal, Action, Context, reply, from_owner, sender_of
@@ -29,7 +29,7 @@ class Proposal:
     usage:dict=dataclasses.field(default_factory=dict) # input_tokens, output_tokens, cost_usd
     provider:str=''       # which provider answered
 
-# %% ../nbs/05_reason.ipynb #ba0b1fcb
+# %% ../nbs/05_reason.ipynb #8ff1eb9d
 class ProposalRequest:
     "What the model is shown: the system prompt (built on first use), the messages, the tools, the rejections."
     __slots__ = ('agent', 'signal', 'messages', 'rejections', '_system')
@@ -37,8 +37,8 @@ class ProposalRequest:
         self.agent, self.signal, self.messages, self.rejections, self._system = agent, signal, messages, rejections, None
     @property
     def tools(self) -> list:
-        "JSON schemas of the tools the model may call."
-        return self.agent.tools.schemas() if self.agent.tools is not None else []
+        "JSON schemas of the tools the model may call (kept between steps: read them, do not change them)."
+        return fixed_part(self.agent)[1]
     @property
     def system(self) -> str:
         if self._system is None: self._system = system_prompt(self.agent, self.signal, self.rejections)
@@ -51,15 +51,34 @@ def why_rule(tools:list) -> str:
             "one short sentence saying why you make this call, for the person who approves it. "
             "A call without it is sent back to you once.")
 
-# %% ../nbs/05_reason.ipynb #6dfcb078
-def system_prompt(agent, signal:Signal, rejections:list) -> str:
-    "Identity, tool belt, standing mandates, recent log lines and the rejection trace, as one prompt."
+# %% ../nbs/05_reason.ipynb #9e9cfc95
+def _fixed_prompt(agent) -> list:
+    "The parts of the system prompt that stay the same from step to step: identity, tool belt, the `why` rule, mandates."
     parts = [f"You are {agent.name}, an assistant whose every action is checked by deterministic gates before it runs. "
              "Answer with exactly one action: a reply to the user, or one tool call."]
     if agent.tools is not None and len(agent.tools):
         parts.append("Tools:\n" + '\n'.join(f"- {t.name}: {t.description}" for t in agent.tools))
         if (asking := [t.name for t in agent.tools if t.asks_why]): parts.append(why_rule(asking))
     if agent.mandates: parts.append("Standing mandates:\n" + '\n'.join(f"- {m}" for m in agent.mandates))
+    return parts
+
+_kept = weakref.WeakKeyDictionary()   # tool belt -> (what its entry was built from, fixed prompt parts, tool schemas)
+
+def fixed_part(agent) -> tuple:
+    "`(fixed prompt parts, tool schemas)`: built once, kept while the agent's name, mandates and tools (the same objects) stay the same."
+    belt = agent.tools
+    if belt is None: return _fixed_prompt(agent), []
+    made_of = (agent.name, tuple(agent.mandates), tuple(belt))
+    kept = _kept.get(belt)
+    if kept is None or kept[0] != made_of:
+        kept = (made_of, _fixed_prompt(agent), belt.schemas())
+        _kept[belt] = kept
+    return kept[1], kept[2]
+
+# %% ../nbs/05_reason.ipynb #f61841db
+def system_prompt(agent, signal:Signal, rejections:list) -> str:
+    "Identity, tool belt, standing mandates, recent log lines and the rejection trace, as one prompt."
+    parts = list(fixed_part(agent)[0])
     logs = agent.syslog.lines(5) if from_owner(signal) else ()   # the log speaks of every session: not for strangers
     if logs: parts.append("Recent system log:\n" + '\n'.join(logs))
     if rejections:

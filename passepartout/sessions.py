@@ -40,7 +40,7 @@ def changes(t:Transcript) -> tuple:
     moved = any(map(operator.is_not, t, t.saved))   # in C: the usual turn only appends
     return [(t.base + i, m) for i, (m, was) in enumerate(zip(t, t.saved)) if m is not was] if moved else [], list(t[len(t.saved):])
 
-# %% ../nbs/34_sessions.ipynb #fba26f97
+# %% ../nbs/34_sessions.ipynb #89cd2642
 _SCHEMA = ("""CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, created REAL NOT NULL, used REAL NOT NULL,
                messages INTEGER NOT NULL DEFAULT 0, version INTEGER NOT NULL DEFAULT 0, title TEXT NOT NULL DEFAULT '',
                source TEXT NOT NULL DEFAULT '')""",
@@ -62,14 +62,18 @@ class SessionStore:
         self.path = Path(path) if path else config.paths().data / 'sessions.db'
         _private(self.path)
         self.db, self.lock, self._vault = connect(self.path), threading.Lock(), vault
+        self.waiting, self.waiting_lock = [], threading.Lock()   # turns of other threads waiting for the connection (`save`)
         for statement in _SCHEMA: self.db.execute(statement)
     def close(self): self.db.close()
     def __repr__(self): return f"SessionStore({str(self.path)!r}, {self.db.execute('SELECT count(*) FROM sessions').fetchone()[0]} sessions)"
 
-# %% ../nbs/34_sessions.ipynb #53e7ed40
+# %% ../nbs/34_sessions.ipynb #5eade9c4
+_dump = json.encoder.c_make_encoder and json.encoder.c_make_encoder(   # `json.dumps(m, ensure_ascii=False, separators=(',', ':'), default=str)`'s encoder, made once
+    None, str, json.encoder.encode_basestring, None, ':', ',', False, False, True)
+
 def _redacted(self:SessionStore, message:dict, secrets:bool=True) -> str: # secrets: False when the vault is known empty
     "`message` as the JSON text to store, every vault secret replaced by its handle."
-    text = json.dumps(message, ensure_ascii=False, separators=(',', ':'), default=str)
+    text = ''.join(_dump(message, 0)) if _dump else json.dumps(message, ensure_ascii=False, separators=(',', ':'), default=str, check_circular=False)
     if not secrets: return text
     clean = redact(text, self._vault)
     try: json.loads(clean); return clean
@@ -94,7 +98,7 @@ def _title(messages) -> str:
             return line if len(line) <= 80 else line[:79] + '…'
     return ''
 
-# %% ../nbs/34_sessions.ipynb #d9c64a58
+# %% ../nbs/34_sessions.ipynb #2f057b2b
 def save(self:SessionStore, t:Transcript, source:str='') -> bool:
     "Write what `t` added or replaced since it was loaded or saved, in one transaction; False when another writer had moved the session."
     replaced, added = changes(t)
@@ -102,41 +106,64 @@ def save(self:SessionStore, t:Transcript, source:str='') -> bool:
     if self._vault is None: self._vault = Vault()
     secrets = self._vault is not False and bool(self._vault.names())   # one look at the vault per save, none per message while it is empty
     replaced, bodies = [(self._redacted(m, secrets), seq) for seq, m in replaced], [self._redacted(m, secrets) for m in added]
-    with self.lock: created, version, in_step = self._write(t, replaced, bodies, source)
+    ticket = [(t, replaced, bodies, source, None if secrets else added), None, None]   # the turn, its outcome, the error if it failed
+    with self.waiting_lock: self.waiting.append(ticket)
+    try:
+        with self.lock:
+            if ticket[1] is None and ticket[2] is None:   # not written yet by the thread that held the lock before us
+                with self.waiting_lock: group, self.waiting = self.waiting, []
+                self._commit(group)
+    except BaseException:                             # interrupted while waiting: the turn stays unsaved, for the next save
+        with self.waiting_lock: self.waiting = [w for w in self.waiting if w is not ticket]
+        raise
+    if ticket[2] is not None: raise ticket[2]
+    created, version, in_step = ticket[1]
     if in_step: t.saved, t.created, t.version = list(t), created, version
     return in_step
 
-def _write(self:SessionStore, t:Transcript, replaced:list, bodies:list, source:str) -> tuple:
-    "The transaction of `save`: replace in place, append after the last stored message, move the version; `(created, version, in_step)`."
-    self.db.execute('BEGIN IMMEDIATE')
+_SAVE_ROW = ('INSERT INTO sessions VALUES (?,?,?,?,?,?,?) ON CONFLICT (id) DO UPDATE SET '   # a row updated in place: its index entries by id stay
+             'used = excluded.used, messages = excluded.messages, version = excluded.version, title = excluded.title')
+
+def _commit(self:SessionStore, group:list):
+    "Write the turns of `group` (tickets of `save`) in one transaction, in the order they came; callers hold `lock`."
     try:
-        row = self.db.execute('SELECT created, messages, version, title, source FROM sessions WHERE id = ?', (t.session,)).fetchone()
-        created, count, version, title, began = row or (time.time(), 0, 0, '', source)
-        if row is not None and created == t.created:   # the same session (not forgotten and begun again): replace in place
-            self.db.executemany('UPDATE messages SET body = ? WHERE session = ? AND seq = ?', [(b, t.session, s) for b, s in replaced])
-        self.db.executemany('INSERT INTO messages VALUES (?,?,?)', [(t.session, count + i, b) for i, b in enumerate(bodies)])
-        self.db.execute('INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?)', (t.session, created, time.time(), count + len(bodies),
-                        version + 1, title or _title(json.loads(b) for b in bodies), began))
-        self.db.execute('COMMIT')
-    except BaseException: self.db.execute('ROLLBACK'); raise
+        self.db.execute('BEGIN IMMEDIATE')
+        try:
+            outcomes = [self._write(*ticket[0]) for ticket in group]
+            self.db.execute('COMMIT')
+        except BaseException: self.db.execute('ROLLBACK'); raise
+    except BaseException as e:
+        for ticket in group: ticket[2] = e
+        return
+    for ticket, outcome in zip(group, outcomes): ticket[1] = outcome
+
+def _write(self:SessionStore, t:Transcript, replaced:list, bodies:list, source:str,
+           plain:list|None=None) -> tuple: # the added messages, when redaction left them as they are
+    "One turn's statements (inside `_commit`'s transaction): replace in place, append after the last stored message, move the version; `(created, version, in_step)`."
+    row = self.db.execute('SELECT created, messages, version, title, source FROM sessions WHERE id = ?', (t.session,)).fetchone()
+    created, count, version, title, began = row or (time.time(), 0, 0, '', source)
+    if replaced and row is not None and created == t.created:   # the same session (not forgotten and begun again): replace in place
+        self.db.executemany('UPDATE messages SET body = ? WHERE session = ? AND seq = ?', [(b, t.session, s) for b, s in replaced])
+    self.db.executemany('INSERT INTO messages VALUES (?,?,?)', [(t.session, count + i, b) for i, b in enumerate(bodies)])
+    self.db.execute(_SAVE_ROW, (t.session, created, time.time(), count + len(bodies),
+                    version + 1, title or _title(plain if plain is not None else (json.loads(b) for b in bodies)), began))
     return created, version + 1, ((created, version) == (t.created, t.version) if row else t.created is None)
 
-SessionStore.save, SessionStore._write = save, _write
+SessionStore.save, SessionStore._commit, SessionStore._write = save, _commit, _write
 
-# %% ../nbs/34_sessions.ipynb #f776f066
+# %% ../nbs/34_sessions.ipynb #21c64300
+_LOAD = """SELECT s.created, s.messages, s.version, m.seq, m.body FROM sessions s
+           LEFT JOIN messages m ON m.session = s.id AND m.seq >= max(0, s.messages - ?) WHERE s.id = ? ORDER BY m.seq"""
+
 def load(self:SessionStore, session:str, limit:int=200) -> Transcript:
     "The last `limit` messages of `session` (at most), starting at a user message; empty for a session not stored."
-    with self.lock:
-        self.db.execute('BEGIN')
-        try:
-            row = self.db.execute('SELECT created, messages, version FROM sessions WHERE id = ?', (session,)).fetchone()
-            rows = self.db.execute('SELECT seq, body FROM messages WHERE session = ? AND seq >= ? ORDER BY seq',
-                                   (session, max(0, row[1] - limit))).fetchall() if row else []
-        finally: self.db.execute('COMMIT')
-    if row is None: return Transcript(session=session)
+    with self.lock: rows = self.db.execute(_LOAD, (max(0, limit), session)).fetchall()
+    if not rows: return Transcript(session=session)
+    created, count, version = rows[0][:3]
+    rows = [(seq, body) for *_, seq, body in rows if seq is not None]
     messages = [_message(body) for _, body in rows]
     cut = next((i for i, m in enumerate(messages) if m['role'] == 'user'), len(messages))
-    return Transcript(messages[cut:], session, rows[cut][0] if cut < len(rows) else row[1], row[0], row[2])
+    return Transcript(messages[cut:], session, rows[cut][0] if cut < len(rows) else count, created, version)
 
 def current(self:SessionStore, t:Transcript) -> bool:
     "Has nobody else written `t`'s session since `t` was loaded or saved?"

@@ -1,6 +1,6 @@
 """The audit log's chain against real tampering of the SQLite file (edit, delete, insert, reorder), concurrent
 appends from several processes, and the log as the sink of real agent turns."""
-import json, multiprocessing, os, sqlite3, subprocess, sys
+import json, multiprocessing, os, sqlite3, subprocess, sys, threading, time
 
 import pytest
 
@@ -391,10 +391,13 @@ def test_a_turns_records_are_on_disk_before_anything_leaves_the_process(tmp_path
     assert other() == seen['telegram'] + ['reply'] and log.verify() == (True, [])
 
 
-def test_a_gate_trace_written_directly_is_the_canonical_json_to_the_byte():
-    "`canonical_json` writes a verdict's trace itself: on random values (odd strings, non-finite and non-float timings, extra or missing keys) it equals `json`'s canonical form."
-    import random
-    from passepartout.audit import canonical_json, _json
+def test_canonical_json_is_what_json_dumps_writes_to_the_byte():
+    "`canonical_json` calls `json`'s C encoder directly: on random values (odd strings, non-finite and non-float timings, extra or missing keys) it equals `json.dumps`'s canonical form."
+    import json, random
+    from passepartout.audit import canonical_json, _finite
+    def _json(obj):
+        try: return json.dumps(obj, sort_keys=True, separators=(',', ':'), ensure_ascii=False, default=str, allow_nan=False)
+        except ValueError: return json.dumps(_finite(obj), sort_keys=True, separators=(',', ':'), ensure_ascii=False, default=str)
     rs = random.Random(14)
     text = lambda: ''.join(rs.choice(['a', 'é', '"', '\\', '\n', '\x00', '\ud800', '😀', 'trace', ' ', '\u2028']) for _ in range(rs.randint(0, 5)))
     value = lambda: rs.choice([None, True, 1, -2.5, float('nan'), float('-inf'), 10**20, text(), [1, 'x'], {'k': 0.1}])
@@ -408,3 +411,70 @@ def test_a_gate_trace_written_directly_is_the_canonical_json_to_the_byte():
         for k in ('action', 'zz', 'tracer', 'tr'):
             if rs.random() < 0.3: obj[k] = value()
         assert canonical_json(obj) == _json(obj), obj
+
+
+class _CountingDb:
+    "A stand-in for the log's connection that counts transactions begun and can fail the next commit."
+    def __init__(self, db): self.db, self.begins, self.fail_commit = db, 0, False
+    def execute(self, sql, *args):
+        if sql.startswith('BEGIN'): self.begins += 1
+        if sql == 'COMMIT' and self.fail_commit: self.fail_commit = False; raise sqlite3.OperationalError('disk I/O error')
+        return self.db.execute(sql, *args)
+    def __getattr__(self, name): return getattr(self.db, name)
+
+
+def _queued_turns(log, n:int) -> tuple:
+    "Run `n` turns of three records in threads while the write lock is held, so they queue behind it; (threads' errors, threads)."
+    errors = []
+    def turn(t):
+        try:
+            with log.batch():
+                for i in range(3): log.append({'kind': 'result', 'turn': t, 'i': i})
+        except Exception as e: errors.append(e)
+    with log.lock:                                                    # a write in progress: the turns wait behind it
+        threads = [threading.Thread(target=turn, args=(t,)) for t in range(n)]
+        for th in threads: th.start()
+        deadline = time.monotonic() + 30
+        while len(log.waiting) < n and time.monotonic() < deadline: time.sleep(0.001)
+    for th in threads: th.join(30)
+    return errors, threads
+
+
+def test_threads_waiting_for_the_write_lock_share_one_transaction(tmp_path, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    log = AuditLog(tmp_path / 'audit.db', vault=False)
+    log.append({'kind': 'reply', 'text': 'first'})
+    log.db = counting = _CountingDb(log.db)
+    errors, _ = _queued_turns(log, 4)
+    assert errors == [] and counting.begins == 1                      # four turns, one transaction
+    rows = log.recent(12)
+    turns = [[(r['data']['turn'], r['data']['i']) for r in rows[i:i + 3]] for i in range(0, 12, 3)]
+    assert sorted(turns) == [[(t, 0), (t, 1), (t, 2)] for t in range(4)]   # each turn's records together and in order
+    assert log.verify() == (True, []) and log.anchor == 'anchored by the checkpoint at #13'
+
+
+def test_a_failed_group_transaction_is_an_error_in_every_thread_it_held(tmp_path, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    log = AuditLog(tmp_path / 'audit.db', vault=False)
+    log.append({'kind': 'reply', 'text': 'first'})
+    log.db = counting = _CountingDb(log.db)
+    counting.fail_commit = True
+    errors, _ = _queued_turns(log, 3)
+    assert [str(e) for e in errors] == ['disk I/O error'] * 3 and len(log) == 1
+    log.append({'kind': 'reply', 'text': 'after'})                    # the log goes on
+    assert len(log) == 2 and log.verify() == (True, [])
+
+
+def test_records_interrupted_while_they_wait_are_not_written_later(tmp_path, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    log = AuditLog(tmp_path / 'audit.db', vault=False)
+    log.append({'kind': 'reply', 'text': 'first'})
+    class Interrupted:
+        def __enter__(self): raise KeyboardInterrupt
+        def __exit__(self, *exc): return False
+    real, log.lock = log.lock, Interrupted()
+    with pytest.raises(KeyboardInterrupt): log.append({'kind': 'reply', 'text': 'interrupted'})
+    log.lock = real
+    assert log.waiting == []
+    log.append({'kind': 'reply', 'text': 'next'})
+    assert [r['data']['text'] for r in log.recent(5)] == ['first', 'next'] and log.verify() == (True, [])

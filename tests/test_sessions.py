@@ -205,6 +205,49 @@ def test_concurrent_writers_and_a_killed_one_leave_a_whole_conversation(tmp_path
            {'sessions.db': '0o600', 'sessions.db-wal': '0o600', 'sessions.db-shm': '0o600'}
 
 
+def test_threads_waiting_for_the_store_share_one_transaction(tmp_path):
+    "Turns saved while another save holds the connection are written by one transaction, each whole, each thread told its own outcome."
+    import threading
+    from passepartout.sessions import SessionStore
+    store = SessionStore(tmp_path / 'sessions.db', vault=False)
+    stale = store.load('shared'); stale.append({'role': 'user', 'content': 'first', 'owner': True}); store.save(stale)
+    stale = store.load('shared'); other = store.load('shared')
+    other.append({'role': 'user', 'content': 'moved it', 'owner': True}); store.save(other)   # `stale` is now behind
+    commits, outcomes = [], {}
+    commit = store._commit
+    store._commit = lambda group: (commits.append(len(group)), commit(group))
+    def save(name, t): outcomes[name] = store.save(t)
+    turns = {f"s{n}": store.load(f"s{n}") for n in range(4)}
+    for name, t in turns.items(): t += [{'role': 'user', 'content': f"{name} asks", 'owner': True}, {'role': 'assistant', 'content': f"{name} done"}]
+    stale.append({'role': 'user', 'content': 'late', 'owner': True})
+    turns['shared'] = stale
+    with store.lock:                                            # a save in progress: the five turns wait behind it
+        threads = [threading.Thread(target=save, args=item) for item in turns.items()]
+        for th in threads: th.start()
+        deadline = time.monotonic() + 30
+        while len(store.waiting) < 5 and time.monotonic() < deadline: time.sleep(0.001)
+    for th in threads: th.join(30)
+    assert commits == [5]                                       # one transaction for the five turns
+    assert outcomes == {'s0': True, 's1': True, 's2': True, 's3': True, 'shared': False}   # the stale writer is told to read again
+    assert [[m['content'] for m in store.messages(f"s{n}")] for n in range(4)] == [[f"s{n} asks", f"s{n} done"] for n in range(4)]
+    assert [m['content'] for m in store.messages('shared')] == ['first', 'moved it', 'late']
+
+
+def test_a_save_interrupted_while_it_waits_leaves_nothing_queued(tmp_path):
+    "A save interrupted while it waits for the store is not written later by another: the next save writes the turn, once."
+    from passepartout.sessions import SessionStore
+    store = SessionStore(tmp_path / 'sessions.db', vault=False)
+    t = store.load('s'); t += [{'role': 'user', 'content': 'hi', 'owner': True}, {'role': 'assistant', 'content': 'hello'}]
+    class Interrupted:
+        def __enter__(self): raise KeyboardInterrupt
+        def __exit__(self, *exc): return False
+    real, store.lock = store.lock, Interrupted()
+    with pytest.raises(KeyboardInterrupt): store.save(t)
+    store.lock = real
+    assert store.waiting == [] and store.save(t) is True
+    assert [m['content'] for m in store.messages('s')] == ['hi', 'hello']
+
+
 def test_a_daemon_with_many_sessions_keeps_few_in_memory_and_restores_them(tmp_path):
     from passepartout.daemon import AsyncClient, request
     from passepartout.loop import Agent
