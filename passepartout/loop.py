@@ -44,15 +44,17 @@ class Recovery:
 SKIP, ABORT = Recovery('skip'), Recovery('abort')
 def fallback(text:str) -> Recovery: return Recovery('fallback', text)
 
-# %% ../nbs/08_loop.ipynb #836987f5
+# %% ../nbs/08_loop.ipynb #c2504c4b
 class Agent:
     "A provider, gates, tools and actuators, joined by the metabolic loop."
     def __init__(self, provider=None, *, gates:GateEngine|None=None, tools:Toolbelt|None=None,
                  name:str='Passepartout', mandates=(), max_depth:int=10, max_attempts:int=3,
                  max_result_chars:int=20000, max_transcript:int=200, default_actuator:str='cli', log_size:int=1000,
                  workspace=None, # the directory tools may write (None: `config.workspace()` when needed)
-                 sessions=None): # a `SessionStore` (`34_sessions`) the transcripts persist in (None: memory only)
+                 sessions=None, # a `SessionStore` (`34_sessions`) the transcripts persist in (None: memory only)
+                 world=None): # the owner's `config.World` the gates trust (None: `config.owner_world()`, from the settings)
         self.provider, self.name, self.mandates, self.workspace, self.sessions = provider, name, list(mandates), workspace, sessions
+        self.world = world
         self.gates = gates if gates is not None else GateEngine()
         self.tools = tools if tools is not None else Toolbelt()
         self.handlers, self.actuators, self.syslog = PreReasonHandlers(), Actuators(), SystemLog(log_size)
