@@ -13,7 +13,7 @@ PKG = Path(__file__).resolve().parents[1] / 'passepartout'
 LAYERS = {
     0: ('core', '__init__ errors basics signals perceive gates reason tools act loop config watch'),
     1: ('providers', 'providers cascade replay'),
-    2: ('plug-ins', 'builtin_gates autorun shell_gate shell_rules vault policy refusals_gate '
+    2: ('plug-ins', 'builtin_gates autorun shell_gate shell_rules vault policy refusals_gate information_flow '
                     'builtin_tools sandbox approvals approval_flow executed_files audit sessions'),
     3: ('app', 'app'),
     4: ('services', 'heartbeat repl'),
