@@ -9,13 +9,13 @@ __all__ = ['INFORMATION_FLOW_PRIORITY', 'POSITIVE_KINDS', 'forms_in', 'value_for
            'world_forms', 'steering_values', 'Flow', 'flow_of', 'traced', 'owned', 'judge', 'information_flow_gate',
            'with_information_flow']
 
-# %% ../nbs/25_information_flow.ipynb #875b4cdf
+# %% ../nbs/25_information_flow.ipynb #5ce0d9db
 import re, json, functools, weakref, threading
 from decimal import Decimal, InvalidOperation
 from typing import NamedTuple
 from urllib.parse import urlsplit
 from .config import World, owner_world
-from .gates import GateEngine, Verdict, ask, TOOL_CALLS
+from .gates import GateEngine, Verdict, ask
 from .signals import Action, Context
 from .tools import STEERING_KINDS, EFFECT_CLASS
 from .builtin_gates import tool_of, session_values, recipient_known, allowed_by_rule
@@ -94,7 +94,7 @@ def forms_in(text:str) -> frozenset:
     out.update('word:' + w for w in _WORD.findall(text.casefold()))
     return frozenset(out)
 
-# %% ../nbs/25_information_flow.ipynb #3d9692b2
+# %% ../nbs/25_information_flow.ipynb #a2ef928d
 def _phrase(value:str) -> str:
     "`word:` for a one-word value, `text:` for a phrase (case and spacing ignored)."
     v = ' '.join(value.casefold().split()).lstrip('@')
@@ -115,8 +115,8 @@ def value_forms(kind:str, value:str) -> frozenset:
     if kind == 'amount': return frozenset(a for s in _AMOUNT.findall(v.replace(' ', '')) if (a := _amount(s))) or frozenset({_phrase(v)})
     if kind == 'schedule': return frozenset(f for f in forms_in(v) if f[:5] in ('date:', 'time:')) or frozenset({_phrase(v)})
     if kind == 'secret': return frozenset({'secret:' + v})
-    typed = {f for f in forms_in(v) if not f.startswith('word:') and not (f.startswith('num:') and len(f) < 6)}
-    if kind == 'command': return frozenset(f for f in typed if ':' not in f or '://' in f or '@' in f)  # URLs, hosts, e-mails
+    typed = {f for f in forms_in(v) if not f.startswith('word:') and not (f.startswith('num:') and len(f) < 6)}   # numbers of 2 digits or more
+    if kind == 'command': return frozenset({f for u in _URL.findall(v) for f in _url_forms(u)} | {e.lower() for e in _EMAIL.findall(v)})
     return frozenset(typed | ({_phrase(v)} if len(v) <= 200 and '\n' not in v else set()))   # object, steering
 
 # %% ../nbs/25_information_flow.ipynb #fa87245a
@@ -277,27 +277,29 @@ def judge(steer:Steer, flow:Flow, sv, action:Action, ctx:Context) -> str|None:
         return f"{steer.arg} {steer.value[:80]!r} ({steer.kind}) was not named by you and is not in your settings: check it before it is used"
     return None
 
-# %% ../nbs/25_information_flow.ipynb #a934de87
+# %% ../nbs/25_information_flow.ipynb #b637f8f7
 def information_flow_gate(action:Action, ctx:Context) -> Verdict|None:
     "Side-effecting calls whose steering values came from untrusted content, or (recipients, destinations, secrets) from nobody, ask."
-    if action.kind != 'tool': return None
     agent, signal = getattr(ctx, 'agent', None), getattr(ctx, 'signal', None)
-    tool = tool_of(action, ctx)
-    effect = getattr(tool, 'effect', 'outward')
-    if (effect == 'read-only' and action.tool != 'shell') or not hasattr(agent, 'transcript') or not isinstance(action.args, dict): return None
+    if not hasattr(agent, 'transcript'): return None
+    session = signal.session if signal is not None else 'default'
+    transcript, tool = agent.transcript(session), tool_of(action, ctx)
+    effect = getattr(tool, 'effect', 'outward') if action.kind == 'tool' else 'read-only'
+    if (effect == 'read-only' and action.tool != 'shell') or not isinstance(action.args, dict):   # nothing here steers a side effect,
+        if 2 * len(transcript) >= getattr(agent, 'max_transcript', 200): session_values(transcript, agent, session, read=False)
+        return None                                                                               # but the step notes what arrived before a trim
     kinds = declared_kinds(tool, action)
     if effect != 'outward': kinds = {k: v for k, v in kinds.items() if v != 'content'}   # links matter in what is sent out
-    world = getattr(agent, 'world', None) or owner_world()
-    steers = steering_values(action, kinds, world)
+    steers = steering_values(action, kinds, getattr(agent, 'world', None) or owner_world())
     if not steers: return None
-    session = signal.session if signal is not None else 'default'
-    sv = session_values(agent.transcript(session), agent, session)
+    sv = session_values(transcript, agent, session)
     flow = flow_of(sv)
     for steer in steers:
         if (why := judge(steer, flow, sv, action, ctx)): return ask(why)
     return None
 
 def with_information_flow(engine:GateEngine) -> GateEngine:
-    "Register the `information-flow` gate on `engine` (only an exact *approve always* rule answers its ask); return the engine."
-    engine.add('information-flow', allowed_by_rule(information_flow_gate, 'information-flow', exact_only=True), INFORMATION_FLOW_PRIORITY, TOOL_CALLS)
+    "Register the `information-flow` gate on `engine` in place of the name-based provenance and recipients gates; return the engine."
+    for old in ('provenance', 'recipients'): engine.remove(old)
+    engine.add('information-flow', allowed_by_rule(information_flow_gate, 'information-flow', exact_only=True), INFORMATION_FLOW_PRIORITY)
     return engine
