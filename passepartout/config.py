@@ -173,7 +173,7 @@ def workspace(env=None,
     if not os.access(ws, os.W_OK | os.X_OK): raise fail(f"{ws} is not writable; make it writable")
     return ws
 
-# %% ../nbs/09_config.ipynb #81274250
+# %% ../nbs/09_config.ipynb #1664bb2f
 @dataclass(frozen=True)
 class World:
     "The owner and the people and places they deal with: what the gates may trust without asking."
@@ -185,15 +185,20 @@ class World:
 
 def _items(raw:str) -> tuple: return tuple(x.strip() for x in raw.split(',') if x.strip())
 
-_worlds = {}
+_worlds, _WORLD_SETTINGS = {}, ('PASSEPARTOUT_OWNER_ADDRESSES', 'PASSEPARTOUT_CONTACTS', 'PASSEPARTOUT_NETWORK_ALLOW')
+_raw_environ = getattr(os.environ, '_data', None) if os.name == 'posix' else None   # CPython's raw view, kept in step by os.environ
 
 def owner_world(env=None) -> World:
     "The owner's `World` from the settings (`PASSEPARTOUT_OWNER_ADDRESSES`, `PASSEPARTOUT_CONTACTS`, `PASSEPARTOUT_NETWORK_ALLOW`)."
-    raw = tuple(setting(n, env) for n in ('PASSEPARTOUT_OWNER_ADDRESSES', 'PASSEPARTOUT_CONTACTS', 'PASSEPARTOUT_NETWORK_ALLOW'))
-    world = _worlds.get(raw)
+    if env is None and _raw_environ is not None:   # three text settings, asked for every outward call: look without decoding
+        get = _raw_environ.get
+        key = (get(b'PASSEPARTOUT_OWNER_ADDRESSES'), get(b'PASSEPARTOUT_CONTACTS'), get(b'PASSEPARTOUT_NETWORK_ALLOW'))
+    else: key = tuple((os.environ if env is None else env).get(n) for n in _WORLD_SETTINGS)
+    world = _worlds.get(key)
     if world is None:
         if len(_worlds) > 16: _worlds.clear()
-        world = _worlds[raw] = World(*map(_items, raw))
+        raw = [v.decode('utf-8', 'surrogateescape') if isinstance(v, bytes) else v or '' for v in key]
+        world = _worlds[key] = World(*map(_items, raw))
     return world
 
 # %% ../nbs/09_config.ipynb #60ddb257

@@ -6,19 +6,19 @@ Docs: https://passepartout-agent.github.io/passepartout/information_flow.html.md
 
 # %% auto #0
 __all__ = ['OWN', 'CONTACT', 'ALLOWED_HOST', 'INFORMATION_FLOW_PRIORITY', 'POSITIVE_KINDS', 'forms_in', 'value_forms',
-           'kind_by_name', 'declared_kinds', 'Steer', 'world_forms', 'steering_values', 'Flow', 'flow_of', 'traced',
-           'owned', 'judge', 'information_flow_gate', 'with_information_flow']
+           'kind_by_name', 'declared_kinds', 'Steer', 'world_forms', 'steering_values', 'Flow', 'flow_of',
+           'traced_form', 'owned_form', 'traced', 'owned', 'judge', 'information_flow_gate', 'with_information_flow']
 
-# %% ../nbs/25_information_flow.ipynb #7bb3b8e2
-import re, json, functools, weakref, threading
+# %% ../nbs/25_information_flow.ipynb #c8fe54f9
+import re, json, functools, threading
 from decimal import Decimal, InvalidOperation
 from typing import NamedTuple
 from urllib.parse import urlsplit
 from .config import World, owner_world
 from .gates import GateEngine, Verdict, ask
-from .signals import Action, Context
+from .signals import Action, Context, from_owner
 from .tools import STEERING_KINDS, EFFECT_CLASS
-from .builtin_gates import tool_of, session_values, recipient_known, allowed_by_rule, _rule_names_recipient
+from .builtin_gates import tool_of, session_values, owner_addresses, allowed_by_rule, _rule_names_recipient
 
 # %% ../nbs/25_information_flow.ipynb #19844b85
 _URL = re.compile(r"\b(?:https?|ftp|file)://[^\s<>\"'`]+", re.I)
@@ -94,14 +94,17 @@ def forms_in(text:str) -> frozenset:
     out.update('word:' + w for w in _WORD.findall(text.casefold()))
     return frozenset(out)
 
-# %% ../nbs/25_information_flow.ipynb #1964fb89
+# %% ../nbs/25_information_flow.ipynb #3f371692
 def _phrase(value:str) -> str:
     "`word:` for a one-word value, `text:` for a phrase (case and spacing ignored)."
     v = ' '.join(value.casefold().split()).lstrip('@')
     return ('word:' if _WORD.fullmatch(v) else 'text:') + v
 
 def value_forms(kind:str, value:str) -> frozenset:
-    "The normal forms of one argument value of kind `kind`."
+    "The normal forms of one argument value of kind `kind` (the last thousand short ones remembered: a model repeats its arguments)."
+    return (_remembered_forms if len(value) <= 4096 else _value_forms)(kind, value)
+
+def _value_forms(kind:str, value:str) -> frozenset:
     v = value.strip()
     if not v: return frozenset()
     if kind in ('recipient', 'link', 'destination'):
@@ -115,9 +118,14 @@ def value_forms(kind:str, value:str) -> frozenset:
     if kind == 'amount': return frozenset(a for s in _AMOUNT.findall(v.replace(' ', '')) if (a := _amount(s))) or frozenset({_phrase(v)})
     if kind == 'schedule': return frozenset(f for f in forms_in(v) if f[:5] in ('date:', 'time:')) or frozenset({_phrase(v)})
     if kind == 'secret': return frozenset({_phrase(v)})                                  # traced without regard to case: more asks, never fewer
+    if kind == 'command': return frozenset(({f for u in _URL.findall(v) for f in _url_forms(u)} if '://' in v else set()) |
+                                           ({e.lower() for e in _EMAIL.findall(v)} if '@' in v else set()))
+    if _WORD.fullmatch(v) and not any(c.isdigit() for c in v):                          # one word, no number or date in it:
+        return frozenset({_phrase(v)} | ({v.lower()} if _DOMAIN.fullmatch(v) else set()))   # the word (and the domain it may be)
     typed = {f for f in forms_in(v) if not f.startswith('word:') and not (f.startswith('num:') and len(f) < 6)}   # numbers of 2 digits or more
-    if kind == 'command': return frozenset({f for u in _URL.findall(v) for f in _url_forms(u)} | {e.lower() for e in _EMAIL.findall(v)})
     return frozenset(typed | ({_phrase(v)} if len(v) <= 200 and '\n' not in v else set()))   # object, steering
+
+_remembered_forms = functools.lru_cache(maxsize=1024)(_value_forms)
 
 # %% ../nbs/25_information_flow.ipynb #fa87245a
 _NAME_KINDS = [
@@ -145,14 +153,23 @@ def declared_kinds(tool, action:Action) -> dict:
         return {k: declared.get(k, 'plain') for k in action.args}
     return {k: declared.get(k) or kind_by_name(k) for k in action.args}
 
-# %% ../nbs/25_information_flow.ipynb #b6ae1bd1
+# %% ../nbs/25_information_flow.ipynb #89a17015
 class Steer(NamedTuple):
     "One value that steers a call: its argument, kind, value, normal forms, and the part of the owner's world it belongs to (or None)."
     arg:str; kind:str; value:str; forms:frozenset; trusted:str|None=None
 
-@functools.lru_cache(maxsize=64)
+_last_world = (None, None)   # the world asked about last and its forms (one tuple: threads see both or neither)
+
 def world_forms(world:World) -> tuple:
     "`(the owner's own forms, the contacts' forms, the hosts)` of `world`, normalised once per world."
+    last = _last_world
+    if world is last[0]: return last[1]   # the settings give the same object while they stay the same
+    forms = _world_forms(world)
+    globals()['_last_world'] = (world, forms)
+    return forms
+
+@functools.lru_cache(maxsize=64)
+def _world_forms(world:World) -> tuple:
     own = frozenset().union(*(value_forms('recipient', a) for a in world.addresses))
     contacts = set()
     for c in world.contacts:
@@ -208,7 +225,7 @@ def steering_values(action:Action, kinds:dict, world:World) -> list:
                     out.append(Steer(arg, 'link', u.rstrip('.,;:!?)]}\'"'), forms, _in_world('link', forms, world)))
     return out
 
-# %% ../nbs/25_information_flow.ipynb #6ed63006
+# %% ../nbs/25_information_flow.ipynb #93792ab4
 class Flow:
     "The typed forms of a session's messages: where each untrusted form came from, and what the owner wrote."
     def __init__(self):
@@ -217,17 +234,24 @@ class Flow:
         self.kept = {}                                # typed forms (not words) of messages trimmed since -> where
         self.owner, self.owner_text, self.owner_key = frozenset(), '', None
 
-_flows = weakref.WeakKeyDictionary()
+_flows = {}   # id(SessionValues): (it, its Flow); a few hundred sessions at most, then forgotten and read again
 
 def _normal_text(text:str) -> str: return ' '.join(text.casefold().split())
 
-# %% ../nbs/25_information_flow.ipynb #019a4552
+# %% ../nbs/25_information_flow.ipynb #d45d3fee
 def flow_of(sv) -> Flow:
     "The up-to-date `Flow` of the session whose provenance record is `sv` (a `SessionValues`)."
-    flow = _flows.get(sv)
-    if flow is None: flow = _flows.setdefault(sv, Flow())
-    with sv.lock: present, owner = list(sv.untrusted), list(sv.owner)
-    key = (len(present), present[0][0] if present else None, present[-1][0] if present else None)
+    hit = _flows.get(id(sv))
+    if hit is not None and hit[0] is sv: flow = hit[1]
+    else:
+        if len(_flows) > 256: _flows.clear()
+        flow = Flow(); _flows[id(sv)] = (sv, flow)
+    with sv.lock:
+        u, o = sv.untrusted, sv.owner
+        key = (len(u), u[0][0] if u else None, u[-1][0] if u else None)
+        okey = (len(o), o[0][0] if o else None, o[-1][0] if o else None)
+        if key == flow.untrusted_key and okey == flow.owner_key: return flow     # nothing new since the last look
+        present, owner = list(u), list(o)
     with flow.lock:
         if key != flow.untrusted_key:
             numbers = {n for n, _, _ in present}
@@ -241,55 +265,73 @@ def flow_of(sv) -> Flow:
             for n, where, content in present:
                 for f in flow.read[n][2]: flow.untrusted.setdefault(f, where)
             flow.untrusted_key = key
-        okey = (len(owner), owner[0][0] if owner else None, owner[-1][0] if owner else None)
         if okey != flow.owner_key:
             text = '\n'.join(t for _, t, _ in owner)
             flow.owner, flow.owner_text, flow.owner_key = forms_in(text), _normal_text(text), okey
     return flow
 
-# %% ../nbs/25_information_flow.ipynb #af913458
+# %% ../nbs/25_information_flow.ipynb #cc98aed6
 def _phrase_in(phrase:str, text:str) -> bool:
     "Is `phrase` (normalised) in the normalised `text`, not inside a longer word?"
     return phrase in text and re.search(r'(?<!\w)' + re.escape(phrase) + r'(?!\w)', text) is not None
 
-def traced(flow:Flow, sv, forms:frozenset) -> str|None:
-    "Where the first form of `forms` found in untrusted content came from, or None."
+def traced_form(flow:Flow, sv, form:str) -> str|None:
+    "Where `form` was found in untrusted content, or None."
+    if form[:5] == 'text:':
+        return next((where for where, text, _ in flow.read.values() if _phrase_in(form[5:], text)), None)
+    return flow.untrusted.get(form) or flow.kept.get(form) or sv.sources.get(form)   # the provenance gate's values share these forms
+
+def owned_form(flow:Flow, form:str) -> bool:
+    "Did the owner write `form` in this session?"
+    return _phrase_in(form[5:], flow.owner_text) if form[:5] == 'text:' else form in flow.owner
+
+def traced(flow:Flow, sv, forms) -> str|None:
+    "Where the first of `forms` found in untrusted content came from, or None."
     for f in forms:
-        if f.startswith('text:'):
-            hit = next((where for where, text, _ in flow.read.values() if _phrase_in(f[5:], text)), None)
-        else: hit = flow.untrusted.get(f) or flow.kept.get(f) or sv.sources.get(f)   # the provenance gate's values share these forms
-        if hit: return hit
+        if (where := traced_form(flow, sv, f)): return where
     return None
 
-def owned(flow:Flow, forms:frozenset) -> bool:
+def owned(flow:Flow, forms) -> bool:
     "Did the owner write one of `forms` in this session?"
-    return any(_phrase_in(f[5:], flow.owner_text) if f.startswith('text:') else f in flow.owner for f in forms)
+    for f in forms:
+        if owned_form(flow, f): return True
+    return False
 
-# %% ../nbs/25_information_flow.ipynb #8a689c31
+# %% ../nbs/25_information_flow.ipynb #419011e8
 INFORMATION_FLOW_PRIORITY = 52   # above provenance (50) and recipients (45), below the sandbox gate (55)
 POSITIVE_KINDS = frozenset({'recipient', 'destination', 'secret'})   # nobody's value asks too
+_WORLDLY = frozenset({'recipient', 'destination', 'content'})         # the kinds the owner's world can speak for
 _VAULT_HANDLE = re.compile(r"\{\{vault:[A-Za-z0-9_.-]+\}\}")
 
-def _short(value:str) -> bool: return len(re.sub(r'\W', '', value)) < 3
+def _short(value:str) -> bool: return len(value) < 3 or (len(value) <= 32 and sum(map(str.isalnum, value)) < 3)
 
-# %% ../nbs/25_information_flow.ipynb #3943471b
+# %% ../nbs/25_information_flow.ipynb #634740c9
+def _known_recipient(value:str, action:Action, ctx:Context) -> bool:
+    "Is `value` the owner's address on the call's channel (`PASSEPARTOUT_<CHANNEL>_OWNERS`) or the owner's current chat?"
+    v, channel, signal = value.strip().lower(), str(action.args.get('channel') or ''), getattr(ctx, 'signal', None)
+    if channel and v in owner_addresses(channel): return True
+    return signal is not None and channel == signal.source and v == str(signal.meta.get('chat_id', '')).lower() and from_owner(signal)
+
+# %% ../nbs/25_information_flow.ipynb #d8f1d2c1
 def judge(steer:Steer, flow:Flow, sv, action:Action, ctx:Context) -> str|None:
     "Why `steer` needs the owner's review, or None when its origin is the owner's."
-    if steer.trusted == OWN: return None                                             # to the owner themself: nothing leaves them
-    short, mine = _short(steer.value), owned(flow, steer.forms)
-    where = next((w for f in steer.forms if (w := traced(flow, sv, (f,))) and (short or not owned(flow, (f,)))), None)
+    if steer.trusted == OWN or not steer.value.strip(): return None                  # to the owner themself, or to nobody (the tool refuses that)
+    where = None
+    for f in steer.forms:
+        if (w := traced_form(flow, sv, f)) and (not owned_form(flow, f) or _short(steer.value)): where = w; break
+    mine = where is None and owned(flow, steer.forms)
     if where is None and steer.kind in ('recipient', 'command', 'steering', 'object', 'secret') and len(steer.value) >= 6 and not mine:
         where = sv.whole(steer.value)                                                 # written whole in an untrusted message
     if where:
         return f"{steer.arg} {steer.value[:80]!r} ({steer.kind}) comes from {where}, not from you: check it before it is used"
     if steer.kind in POSITIVE_KINDS and not mine and not steer.trusted:
         if steer.kind == 'secret' and _VAULT_HANDLE.fullmatch(steer.value.strip()): return None   # the vault gate judges where it goes
-        if steer.kind == 'recipient' and recipient_known(steer.value, steer.arg, action, ctx): return None
-        if steer.kind == 'destination' and _rule_names_recipient(action, steer.arg): return None   # a rule that speaks about this argument
+        if steer.kind == 'recipient' and _known_recipient(steer.value, action, ctx): return None
+        if _rule_names_recipient(action, steer.arg): return None                      # a permission rule that speaks about this argument
         return f"{steer.arg} {steer.value[:80]!r} was not named by you ({steer.kind}, not in your settings either): check it before it is used"
     return None
 
-# %% ../nbs/25_information_flow.ipynb #b637f8f7
+# %% ../nbs/25_information_flow.ipynb #1eeb821e
 def information_flow_gate(action:Action, ctx:Context) -> Verdict|None:
     "Side-effecting calls whose steering values came from untrusted content, or (recipients, destinations, secrets) from nobody, ask."
     agent, signal = getattr(ctx, 'agent', None), getattr(ctx, 'signal', None)
@@ -302,7 +344,8 @@ def information_flow_gate(action:Action, ctx:Context) -> Verdict|None:
         return None                                                                               # but the step notes what arrived before a trim
     kinds = declared_kinds(tool, action)
     if effect != 'outward': kinds = {k: v for k, v in kinds.items() if v != 'content'}   # links matter in what is sent out
-    steers = steering_values(action, kinds, getattr(agent, 'world', None) or owner_world())
+    needs_world = any(k in _WORLDLY for k in kinds.values())                                # a shell command is nobody's address
+    steers = steering_values(action, kinds, (getattr(agent, 'world', None) or owner_world()) if needs_world else World())
     if not steers: return None
     sv = session_values(transcript, agent, session)
     flow = flow_of(sv)
