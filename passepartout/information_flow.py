@@ -225,11 +225,12 @@ def steering_values(action:Action, kinds:dict, world:World) -> list:
                     out.append(Steer(arg, 'link', u.rstrip('.,;:!?)]}\'"'), forms, _in_world('link', forms, world)))
     return out
 
-# %% ../nbs/25_information_flow.ipynb #93792ab4
+# %% ../nbs/25_information_flow.ipynb #85e95b90
 class Flow:
     "The typed forms of a session's messages: where each untrusted form came from, and what the owner wrote."
     def __init__(self):
         self.lock, self.read = threading.Lock(), {}   # read: message number -> (where, normalised text, forms)
+        self.texts = ()                               # (where, normalised text) of the untrusted messages still in the transcript
         self.untrusted, self.untrusted_key = {}, None # form -> where (first message), for the messages still in the transcript
         self.kept = {}                                # typed forms (not words) of messages trimmed since -> where
         self.owner, self.owner_text, self.owner_key = frozenset(), '', None
@@ -238,7 +239,7 @@ _flows = {}   # id(SessionValues): (it, its Flow); a few hundred sessions at mos
 
 def _normal_text(text:str) -> str: return ' '.join(text.casefold().split())
 
-# %% ../nbs/25_information_flow.ipynb #d45d3fee
+# %% ../nbs/25_information_flow.ipynb #11031b99
 def flow_of(sv) -> Flow:
     "The up-to-date `Flow` of the session whose provenance record is `sv` (a `SessionValues`)."
     hit = _flows.get(id(sv))
@@ -261,16 +262,17 @@ def flow_of(sv) -> Flow:
                     if not f.startswith('word:'): flow.kept.setdefault(f, where)
             for n, where, content in present:
                 if n not in flow.read: flow.read[n] = (where, _normal_text(content), forms_in(content))
-            flow.untrusted = {}
+            untrusted = {}
             for n, where, content in present:
-                for f in flow.read[n][2]: flow.untrusted.setdefault(f, where)
+                for f in flow.read[n][2]: untrusted.setdefault(f, where)
+            flow.untrusted, flow.texts = untrusted, tuple(flow.read[n][:2] for n, _, _ in present)   # whole, never half-built
             flow.untrusted_key = key
         if okey != flow.owner_key:
             text = '\n'.join(t for _, t, _ in owner)
             flow.owner, flow.owner_text, flow.owner_key = forms_in(text), _normal_text(text), okey
     return flow
 
-# %% ../nbs/25_information_flow.ipynb #cc98aed6
+# %% ../nbs/25_information_flow.ipynb #cb7f83b0
 def _phrase_in(phrase:str, text:str) -> bool:
     "Is `phrase` (normalised) in the normalised `text`, not inside a longer word?"
     return phrase in text and re.search(r'(?<!\w)' + re.escape(phrase) + r'(?!\w)', text) is not None
@@ -278,7 +280,7 @@ def _phrase_in(phrase:str, text:str) -> bool:
 def traced_form(flow:Flow, sv, form:str) -> str|None:
     "Where `form` was found in untrusted content, or None."
     if form[:5] == 'text:':
-        return next((where for where, text, _ in flow.read.values() if _phrase_in(form[5:], text)), None)
+        return next((where for where, text in flow.texts if _phrase_in(form[5:], text)), None)
     return flow.untrusted.get(form) or flow.kept.get(form) or sv.sources.get(form)   # the provenance gate's values share these forms
 
 def owned_form(flow:Flow, form:str) -> bool:
