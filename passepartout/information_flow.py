@@ -9,9 +9,8 @@ __all__ = ['OWN', 'CONTACT', 'ALLOWED_HOST', 'INFORMATION_FLOW_PRIORITY', 'POSIT
            'kind_by_name', 'declared_kinds', 'Steer', 'world_forms', 'steering_values', 'Flow', 'flow_of',
            'traced_form', 'owned_form', 'traced', 'owned', 'judge', 'information_flow_gate', 'with_information_flow']
 
-# %% ../nbs/25_information_flow.ipynb #c8fe54f9
+# %% ../nbs/25_information_flow.ipynb #82545904
 import re, json, functools, threading
-from decimal import Decimal, InvalidOperation
 from typing import NamedTuple
 from urllib.parse import urlsplit
 from .config import World, owner_world
@@ -20,14 +19,15 @@ from .signals import Action, Context, from_owner
 from .tools import STEERING_KINDS, EFFECT_CLASS
 from .builtin_gates import tool_of, session_values, owner_addresses, allowed_by_rule, _rule_names_recipient
 
-# %% ../nbs/25_information_flow.ipynb #19844b85
+# %% ../nbs/25_information_flow.ipynb #57aabf33
 _URL = re.compile(r"\b(?:https?|ftp|file)://[^\s<>\"'`]+", re.I)
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
-_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:[ -]?[A-Z0-9]{4}){2,7}(?:[ -]?[A-Z0-9]{1,3})?\b", re.I)
+_IBAN = re.compile(r"(?=[a-z]{2}\d\d)\b[a-z]{2}\d{2}(?:[ -]?[a-z0-9]{4}){2,7}(?:[ -]?[a-z0-9]{1,3})?\b")   # in lower-cased text
 _DOMAIN = re.compile(r"\b(?:[a-z0-9-]+\.)+(?:com|org|net|io|dev|ai|app|co|me|info|biz|xyz|ru|cn|de|uk|fr|ch|site|online|top|tk)\b", re.I)
-_PHONE = re.compile(r"(?<![\w+])\+?\d[\d .()/-]{6,}\d(?!\w)")
-_AMOUNT = re.compile(r"(?<![\w.])\d[\d,']*(?:\.\d+)?(?![\w.])")
+_PHONE = re.compile(r"(?=[+\d])(?<![\w+])\+?\d[\d .()/-]{6,}\d(?!\w)")
+_AMOUNT = re.compile(r"(?=\d)(?<![\w.])\d[\d,']*(?:\.\d+)?(?![\w.])")
 _WORD = re.compile(r"\w(?:[\w.'+-]*\w)?")
+_DIGIT = re.compile(r"\d")
 
 def _url_forms(u:str) -> set:
     "A URL (trailing punctuation dropped) and its host, lower case."
@@ -37,29 +37,34 @@ def _url_forms(u:str) -> set:
     return {u, host.rstrip('.')} if host else {u}
 
 def _amount(s:str) -> str|None:
-    "`num:` and the number in `s` normalised (`1,200.50` is `num:1200.5`), or None."
-    try: return 'num:' + format(Decimal(re.sub(r"[,']", '', s)).normalize(), 'f')
-    except InvalidOperation: return None
+    "`num:` and the number in `s` normalised (`1,200.50` is `num:1200.5`, as `Decimal` would write it), or None."
+    whole, dot, fraction = s.replace(',', '').replace("'", '').partition('.')
+    if not whole.isdigit() or (dot and not fraction.isdigit()): return None
+    fraction = fraction.rstrip('0')
+    return 'num:' + (whole.lstrip('0') or '0') + ('.' + fraction if fraction else '')
 
-# %% ../nbs/25_information_flow.ipynb #949d19bf
+# %% ../nbs/25_information_flow.ipynb #c7b58a9f
 _MONTHS = {name: i for i, names in enumerate(['jan january', 'feb february', 'mar march', 'apr april', 'may', 'jun june',
            'jul july', 'aug august', 'sep sept september', 'oct october', 'nov november', 'dec december'], 1) for name in names.split()}
 _MON = r"(?P<mon>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
-_TIME_PART = r"(?:[T ,]+(?:at\s+)?(?P<h>[01]?\d|2[0-3]):(?P<mi>[0-5]\d)(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?)?"
-_DATES = [re.compile(r"\b(?P<y>\d{4})-(?P<m>[01]?\d)-(?P<d>[0-3]?\d)" + _TIME_PART, re.I),   # 2024-05-01 09:00, ISO
-          re.compile(rf"\b{_MON}\s+{_DAY}\b(?:,?\s*\d{{4}})?", re.I),                       # May 1st, 2024
-          re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MON}(?:,?\s*\d{{4}})?\b", re.I),              # 1st of May 2024
-          re.compile(r"\b(?P<a>[0-3]?\d)/(?P<b>[0-3]?\d)(?:/(?P<y>\d{2,4}))?\b|\b(?P<c>[0-3]?\d)\.(?P<e>[01]?\d)\.(?:\d{2,4}\b)?")]
-_TIME = re.compile(r"\b(?P<h>[01]?\d|2[0-3])(?::(?P<mi>[0-5]\d))?\s*(?P<ap>[ap])\.?\s?m\b\.?|\b(?P<h2>[01]?\d|2[0-3]):(?P<mi2>[0-5]\d)(?::\d\d)?\b|\b(?P<word>noon|midnight)\b", re.I)
+_TIME_PART = r"(?:[t ,]+(?:at\s+)?(?P<h>[01]?\d|2[0-3]):(?P<mi>[0-5]\d)(?::\d\d(?:\.\d+)?)?(?:z|[+-]\d\d:?\d\d)?)?"
+_DATES = [re.compile(r"(?=\d{4}-)\b(?P<y>\d{4})-(?P<m>[01]?\d)-(?P<d>[0-3]?\d)" + _TIME_PART),    # 2024-05-01 09:00, ISO
+          re.compile(rf"\b{_MON}\s+{_DAY}\b(?:,?\s*\d{{4}})?"),                               # may 1st, 2024
+          re.compile(rf"(?=\d)(?<!\w){_DAY}(?:\s+of)?\s+{_MON}(?:,?\s*\d{{4}})?\b"),            # 1st of may 2024
+          re.compile(r"(?=\d)(?<![\w.])(?P<a>[0-3]?\d)/(?P<b>[0-3]?\d)(?:/(?P<y>\d{2,4}))?(?![\w/])"),   # 5/1, 5/1/2024
+          re.compile(r"(?=\d)(?<![\w.])(?P<c>[0-3]?\d)\.(?P<e>[01]?\d)\.(?:\d{2,4}(?!\w))?")]          # 01.05., 01.05.2024
+_TIMES = [re.compile(r"(?=\d)(?<![\w:])(?P<h>[01]?\d|2[0-3])(?::(?P<mi>[0-5]\d))?\s?(?P<ap>[ap])\.?\s?m\b\.?"),  # 9am, 9:30 p.m.
+          re.compile(r"(?=\d)(?<![\w:])(?P<h2>[01]?\d|2[0-3]):(?P<mi2>[0-5]\d)(?::\d\d)?\b"),                   # 21:30
+          re.compile(r"\b(?P<word>noon|midnight)\b")]
 
 def _date_form(month:int, day:int) -> str|None: return f"date:{month:02d}-{day:02d}" if 1 <= month <= 12 and 1 <= day <= 31 else None
 
-# %% ../nbs/25_information_flow.ipynb #498c6c5d
+# %% ../nbs/25_information_flow.ipynb #e0aef158
 def _dates_of(m:re.Match) -> set:
     "The `date:` (and `time:`) forms of one date match; a date like `5/1` is read both ways."
     g = {k: v for k, v in m.groupdict().items() if v is not None}
-    if 'mon' in g: out = {_date_form(_MONTHS[g['mon'].lower().rstrip('.')], int(g['day']))}
+    if 'mon' in g: out = {_date_form(_MONTHS[g['mon'].rstrip('.')], int(g['day']))}
     elif 'm' in g: out = {_date_form(int(g['m']), int(g['d']))}
     elif 'a' in g: out = {_date_form(int(g['a']), int(g['b'])), _date_form(int(g['b']), int(g['a']))}
     else: out = {_date_form(int(g['e']), int(g['c']))}
@@ -69,32 +74,47 @@ def _dates_of(m:re.Match) -> set:
 def _time_of(m:re.Match) -> str:
     "The `time:HH:MM` form of one time match (`9am`, `9:30 pm`, `21:30`, `noon`)."
     g = m.groupdict()
-    if g['word']: return 'time:12:00' if g['word'].lower() == 'noon' else 'time:00:00'
-    if g['h2'] is not None: return f"time:{int(g['h2']):02d}:{g['mi2']}"
-    h = int(g['h']) % 12 + (12 if g['ap'].lower() == 'p' else 0)
+    if g.get('word'): return 'time:12:00' if g['word'] == 'noon' else 'time:00:00'
+    if g.get('h2') is not None: return f"time:{int(g['h2']):02d}:{g['mi2']}"
+    h = int(g['h']) % 12 + (12 if g['ap'] == 'p' else 0)
     return f"time:{h:02d}:{g['mi'] or '00'}"
 
-# %% ../nbs/25_information_flow.ipynb #b9ae81e8
-def _take(rx:re.Pattern, text:str, out:set, forms) -> str:
-    "Add `forms(match)` of every match of `rx` in `text` to `out`; return `text` with the matches blanked."
-    def blank(m): out.update(forms(m)); return ' '
-    return rx.sub(blank, text)
+# %% ../nbs/25_information_flow.ipynb #1e2b7b52
+def _take(rx:re.Pattern, text:str, out:set, forms, spans:list):
+    "Add `forms(match)` of every match of `rx` in `text` to `out`, and the match's span to `spans`."
+    for m in rx.finditer(text): out.update(forms(m)); spans.append(m.span())
+
+def _blank(text:str, spans:list) -> str:
+    "`text` with every span in `spans` replaced by one space (one copy of the text, however many spans)."
+    if not spans: return text
+    parts, last = [], 0
+    for a, b in sorted(spans):
+        if a > last: parts.append(text[last:a]); parts.append(' ')
+        last = max(last, b)
+    parts.append(text[last:])
+    return ''.join(parts)
 
 def forms_in(text:str) -> frozenset:
     "The typed normal forms of every value in `text`: URLs, hosts, e-mails, IBANs, dates, times, phones, amounts, words."
-    out = set()
-    if '://' in text: text = _take(_URL, text, out, lambda m: _url_forms(m.group()))
-    if '@' in text: text = _take(_EMAIL, text, out, lambda m: {m.group().lower()})
-    if '.' in text: out.update(d.lower().rstrip('.') for d in _DOMAIN.findall(text))
-    text = _take(_IBAN, text, out, lambda m: {'acct:' + re.sub(r'[ -]', '', m.group()).upper()} if re.search(r'\d{6}', re.sub(r'[ -]', '', m.group())) else set())
-    for rx in _DATES: text = _take(rx, text, out, _dates_of)
-    text = _take(_TIME, text, out, lambda m: {_time_of(m)})
-    out.update('tel:' + d for p in _PHONE.findall(text) if len(d := re.sub(r'\D', '', p)) >= 7)
-    out.update(a for s in _AMOUNT.findall(text) if (a := _amount(s)))
-    out.update('word:' + w for w in _WORD.findall(text.casefold()))
+    out, text, spans = set(), text.lower(), []   # every form is compared in lower case (an IBAN is upper-cased again)
+    if '://' in text: _take(_URL, text, out, lambda m: _url_forms(m.group()), spans)
+    if '@' in text: _take(_EMAIL, text, out, lambda m: {m.group()}, spans)
+    if '.' in text: out.update(d.rstrip('.') for d in _DOMAIN.findall(text))
+    digits = _DIGIT.search(text) is not None
+    if digits: _take(_IBAN, text, out, lambda m: {'acct:' + re.sub(r'[ -]', '', m.group()).upper()} if re.search(r'\d{6}', re.sub(r'[ -]', '', m.group())) else set(), spans)
+    text, spans = _blank(text, spans), []
+    if digits:
+        for rx in _DATES: _take(rx, text, out, _dates_of, spans)
+        for rx in _TIMES[:2]: _take(rx, text, out, lambda m: {_time_of(m)}, spans)
+    _take(_TIMES[2], text, out, lambda m: {_time_of(m)}, spans)
+    text = _blank(text, spans)
+    if digits:
+        out.update('tel:' + d for p in _PHONE.findall(text) if len(d := re.sub(r'\D', '', p)) >= 7)
+        out.update(a for s in _AMOUNT.findall(text) if (a := _amount(s)))
+    out.update('word:' + w for w in _WORD.findall(text))
     return frozenset(out)
 
-# %% ../nbs/25_information_flow.ipynb #3f371692
+# %% ../nbs/25_information_flow.ipynb #d545900b
 def _phrase(value:str) -> str:
     "`word:` for a one-word value, `text:` for a phrase (case and spacing ignored)."
     v = ' '.join(value.casefold().split()).lstrip('@')
@@ -111,7 +131,7 @@ def _value_forms(kind:str, value:str) -> frozenset:
         if '://' in v: return frozenset(_url_forms(v))
         if kind == 'recipient':
             if _EMAIL.fullmatch(v): return frozenset({v.lower()})
-            if _IBAN.fullmatch(v) and re.search(r'\d{6}', v.replace(' ', '')): return frozenset({'acct:' + re.sub(r'[ -]', '', v).upper()})
+            if _IBAN.fullmatch(v.lower()) and re.search(r'\d{6}', v.replace(' ', '')): return frozenset({'acct:' + re.sub(r'[ -]', '', v).upper()})
             if re.fullmatch(r'\+?[\d .()/-]{7,}', v) and len(d := re.sub(r'\D', '', v)) >= 7: return frozenset({'tel:' + d})
             return frozenset({_phrase(v)})
         return frozenset({v.lower().rstrip('.')})                                           # a bare host
