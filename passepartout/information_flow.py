@@ -79,7 +79,7 @@ def _time_of(m:re.Match) -> str:
     h = int(g['h']) % 12 + (12 if g['ap'] == 'p' else 0)
     return f"time:{h:02d}:{g['mi'] or '00'}"
 
-# %% ../nbs/25_information_flow.ipynb #1e2b7b52
+# %% ../nbs/25_information_flow.ipynb #4d688427
 def _take(rx:re.Pattern, text:str, out:set, forms, spans:list):
     "Add `forms(match)` of every match of `rx` in `text` to `out`, and the match's span to `spans`."
     for m in rx.finditer(text): out.update(forms(m)); spans.append(m.span())
@@ -94,12 +94,14 @@ def _blank(text:str, spans:list) -> str:
     parts.append(text[last:])
     return ''.join(parts)
 
-def forms_in(text:str) -> frozenset:
+def forms_in(text:str,
+             addresses:bool=True) -> frozenset: # False: leave out URLs, hosts, domains and e-mails (the caller has them)
     "The typed normal forms of every value in `text`: URLs, hosts, e-mails, IBANs, dates, times, phones, amounts, words."
     out, text, spans = set(), text.lower(), []   # every form is compared in lower case (an IBAN is upper-cased again)
-    if '://' in text: _take(_URL, text, out, lambda m: _url_forms(m.group()), spans)
-    if '@' in text: _take(_EMAIL, text, out, lambda m: {m.group()}, spans)
-    if '.' in text: out.update(d.rstrip('.') for d in _DOMAIN.findall(text))
+    none = lambda m: ()
+    if '://' in text: _take(_URL, text, out, (lambda m: _url_forms(m.group())) if addresses else none, spans)
+    if '@' in text: _take(_EMAIL, text, out, (lambda m: {m.group()}) if addresses else none, spans)
+    if '.' in text and addresses: out.update(d.rstrip('.') for d in _DOMAIN.findall(text))
     digits = _DIGIT.search(text) is not None
     if digits: _take(_IBAN, text, out, lambda m: {'acct:' + re.sub(r'[ -]', '', m.group()).upper()} if re.search(r'\d{6}', re.sub(r'[ -]', '', m.group())) else set(), spans)
     text, spans = _blank(text, spans), []
@@ -109,12 +111,12 @@ def forms_in(text:str) -> frozenset:
     _take(_TIMES[2], text, out, lambda m: {_time_of(m)}, spans)
     text = _blank(text, spans)
     if digits:
-        out.update('tel:' + d for p in _PHONE.findall(text) if len(d := re.sub(r'\D', '', p)) >= 7)
-        out.update(a for s in _AMOUNT.findall(text) if (a := _amount(s)))
+        out.update('tel:' + d for p in set(_PHONE.findall(text)) if len(d := re.sub(r'\D', '', p)) >= 7)
+        out.update(a for s in set(_AMOUNT.findall(text)) if (a := _amount(s)))
     out.update('word:' + w for w in _WORD.findall(text))
     return frozenset(out)
 
-# %% ../nbs/25_information_flow.ipynb #d545900b
+# %% ../nbs/25_information_flow.ipynb #79e02209
 def _phrase(value:str) -> str:
     "`word:` for a one-word value, `text:` for a phrase (case and spacing ignored)."
     v = ' '.join(value.casefold().split()).lstrip('@')
@@ -143,7 +145,9 @@ def _value_forms(kind:str, value:str) -> frozenset:
     if _WORD.fullmatch(v) and not any(c.isdigit() for c in v):                          # one word, no number or date in it:
         return frozenset({_phrase(v)} | ({v.lower()} if _DOMAIN.fullmatch(v) else set()))   # the word (and the domain it may be)
     typed = {f for f in forms_in(v) if not f.startswith('word:') and not (f.startswith('num:') and len(f) < 6)}   # numbers of 2 digits or more
-    return frozenset(typed | ({_phrase(v)} if len(v) <= 200 and '\n' not in v else set()))   # object, steering
+    phrase = _phrase(v) if len(v) <= 200 and '\n' not in v else None
+    if phrase and (kind == 'object' or phrase[:5] == 'word:'): typed.add(phrase)   # a steering phrase: found whole, as written (`sv.whole`)
+    return frozenset(typed)
 
 _remembered_forms = functools.lru_cache(maxsize=1024)(_value_forms)
 
@@ -245,21 +249,21 @@ def steering_values(action:Action, kinds:dict, world:World) -> list:
                     out.append(Steer(arg, 'link', u.rstrip('.,;:!?)]}\'"'), forms, _in_world('link', forms, world)))
     return out
 
-# %% ../nbs/25_information_flow.ipynb #85e95b90
+# %% ../nbs/25_information_flow.ipynb #542e4d66
 class Flow:
     "The typed forms of a session's messages: where each untrusted form came from, and what the owner wrote."
     def __init__(self):
-        self.lock, self.read = threading.Lock(), {}   # read: message number -> (where, normalised text, forms)
-        self.texts = ()                               # (where, normalised text) of the untrusted messages still in the transcript
-        self.untrusted, self.untrusted_key = {}, None # form -> where (first message), for the messages still in the transcript
-        self.kept = {}                                # typed forms (not words) of messages trimmed since -> where
+        self.lock, self.read = threading.Lock(), {}   # read: message number -> (where, normalised text) of the untrusted messages present
+        self.texts = ()                               # the same, as a tuple readers may go through while a message arrives
+        self.untrusted, self.untrusted_key = {}, None # form -> where (first message), for every untrusted message read, trimmed or not
         self.owner, self.owner_text, self.owner_key = frozenset(), '', None
+        self.owner_forms = {}                         # message number -> forms, of the owner's messages present
 
 _flows = {}   # id(SessionValues): (it, its Flow); a few hundred sessions at most, then forgotten and read again
 
 def _normal_text(text:str) -> str: return ' '.join(text.casefold().split())
 
-# %% ../nbs/25_information_flow.ipynb #11031b99
+# %% ../nbs/25_information_flow.ipynb #8e5edb23
 def flow_of(sv) -> Flow:
     "The up-to-date `Flow` of the session whose provenance record is `sv` (a `SessionValues`)."
     hit = _flows.get(id(sv))
@@ -276,23 +280,21 @@ def flow_of(sv) -> Flow:
     with flow.lock:
         if key != flow.untrusted_key:
             numbers = {n for n, _, _ in present}
-            for n in [n for n in flow.read if n not in numbers]:                      # trimmed: keep their typed forms
-                where, _, forms = flow.read.pop(n)
-                for f in forms:
-                    if not f.startswith('word:'): flow.kept.setdefault(f, where)
+            for n in [n for n in flow.read if n not in numbers]: del flow.read[n]   # trimmed: its text goes, its forms stay
+            untrusted = flow.untrusted
             for n, where, content in present:
-                if n not in flow.read: flow.read[n] = (where, _normal_text(content), forms_in(content))
-            untrusted = {}
-            for n, where, content in present:
-                for f in flow.read[n][2]: untrusted.setdefault(f, where)
-            flow.untrusted, flow.texts = untrusted, tuple(flow.read[n][:2] for n, _, _ in present)   # whole, never half-built
+                if n in flow.read: continue
+                flow.read[n] = (where, _normal_text(content))
+                for f in forms_in(content, addresses=False): untrusted.setdefault(f, where)   # only adds: a reader never misses a form
+            flow.texts = tuple(flow.read[n] for n, _, _ in present)
             flow.untrusted_key = key
         if okey != flow.owner_key:
+            forms = {n: flow.owner_forms.get(n) or forms_in(t) for n, t, _ in owner}   # each owner message read once
             text = '\n'.join(t for _, t, _ in owner)
-            flow.owner, flow.owner_text, flow.owner_key = forms_in(text), _normal_text(text), okey
+            flow.owner, flow.owner_text, flow.owner_forms, flow.owner_key = frozenset().union(*forms.values()), _normal_text(text), forms, okey
     return flow
 
-# %% ../nbs/25_information_flow.ipynb #cb7f83b0
+# %% ../nbs/25_information_flow.ipynb #12bf8e33
 def _phrase_in(phrase:str, text:str) -> bool:
     "Is `phrase` (normalised) in the normalised `text`, not inside a longer word?"
     return phrase in text and re.search(r'(?<!\w)' + re.escape(phrase) + r'(?!\w)', text) is not None
@@ -301,7 +303,7 @@ def traced_form(flow:Flow, sv, form:str) -> str|None:
     "Where `form` was found in untrusted content, or None."
     if form[:5] == 'text:':
         return next((where for where, text in flow.texts if _phrase_in(form[5:], text)), None)
-    return flow.untrusted.get(form) or flow.kept.get(form) or sv.sources.get(form)   # the provenance gate's values share these forms
+    return flow.untrusted.get(form) or sv.sources.get(form)   # the provenance gate's values share these forms
 
 def owned_form(flow:Flow, form:str) -> bool:
     "Did the owner write `form` in this session?"
@@ -318,6 +320,15 @@ def owned(flow:Flow, forms) -> bool:
     for f in forms:
         if owned_form(flow, f): return True
     return False
+
+# %% ../nbs/25_information_flow.ipynb #6184f3a7
+class _Shallow(NamedTuple):
+    "What a `Flow` offers, from the provenance gate's record alone (for values whose every form that record has)."
+    untrusted:dict; texts:tuple; owner:frozenset; owner_text:str
+
+def _beyond_provenance(form:str) -> bool:
+    "Is `form` one the provenance gate's record lacks (an IBAN, a date, a time, a word, a phrase, a one-digit number)?"
+    return form[:5] in ('word:', 'text:', 'acct:', 'date:', 'time:') or (form[:4] == 'num:' and len(form) < 6)
 
 # %% ../nbs/25_information_flow.ipynb #419011e8
 INFORMATION_FLOW_PRIORITY = 52   # above provenance (50) and recipients (45), below the sandbox gate (55)
@@ -353,7 +364,7 @@ def judge(steer:Steer, flow:Flow, sv, action:Action, ctx:Context) -> str|None:
         return f"{steer.arg} {steer.value[:80]!r} was not named by you ({steer.kind}, not in your settings either): check it before it is used"
     return None
 
-# %% ../nbs/25_information_flow.ipynb #1eeb821e
+# %% ../nbs/25_information_flow.ipynb #64423eef
 def information_flow_gate(action:Action, ctx:Context) -> Verdict|None:
     "Side-effecting calls whose steering values came from untrusted content, or (recipients, destinations, secrets) from nobody, ask."
     agent, signal = getattr(ctx, 'agent', None), getattr(ctx, 'signal', None)
@@ -370,7 +381,7 @@ def information_flow_gate(action:Action, ctx:Context) -> Verdict|None:
     steers = steering_values(action, kinds, (getattr(agent, 'world', None) or owner_world()) if needs_world else World())
     if not steers: return None
     sv = session_values(transcript, agent, session)
-    flow = flow_of(sv)
+    flow = flow_of(sv) if any(_beyond_provenance(f) for steer in steers for f in steer.forms) else _Shallow({}, (), sv.owner_values, '')
     for steer in steers:
         if (why := judge(steer, flow, sv, action, ctx)): return ask(why)
     return None
