@@ -151,11 +151,12 @@ def _value_forms(kind:str, value:str) -> frozenset:
 
 _remembered_forms = functools.lru_cache(maxsize=1024)(_value_forms)
 
-# %% ../nbs/25_information_flow.ipynb #fa87245a
+# %% ../nbs/25_information_flow.ipynb #414c5571
 _NAME_KINDS = [
-    ('secret', r"pass(?:word|wd|phrase)?|secret|token|api_?key|pin|otp|credentials?"),
-    ('recipient', r"recipients?|to|cc|bcc|e?mails?|email_address(?:es)?|phone(?:_number)?|chat_?id|users?|user_?name|"
-                  r"participants?|attendees?|guests?|invitees?|iban|account(?:_number)?|payee|receiver|beneficiary"),
+    ('steering', r".*(?:body|subject|text|content|message|title|description|summary|note)s?"),   # free text, but undeclared
+    ('secret', r".*(?:pass(?:word|wd|phrase)|secret|token|api_?key|credential).*|pin|otp"),
+    ('recipient', r"to|cc|bcc|users?|user_?name|chat_?id|account(?:_number)?|receiver|"
+                  r".*(?:recipient|participant|attendee|invitee|guest|e?mail|phone|iban|payee|beneficiary).*"),
     ('destination', r".*(?:url|uri|link|host|domain|endpoint|webhook|dest).*"),
     ('amount', r".*(?:amount|price|total|sum|quantity|fee).*"),
     ('schedule', r".*(?:date|time|when|start|end|deadline|day).*"),
