@@ -8,14 +8,16 @@ non-shell: a mix of read_file / write_file / edit_file / list_dir / search_files
 Each action is verified `--repeat` times and its fastest run kept (the least disturbed by the other
 processes on this shared machine); the figures are the median and p90 over actions. The session
 holds a short transcript (an owner message and a tool output), so provenance does real work; the
-values provenance takes out of an argument are remembered, so that memory is emptied before each shell
-verification: every command costs what a command never seen before costs.
+values provenance (and the information-flow gate, when the engine has it) takes out of an argument are
+remembered, so that memory is emptied before each shell verification: every command costs what a
+command never seen before costs. `--information-flow` measures the engine with the information-flow
+gate in place of provenance and recipients (`with_information_flow`).
 
 What the file system says is remembered while inotify reports no change (see nbs/09a_watch.md), so
 a path judged before costs less than one seen for the first time; `first sight` reports file actions
 on paths never judged before (each verified once), for comparison: it is not what the target is about.
 
-    python bench/gates.py [--repeat 5] [--corpora /work/shared/corpora/shell]
+    python bench/gates.py [--repeat 5] [--corpora /work/shared/corpora/shell] [--information-flow]
 """
 import argparse, json, os, statistics, sys, tempfile, time
 from pathlib import Path
@@ -85,9 +87,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--repeat', type=int, default=5)
     ap.add_argument('--corpora', default='/work/shared/corpora/shell')
+    ap.add_argument('--information-flow', action='store_true', help='the information-flow gate in place of provenance and recipients')
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         agent, ctx = setup(Path(d))
+        if args.information_flow:
+            from passepartout.information_flow import with_information_flow
+            with_information_flow(agent.gates)
         engine = agent.gates
         print(f"gates: {engine!r}", file=sys.stderr)
         others = non_shell_actions()
@@ -97,7 +103,9 @@ def main():
         other_us = per_action_us(engine, ctx, calls * 20, args.repeat)
         reply_us = per_action_us(engine, ctx, [a for a in others if a.kind != 'tool'] * 20, args.repeat)
         from passepartout.provenance_gates import _remembered_values
-        shell_us = per_action_us(engine, ctx, shells, args.repeat, before=_remembered_values.cache_clear)   # each command as if new to provenance
+        from passepartout.information_flow import _remembered_forms
+        forget = lambda: (_remembered_values.cache_clear(), _remembered_forms.cache_clear())
+        shell_us = per_action_us(engine, ctx, shells, args.repeat, before=forget)   # each command as if new to provenance and information flow
         from passepartout.gates import GateEngine
         cold = [tool_call('read_file', {'path': f'docs/new-{i}/file-{i}.txt'}) for i in range(200)]
         cold_us = per_action_us(engine, ctx, cold, 1)

@@ -7,7 +7,7 @@ Docs: https://passepartout-agent.github.io/passepartout/app.html.md"""
 # %% auto #0
 __all__ = ['build_agent']
 
-# %% ../nbs/62_app.ipynb #34dbc636
+# %% ../nbs/62_app.ipynb #70c15b68
 import json, sys
 import click
 from . import config
@@ -15,13 +15,14 @@ from .loop import Agent
 from .cascade import provider_from_env
 from .builtin_gates import default_gates
 from .builtin_tools import builtin_tools
+from .tools import load_declarations
 from .approvals import ApprovalStore
 from .approval_flow import install_approvals
 from .audit import AuditLog
 from .sessions import SessionStore
 from .vault import Vault
 
-# %% ../nbs/62_app.ipynb #1c2636d9
+# %% ../nbs/62_app.ipynb #0c966089
 def build_agent(env=None, **overrides) -> Agent:
     "The agent a user gets: configured provider, default gates, built-in tools, approvals, audit and vault."
     config.load_env()
@@ -33,6 +34,7 @@ def build_agent(env=None, **overrides) -> Agent:
                   max_result_chars=s('PASSEPARTOUT_MAX_RESULT_CHARS'), default_actuator=s('PASSEPARTOUT_DEFAULT_ACTUATOR'),
                   workspace=overrides.pop('workspace', None) or config.workspace(env, check=True),
                   budget=getattr(provider, 'budget', None), **_stores())   # any object with `propose` is a provider: a budget is optional
+    agent.tools.declare_all(load_declarations(config.tools_file(env)))   # the owner's declarations win over the code's
     agent.actuators.set_silent(s('PASSEPARTOUT_SILENT_ACTUATORS').split(','))
     install_approvals(agent, agent.approvals)
     for k, v in overrides.items(): setattr(agent, k, v)

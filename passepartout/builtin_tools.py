@@ -11,12 +11,12 @@ __all__ = ['MAX_LINKS', 'READ_LINES', 'MAX_WRITE_BYTES', 'MAX_LIST', 'MAX_MATCHE
            'owner_approval', 'released_by_owner', 'sandbox_mode', 'shell', 'http_fetch', 'send_message',
            'builtin_tools']
 
-# %% ../nbs/30_builtin_tools.ipynb #c9d7f08d
+# %% ../nbs/30_builtin_tools.ipynb #156cea2d
 import os, re, stat, time, errno, fnmatch, secrets, tempfile, contextlib
 from pathlib import Path
 from typing import NamedTuple
 from . import config
-from .tools import Toolbelt, BUILTIN_EFFECTS
+from .tools import Toolbelt, BUILTIN_EFFECTS, BUILTIN_ARGS
 from .signals import Signal, Context, Grant, reply
 from .sandbox import run_sandboxed, run_unconfined, sandbox_problem, protected, protected_paths, SandboxUnavailable
 from .vault import substitute
@@ -509,9 +509,9 @@ def send_message(channel:str,   # gateway to send through, e.g. telegram or sign
     actuators[channel].fn(reply(text, target=channel), Context(out, agent, ctx.turn, ctx.attempt))
     return f"sent to {recipient} via {channel} ({len(text)} characters)"
 
-# %% ../nbs/30_builtin_tools.ipynb #6530d91e
+# %% ../nbs/30_builtin_tools.ipynb #4c356c7d
 def builtin_tools(belt:Toolbelt|None=None) -> Toolbelt:
-    "A tool belt (new, or `belt`) with the built-in tools registered."
+    "A tool belt (new, or `belt`) with the built-in tools registered, with their effects and argument kinds."
     belt = belt if belt is not None else Toolbelt()
-    for name, effect in BUILTIN_EFFECTS.items(): belt.add(globals()[name], name, effect)
+    for name, effect in BUILTIN_EFFECTS.items(): belt.add(globals()[name], name, effect, args=BUILTIN_ARGS[name])
     return belt

@@ -6,7 +6,7 @@ Docs: https://passepartout-agent.github.io/passepartout/config.html.md"""
 
 # %% auto #0
 __all__ = ['SETTINGS', 'PROVIDER_SETTINGS', 'PROVIDER_NAMES', 'Paths', 'paths', 'ensure_dirs', 'setting', 'check_value',
-           'check_settings', 'workspace', 'load_env', 'env_example']
+           'check_settings', 'workspace', 'World', 'owner_world', 'tools_file', 'load_env', 'env_example']
 
 # %% ../nbs/09_config.ipynb #9cbbe2e2
 import math, os
@@ -61,7 +61,7 @@ def ensure_dirs(p:Paths|None=None, env=None) -> Paths:
         if not os.access(d, os.W_OK | os.X_OK): raise _unusable(d, f"{d} is not writable", "make it writable", env)
     return p
 
-# %% ../nbs/09_config.ipynb #c5322636
+# %% ../nbs/09_config.ipynb #0cb3418f
 SETTINGS = {
     # name: (default, type, documentation)
     'PASSEPARTOUT_HOME': ('', str, "Directory holding config/, data/ and state/ (default: XDG directories)."),
@@ -84,7 +84,10 @@ SETTINGS = {
     'PASSEPARTOUT_MAX_RESULT_CHARS': (20000, int, "Longest tool result shown to the model."),
     'PASSEPARTOUT_SHELL_TIMEOUT': (30.0, float, "Seconds a shell command may run."),
     'PASSEPARTOUT_MAX_OUTPUT_BYTES': (65536, int, "Most bytes of output kept from a shell command or fetch."),
-    'PASSEPARTOUT_NETWORK_ALLOW': ('', str, "Hosts (comma-separated, `*.example.org` allowed) that http_fetch may reach without asking."),
+    'PASSEPARTOUT_NETWORK_ALLOW': ('', str, "Hosts (comma-separated, `*.example.org` allowed) that http_fetch may reach, and any tool may send to, without asking."),
+    'PASSEPARTOUT_OWNER_ADDRESSES': ('', str, "Your own addresses and accounts, comma-separated: e-mail addresses, phone numbers, IBANs, handles (any tool may send to them)."),
+    'PASSEPARTOUT_CONTACTS': ('', str, "People you write to, comma-separated: `Name <address>` or an address (any tool may send to them)."),
+    'PASSEPARTOUT_TOOLS_FILE': ('', str, "File declaring what tools' arguments mean and their effects, TOML or .json (default: $config/tools.toml)."),
     'PASSEPARTOUT_SHELL_NETWORK': (0, int, "1: give sandboxed shell commands network access."),
     'PASSEPARTOUT_SHELL_MEMORY_MB': (2048, int, "Memory (MB) a shell command may use, all its processes together (0: no limit)."),
     'PASSEPARTOUT_SHELL_CPU_SECONDS': (60, int, "CPU seconds a shell command may use, all its processes together (0: no limit)."),
@@ -169,6 +172,40 @@ def workspace(env=None,
     if not ws.is_dir(): raise fail(f"{ws} is not a directory; move it away")
     if not os.access(ws, os.W_OK | os.X_OK): raise fail(f"{ws} is not writable; make it writable")
     return ws
+
+# %% ../nbs/09_config.ipynb #1664bb2f
+@dataclass(frozen=True)
+class World:
+    "The owner and the people and places they deal with: what the gates may trust without asking."
+    addresses:tuple=() # the owner's own addresses and accounts: e-mail, phone, IBAN, handle
+    contacts:tuple=()  # people the owner writes to: 'Name <address>' or an address
+    hosts:tuple=()     # hosts anything may go to ('*.example.org': its subdomains)
+    def __post_init__(self):
+        for f in ('addresses', 'contacts', 'hosts'): object.__setattr__(self, f, tuple(getattr(self, f)))   # hashable, whatever was given
+
+def _items(raw:str) -> tuple: return tuple(x.strip() for x in raw.split(',') if x.strip())
+
+_worlds, _WORLD_SETTINGS = {}, ('PASSEPARTOUT_OWNER_ADDRESSES', 'PASSEPARTOUT_CONTACTS', 'PASSEPARTOUT_NETWORK_ALLOW')
+_raw_environ = getattr(os.environ, '_data', None) if os.name == 'posix' else None   # CPython's raw view, kept in step by os.environ
+
+def owner_world(env=None) -> World:
+    "The owner's `World` from the settings (`PASSEPARTOUT_OWNER_ADDRESSES`, `PASSEPARTOUT_CONTACTS`, `PASSEPARTOUT_NETWORK_ALLOW`)."
+    if env is None and _raw_environ is not None:   # three text settings, asked for every outward call: look without decoding
+        get = _raw_environ.get
+        key = (get(b'PASSEPARTOUT_OWNER_ADDRESSES'), get(b'PASSEPARTOUT_CONTACTS'), get(b'PASSEPARTOUT_NETWORK_ALLOW'))
+    else: key = tuple((os.environ if env is None else env).get(n) for n in _WORLD_SETTINGS)
+    world = _worlds.get(key)
+    if world is None:
+        if len(_worlds) > 16: _worlds.clear()
+        raw = [v.decode('utf-8', 'surrogateescape') if isinstance(v, bytes) else v or '' for v in key]
+        world = _worlds[key] = World(*map(_items, raw))
+    return world
+
+# %% ../nbs/09_config.ipynb #60ddb257
+def tools_file(env=None) -> Path:
+    "Where the owner declares what tools' arguments mean: `PASSEPARTOUT_TOOLS_FILE`, else `$config/tools.toml`."
+    raw = setting('PASSEPARTOUT_TOOLS_FILE', env)
+    return Path(raw).expanduser() if raw else paths(env).config / 'tools.toml'
 
 # %% ../nbs/09_config.ipynb #4bd4a910
 def _env_text(f:Path) -> str|None:

@@ -44,7 +44,7 @@ class Recovery:
 SKIP, ABORT = Recovery('skip'), Recovery('abort')
 def fallback(text:str) -> Recovery: return Recovery('fallback', text)
 
-# %% ../nbs/08_loop.ipynb #750d90e1
+# %% ../nbs/08_loop.ipynb #3f1ba706
 class Agent:
     "A provider, gates, tools and actuators, joined by the metabolic loop, with the collaborators it was given."
     def __init__(self, provider=None, *, gates:GateEngine|None=None, tools:Toolbelt|None=None,
@@ -59,10 +59,11 @@ class Agent:
                  notify_owner=None, # `notify_owner(text, ctx)`: tells the owner of an action held in someone else's turn
                  refused=None,      # {(session, digest): (token, until)}: the owner's refusals (`24_refusals_gate`); None: none kept
                  memory=None,       # a memory store with `save()` or `snapshot()`, saved by the daemon's auto-save (none is built in yet)
-                 on_token=None):    # `on_token(text)`: the model's text as it streams, for a gateway that shows it
+                 on_token=None,     # `on_token(text)`: the model's text as it streams, for a gateway that shows it
+                 world=None):       # the owner's `config.World` the gates trust (None: `config.owner_world()`, from the settings)
         self.provider, self.name, self.mandates, self.workspace, self.sessions = provider, name, list(mandates), workspace, sessions
         self.vault, self.approvals, self.audit, self.budget = vault, approvals, audit, budget
-        self.notify_owner, self.refused, self.memory, self.on_token = notify_owner, refused, memory, on_token
+        self.notify_owner, self.refused, self.memory, self.on_token, self.world = notify_owner, refused, memory, on_token, world
         self.gates = gates if gates is not None else GateEngine()
         self.tools = tools if tools is not None else Toolbelt()
         self.handlers, self.actuators, self.syslog = PreReasonHandlers(), Actuators(), SystemLog(log_size)
