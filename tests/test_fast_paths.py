@@ -6,6 +6,7 @@ path and its reference give the same verdict, also right after a change that mus
 path remembered. The references live in the notebooks, right before the fast path they check:
 
 - nbs/04_gates.md            `plain_plan`            for `GateEngine.plan`
+- nbs/20a_autorun            `autorun_rows_plain`    for `_table_reason` and its indexes
 - nbs/20b_validation_gates   `schema_error`          for `_surely_valid`
 - nbs/20d_path_gates         `resolve_path_plain`    for `resolve_path` (and `resolve_for`); `real_workspace` for `workspace_of`
 - nbs/20e_self_protection    `protection_plain`, `home_places_plain`, `home_problem_plain`
@@ -156,6 +157,26 @@ def test_workspace_of_is_the_real_workspace(tree, given_ws):
             assert path_gates.workspace_of(ctx) == path_gates.real_workspace(w)
             assert path_gates.workspace_of(ctx) == path_gates.real_workspace(w)
         finally: os.chdir(cwd)
+
+
+# ---- 20a: the autorun table's indexes -------------------------------------------------------------------
+
+from passepartout import autorun
+_TABLE_NAMES = sorted({part for p, _, _ in autorun.AUTORUN for part in p.split('/') if part not in ('**', '~')})
+_NAME_LIKE = [n.replace('*', 'x').replace('?', 'y').replace('[', '').replace(']', '') for n in _TABLE_NAMES]
+_HOME_FIRST = sorted({p.split('/')[1] for p, _, _ in autorun.AUTORUN if p.startswith('~/')})   # where the home's rows start
+components = hs.one_of(hs.sampled_from(_HOME_FIRST), hs.sampled_from(_TABLE_NAMES + _NAME_LIKE + ['src', 'u', 'home', 'git', '.gitignore', 'lib', 'Bin', '.GIT']))
+
+
+@FAST
+@given(rest=hs.lists(components, min_size=1, max_size=5).map(tuple), home=hs.one_of(hs.none(), hs.just(()), hs.lists(components, max_size=2).map(tuple)),
+       in_home=hs.booleans())
+def test_the_indexed_autorun_table_finds_what_the_plain_scan_finds(rest, home, in_home):
+    "`_table_reason` (through its indexes) finds a reason exactly when the plain scan of every row does, and one of its reasons."
+    parts = (home or ()) + rest if in_home else rest
+    plain, fast = autorun.autorun_rows_plain(parts, home), autorun._table_reason(parts, home)
+    assert (fast is None) == (not plain), (parts, home, plain)
+    assert fast is None or fast in plain
 
 
 # ---- 20e: the agent's own places, its home, its pinned directories -----------------------------------
