@@ -6,7 +6,7 @@ Docs: https://passepartout-agent.github.io/passepartout/network_gates.html.md"""
 
 # %% auto #0
 __all__ = ['log', 'METADATA_HOSTS', 'SECRET_PATTERNS', 'allowlist_plain', 'network_allowlist', 'url_verdict', 'network_gate',
-           'secrets_gate']
+           'secret_in_plain', 'secrets_gate']
 
 # %% ../nbs/20g_network_gates.ipynb #77968dba
 import re, socket, logging, functools, ipaddress
@@ -89,6 +89,11 @@ def network_gate(action:Action, ctx:Context) -> Verdict|None:
     "`http_fetch` URLs: safe scheme and host, allowlisted or asked for."
     if action.kind != 'tool' or action.tool != 'http_fetch': return None
     return url_verdict(action.args.get('url'))
+
+# %% ../nbs/20g_network_gates.ipynb #b9d25648
+def secret_in_plain(s:str):
+    "The reference for `_secret_in`: the first secret-looking match in `s` (every pattern of `SECRET_PATTERNS` tried), or None."
+    return _SECRET.search(s)
 
 # %% ../nbs/20g_network_gates.ipynb #db7be27a
 SECRET_PATTERNS = {

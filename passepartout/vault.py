@@ -10,8 +10,8 @@ __all__ = ['NAME_RE', 'HANDLE_RE', 'HANDLE_MARK', 'MIN_SECRET_CHARS', 'DESTINATI
            'matches', 'key_file', 'Vault', 'read_vault_plain', 'add', 'get', 'remove', 'names', 'destinations', 'allow',
            'revoke', 'bound', 'substitute', 'base64_cores', 'base32_cores', 'trie_pattern', 'squeeze', 'chance_bits',
            'redaction_patterns', 'secret_spans_plain', 'redact_plain', 'redact', 'secrets_in', 'action_destination',
-           'vault_gate', 'tool_effect', 'withholds_output', 'withheld', 'vault_command', 'vault_add', 'vault_list',
-           'vault_remove', 'vault_allow', 'vault_revoke']
+           'vault_gate_plain', 'vault_gate', 'tool_effect', 'withholds_output', 'withheld', 'vault_command',
+           'vault_add', 'vault_list', 'vault_remove', 'vault_allow', 'vault_revoke']
 
 # %% ../nbs/22_vault.ipynb #d9ed9fb7
 import base64, html, ipaddress, json, os, re, shlex, sys, tempfile, unicodedata, urllib.parse
@@ -497,6 +497,11 @@ def _handles(value) -> set:
     if type(value) is str: return set(HANDLE_RE.findall(value))
     items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
     return set().union(*map(_handles, items))
+
+# %% ../nbs/22_vault.ipynb #e3ce031f
+def vault_gate_plain(action, ctx):
+    "The reference for `vault_gate`: every tool call judged in full (`_judge` finds no handle where there is none)."
+    return _judge(action, ctx) if action.kind == 'tool' else None
 
 # %% ../nbs/22_vault.ipynb #195321f9
 def vault_gate(action, ctx):
