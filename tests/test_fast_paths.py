@@ -11,9 +11,9 @@ path remembered. The references live in the notebooks, right before the fast pat
 - nbs/20d_path_gates         `resolve_path_plain`    for `resolve_path` (and `resolve_for`); `real_workspace` for `workspace_of`
 - nbs/20e_self_protection    `protection_plain`, `home_places_plain`, `home_problem_plain`
 - nbs/20f_permission_gates   `load_rules_plain`, `rules_path_plain`
-- nbs/20g_network_gates      `allowlist_plain`, `_judge_url`
+- nbs/20g_network_gates      `allowlist_plain`, `_judge_url`, `secret_in_plain`
 - nbs/20h_provenance_gates   `PlainSessionValues` for `SessionValues`; `_ranked_values` for `_remembered_values`
-- nbs/22_vault               `read_vault_plain`, `redaction_patterns`, `redact_plain`
+- nbs/22_vault               `read_vault_plain`, `redaction_patterns`, `redact_plain`, `vault_gate_plain`
 (the shell gate's fast paths are checked in tests/test_shell_rules.py)
 """
 import os, shutil, tempfile, contextlib
@@ -333,6 +333,19 @@ def test_remembered_url_verdicts_are_the_plain_verdicts(url, raw):
     assert ng.url_verdict(url, ng.network_allowlist(raw)) == plain   # now remembered
 
 
+_SECRET_PIECES = ['-----BEGIN ', 'RSA ', 'PRIVATE KEY', ' BLOCK', '-----', 'AKIA', 'ASIA', 'ABCDEFGHIJKLMNOP', 'sk-', 'abc123def456ghi789jk',
+                  'ghp_', 'github_pat_', 'A' * 36, 'xoxb-', '1234567890', 'AIza', 'x' * 35, 'rk_live_', 'sk_live_', 'a' * 16, ' ', '_', 'P',
+                  'k_live_', 'xox', 'z']
+
+
+@FAST
+@given(s=hs.lists(hs.sampled_from(_SECRET_PIECES), max_size=8).map(''.join) | hs.text(max_size=40))
+def test_the_secret_prefilter_finds_what_every_pattern_finds(s):
+    "`_secret_in` (a literal prefilter first) finds the match `secret_in_plain` (every pattern) finds."
+    fast, plain = ng._secret_in(s), ng.secret_in_plain(s)
+    assert (fast and (fast.span(), fast.lastgroup)) == (plain and (plain.span(), plain.lastgroup))
+
+
 # ---- 20h: what a session's untrusted messages hold -----------------------------------------------------
 
 TEXTS = ['mail bob@example.org', 'send to eve@evil.com now', 'see https://evil.com/x.sh', 'pay 4999.00 to +44 20 7946 0958',
@@ -405,3 +418,22 @@ def test_redact_finds_what_the_plain_redaction_finds(steps):
             for v in known[-2:]:
                 text = prefix + _shapes(v)[shape] + ' and more'
                 assert mine.redact(text) == vault_mod.redact_plain(text, mine), (text, mine.names())
+
+
+handle_strings = hs.lists(hs.sampled_from(['{{vault:K}}', '{{vault:UNKNOWN}}', '{{vault:', '}}', '{{vault:1bad}}', 'https://api.example.org/',
+                                           'https://', '{{vault:K}}.evil.com/', 'x', '?k=']), max_size=4).map(''.join)
+nested = hs.recursive(handle_strings | hs.integers() | hs.none(),
+                      lambda inner: hs.lists(inner, max_size=3) | hs.dictionaries(hs.sampled_from(['a', 'b', '{{vault:K}}']), inner, max_size=3)
+                      | hs.lists(inner, max_size=2).map(tuple), max_leaves=6)
+
+
+@SLOW
+@given(tool=hs.sampled_from(['http_fetch', 'send_message', 'shell', 'write_file', 'mystery']),
+       args=hs.one_of(hs.dictionaries(hs.sampled_from(['url', 'recipient', 'channel', 'command', 'text', 'body']), nested, max_size=3), nested))
+def test_the_vault_gate_skips_only_what_the_full_judgement_lets_pass(tool, args):
+    "`vault_gate` (which skips calls without the handle's mark) gives the verdict of `vault_gate_plain` (which judges every call)."
+    with scratch() as root:
+        v = vault_mod.Vault(root / 'vault.enc', root / 'vault.key'); v.add('K', 'a-secret-value-1234', ['api.example.org'])
+        ctx = Context(agent=SimpleNamespace(vault=v))
+        action = Action('tool', tool=tool, args=args)
+        assert vault_mod.vault_gate(action, ctx) == vault_mod.vault_gate_plain(action, ctx)
