@@ -1605,4 +1605,5 @@ d = { 'settings': { 'branch': 'main',
                                     'passepartout.watch._watch': ('watch.html#_watch', 'passepartout/watch.py'),
                                     'passepartout.watch.changes': ('watch.html#changes', 'passepartout/watch.py'),
                                     'passepartout.watch.generation': ('watch.html#generation', 'passepartout/watch.py'),
-                                    'passepartout.watch.watch': ('watch.html#watch', 'passepartout/watch.py')}}}
+                                    'passepartout.watch.watch': ('watch.html#watch', 'passepartout/watch.py'),
+                                    'passepartout.watch.watched_state': ('watch.html#watched_state', 'passepartout/watch.py')}}}
