@@ -5,6 +5,7 @@ calls; transcripts that grow, shrink and are replaced; URLs; secrets in texts) a
 path and its reference give the same verdict, also right after a change that must invalidate what the fast
 path remembered. The references live in the notebooks, right before the fast path they check:
 
+- nbs/09a_watch              `watched_state`         what a generation vouches for (the caches above trust it)
 - nbs/04_gates.md            `plain_plan`            for `GateEngine.plan`
 - nbs/20a_autorun            `autorun_rows_plain`    for `_table_reason` and its indexes
 - nbs/20b_validation_gates   `schema_error`          for `_surely_valid`
@@ -52,6 +53,47 @@ def scratch():
     d = Path(os.path.realpath(tempfile.mkdtemp(prefix='fastpath-')))
     try: yield d
     finally: shutil.rmtree(d, ignore_errors=True)
+
+
+# ---- 09a_watch: what a generation vouches for ----------------------------------------------------------
+
+from passepartout import watch as watch_mod
+watch_ops = hs.sampled_from(['write', 'append', 'replace', 'remove', 'sibling', 'sibling_above', 'move_parent_back', 'parent_to_symlink',
+                             'move_grandparent_back', 'chmod', 'mkdir_at', 'symlink_at', 'nothing'])
+
+
+def _watch_change(root:Path, op:str):
+    a, b = root / 'a', root / 'a' / 'b'; f = b / 'f'
+    try:
+        if op == 'write': f.write_text('one')
+        elif op == 'append':
+            with open(f, 'a') as h: h.write('+')
+        elif op == 'replace': (b / 'new').write_text('two'); os.replace(b / 'new', f)
+        elif op == 'remove': shutil.rmtree(f) if f.is_dir() and not f.is_symlink() else f.unlink()
+        elif op == 'sibling': (b / 'g').write_text('x')
+        elif op == 'sibling_above': (root / 'other').mkdir()
+        elif op == 'move_parent_back': os.rename(b, a / 'b2'); os.rename(a / 'b2', b)
+        elif op == 'parent_to_symlink': shutil.copytree(b, a / 'copy', symlinks=True); shutil.rmtree(b); os.symlink(a / 'copy', b)
+        elif op == 'move_grandparent_back': os.rename(a, root / 'a2'); os.rename(root / 'a2', a)
+        elif op == 'chmod': os.chmod(f, 0o600 if (f.stat().st_mode & 0o777) != 0o600 else 0o644)
+        elif op == 'mkdir_at': f.mkdir()
+        elif op == 'symlink_at': os.symlink(root / 'other', f)
+    except OSError: pass
+
+
+@SLOW
+@given(file=hs.booleans(), ops=hs.lists(watch_ops, min_size=1, max_size=8))
+def test_every_change_of_the_watched_state_moves_the_generation(file, ops):
+    "Doing what a caller does (watch, then look; watch again once it moved), a change of `watched_state` always moves the generation."
+    with scratch() as root:
+        (root / 'a' / 'b').mkdir(parents=True); (root / 'a' / 'b' / 'f').write_text('zero')
+        path = str(root / 'a' / 'b' / 'f')
+        g = watch_mod.watch(path, file=file); state = watch_mod.watched_state(path, file)
+        for op in ops:
+            _watch_change(root, op)
+            now = watch_mod.generation(path)
+            if g is not None and now == g: assert watch_mod.watched_state(path, file) == state, (op, ops)
+            else: g = watch_mod.watch(path, file=file); state = watch_mod.watched_state(path, file)   # moved: watch again, then look
 
 
 # ---- 04_gates: the plan ------------------------------------------------------------------------------
