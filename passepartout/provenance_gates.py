@@ -6,7 +6,7 @@ Docs: https://passepartout-agent.github.io/passepartout/provenance_gates.html.md
 
 # %% auto #0
 __all__ = ['SENSITIVE_ARGS', 'RECIPIENT_ARGS', 'values_in', 'PlainSessionValues', 'SessionValues', 'update', 'session_values',
-           'provenance_gate', 'owner_addresses', 'recipient_known', 'recipients_gate']
+           'provenance_gate', 'owner_addresses_plain', 'owner_addresses', 'recipient_known', 'recipients_gate']
 
 # %% ../nbs/20h_provenance_gates.ipynb #cb34fadd
 import os, re, json, functools
@@ -225,6 +225,13 @@ def provenance_gate(action:Action, ctx:Context) -> Verdict|None:
         if role in ('recipient', 'command', 'other') and (where := sv.whole(s)):
             return ask(f"{key} {s[:80]!r} was written in {where}, not by you: check it before it is used")
     return None
+
+# %% ../nbs/20h_provenance_gates.ipynb #bfacd783
+def owner_addresses_plain(channel:str) -> frozenset:
+    "The reference for `owner_addresses`: the owner's addresses on `channel`, read from the setting every time."
+    name = f"PASSEPARTOUT_{channel.upper()}_OWNERS"
+    if name not in config.SETTINGS: return frozenset()
+    return frozenset(a.strip().lower() for a in (os.environ.get(name) or '').split(',') if a.strip())
 
 # %% ../nbs/20h_provenance_gates.ipynb #a9d7247c
 RECIPIENT_ARGS = {'send_message': ('recipient',), 'http_fetch': (), 'read_file': (), 'list_dir': (), 'search_files': (),
