@@ -6,7 +6,7 @@ Docs: https://passepartout-agent.github.io/passepartout/gates.html.md"""
 
 # %% auto #0
 __all__ = ['ALLOW', 'ASK', 'DENY', 'Check', 'TOOL_CALLS', 'Verdict', 'allow', 'ask', 'deny', 'GateRecord', 'trace_dicts',
-           'Decision', 'ToolsExcept', 'Gate', 'GateEngine', 'current_verification', 'verify']
+           'Decision', 'ToolsExcept', 'Gate', 'GateEngine', 'plain_plan', 'current_verification', 'verify']
 
 # %% ../nbs/04_gates.ipynb #4c7536f2
 import time, itertools, threading
@@ -111,7 +111,12 @@ class GateEngine:
     def __len__(self): return len(self.gates)
     def __repr__(self): return 'GateEngine(' + ', '.join(f"{g.name}@{g.priority}" for g in self.gates) + ')'
 
-# %% ../nbs/04_gates.ipynb #b4ca5705
+# %% ../nbs/04_gates.ipynb #bc5a591a
+def plain_plan(engine:GateEngine, action:Action) -> tuple:
+    "The reference for `GateEngine.plan`: `(name, check, record if skipped else None)` for every gate, worked out for this very action."
+    return tuple((g.name, g.check, None if g.concerns(action) else GateRecord(g.name, ALLOW, '', 0.0)) for g in engine.gates)
+
+# %% ../nbs/04_gates.ipynb #279c53a2
 def _unusable(v) -> Verdict:
     "The deny for a gate that returned something other than a verdict."
     if type(v) is not Verdict: return deny(f"gate returned {type(v).__name__}, not a verdict")
@@ -120,10 +125,11 @@ def _unusable(v) -> Verdict:
 def _plan(self:GateEngine, action:Action) -> tuple:
     "`(name, check, record if skipped else None)` for every gate, in order, for actions like `action`."
     key = action.tool if action.kind == 'tool' else None   # every reply (or other kind) has the same plan
-    plan = self._plans.get(key) if key is None or type(key) is str else None
+    kept = type(key) is str or action.kind != 'tool'        # a tool call without a name as a string is planned anew
+    plan = self._plans.get(key) if kept else None
     if plan is None:
-        plan = tuple((g.name, g.check, None if g.concerns(action) else GateRecord(g.name, ALLOW, '', 0.0)) for g in self.gates)
-        if key is None or type(key) is str:
+        plan = plain_plan(self, action)
+        if kept:
             if len(self._plans) > 256: self._plans.clear()   # tool names come from the model: bound the cache
             self._plans[key] = plan
     return plan

@@ -7,10 +7,11 @@ Docs: https://passepartout-agent.github.io/passepartout/vault.html.md"""
 # %% auto #0
 __all__ = ['NAME_RE', 'HANDLE_RE', 'HANDLE_MARK', 'MIN_SECRET_CHARS', 'DESTINATION_FORMS', 'SEPARATORS', 'SPREAD_MIN_BITS',
            'VAULT_PRIORITY', 'SEALED_RUNS_PER_TURN', 'WITHHELD', 'VaultError', 'handle', 'url_host', 'destination',
-           'matches', 'key_file', 'Vault', 'add', 'get', 'remove', 'names', 'destinations', 'allow', 'revoke', 'bound',
-           'substitute', 'base64_cores', 'base32_cores', 'trie_pattern', 'squeeze', 'chance_bits', 'redact',
-           'secrets_in', 'action_destination', 'vault_gate', 'tool_effect', 'withholds_output', 'withheld',
-           'vault_command', 'vault_add', 'vault_list', 'vault_remove', 'vault_allow', 'vault_revoke']
+           'matches', 'key_file', 'Vault', 'read_vault_plain', 'add', 'get', 'remove', 'names', 'destinations', 'allow',
+           'revoke', 'bound', 'substitute', 'base64_cores', 'base32_cores', 'trie_pattern', 'squeeze', 'chance_bits',
+           'redaction_patterns', 'secret_spans_plain', 'redact_plain', 'redact', 'secrets_in', 'action_destination',
+           'vault_gate_plain', 'vault_gate', 'tool_effect', 'withholds_output', 'withheld', 'vault_command',
+           'vault_add', 'vault_list', 'vault_remove', 'vault_allow', 'vault_revoke']
 
 # %% ../nbs/22_vault.ipynb #d9ed9fb7
 import base64, html, ipaddress, json, os, re, shlex, sys, tempfile, unicodedata, urllib.parse
@@ -132,6 +133,16 @@ def _entries(self:Vault, data:dict) -> tuple:
     return secrets, bindings
 
 Vault._entries = _entries
+
+# %% ../nbs/22_vault.ipynb #5febc802
+def read_vault_plain(vault:Vault) -> tuple:
+    "The reference for `Vault._load`: (secrets, bindings) decrypted from the file on every call."
+    if not vault.path.exists(): return {}, {}
+    f = _fernet(vault.key_path, create=False)
+    if f is None: raise VaultError(f"the vault {vault.path} exists but its key file {vault.key_path} is missing")
+    from cryptography.fernet import InvalidToken
+    try: return vault._entries(json.loads(f.decrypt(vault.path.read_bytes())))
+    except InvalidToken: raise VaultError(f"cannot decrypt the vault {vault.path} with the key {vault.key_path}: wrong key or damaged file") from None
 
 # %% ../nbs/22_vault.ipynb #58049c4f
 def _load(self:Vault) -> dict:
@@ -391,20 +402,41 @@ def _replace(text:str, spans:list) -> str:
     if cur: out += [text[at:cur[0]], ''.join(cur[2])]; at = cur[1]
     return ''.join(out) + text[at:]
 
-# %% ../nbs/22_vault.ipynb #2fb223a4
+# %% ../nbs/22_vault.ipynb #0aa04766
+def redaction_patterns(secrets:dict) -> tuple:
+    "The reference for `_redactor`: (exact forms' pattern, form to handle, squeezed needles' pattern, needle to handle, any form too short to squeeze), built every time."
+    by_form = {f.encode('utf-8', 'surrogatepass').lower(): handle(n) for n, val in sorted(secrets.items()) for f in _forms(val)}
+    by_needle = {nd: handle(n) for n, val in sorted(secrets.items()) for nd in _spread_needles(val)}
+    spread = re.compile(trie_pattern([n.decode('latin-1') for n in by_needle]).encode('latin-1')) if by_needle else None
+    exact = re.compile(trie_pattern([f.decode('latin-1') for f in by_form]).encode('latin-1')) if by_form else None
+    short = any(chance_bits(squeeze(f)) < SPREAD_MIN_BITS for f in by_form)
+    return exact, by_form, spread, by_needle, short
+
+# %% ../nbs/22_vault.ipynb #869df090
 def _redactor(self:Vault) -> tuple:
     "The patterns for `redact`, cached until the vault changes: exact forms, squeezed needles, and whether any form is too short to squeeze."
     secrets, built = self._load(), self._pattern
     if built is None or built[0] is not secrets:   # built for other secrets (another thread's older load): build anew
-        by_form = {f.encode('utf-8', 'surrogatepass').lower(): handle(n) for n, val in sorted(secrets.items()) for f in _forms(val)}
-        by_needle = {nd: handle(n) for n, val in sorted(secrets.items()) for nd in _spread_needles(val)}
-        spread = re.compile(trie_pattern([n.decode('latin-1') for n in by_needle]).encode('latin-1')) if by_needle else None
-        exact = re.compile(trie_pattern([f.decode('latin-1') for f in by_form]).encode('latin-1')) if by_form else None
-        short = any(chance_bits(squeeze(f)) < SPREAD_MIN_BITS for f in by_form)
-        built = self._pattern = (secrets, (exact, by_form, spread, by_needle, short))
+        built = self._pattern = (secrets, redaction_patterns(secrets))
     return built[1]
 
 Vault._redactor = _redactor
+
+# %% ../nbs/22_vault.ipynb #1d4a235c
+def secret_spans_plain(text:str, vault:Vault) -> list:
+    "The reference for `_secret_spans`: the vault decrypted and its patterns built on every call, and every pattern tried."
+    exact, by_form, spread, by_needle, short = redaction_patterns(read_vault_plain(vault)[0])
+    if exact is None: return []
+    data = text.encode('utf-8', 'surrogatepass')
+    spans = _spread_spans(data, spread, by_needle)[0] if spread is not None else []
+    spans += [(m.start(), m.end(), by_form[m.group()]) for m in exact.finditer(data.lower())]
+    return _char_spans(text, data, spans)
+
+def redact_plain(text, vault:Vault|None) -> str:
+    "The reference for `redact`."
+    if vault is None or not text: return text
+    spans = secret_spans_plain(text, vault)
+    return _replace(text, spans) if spans else text
 
 # %% ../nbs/22_vault.ipynb #5e5f1a9b
 def _secret_spans(text:str, vault:Vault) -> list:
@@ -465,6 +497,11 @@ def _handles(value) -> set:
     if type(value) is str: return set(HANDLE_RE.findall(value))
     items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
     return set().union(*map(_handles, items))
+
+# %% ../nbs/22_vault.ipynb #e3ce031f
+def vault_gate_plain(action, ctx):
+    "The reference for `vault_gate`: every tool call judged in full (`_judge` finds no handle where there is none)."
+    return _judge(action, ctx) if action.kind == 'tool' else None
 
 # %% ../nbs/22_vault.ipynb #195321f9
 def vault_gate(action, ctx):
