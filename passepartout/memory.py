@@ -102,7 +102,7 @@ _SCHEMA = ("CREATE TABLE IF NOT EXISTS objects (n INTEGER PRIMARY KEY, hash TEXT
            "CREATE TABLE IF NOT EXISTS snapshots (seq INTEGER PRIMARY KEY, root TEXT NOT NULL, time REAL NOT NULL, "
            "cause TEXT NOT NULL, objects INTEGER NOT NULL)")
 
-# %% ../nbs/40_memory.ipynb #7d8db84a
+# %% ../nbs/40_memory.ipynb #91db3222
 class MemoryStore:
     "The agent's memory: objects in a Merkle DAG, content-addressed in SQLite, saved as snapshots."
     def __init__(self, path=None): # the SQLite file (default `$data/memory.db`)
@@ -116,6 +116,7 @@ class MemoryStore:
                 self._record(digest(empty), 'created', 0)
         self.head = self._latest()
         self._root = self.head.root   # the head's root: a hash, or the node built by the last snapshot
+        self._count = self.head.objects   # objects now, unsaved changes included
     def close(self): self.db.close()
     def __repr__(self): return f"MemoryStore({str(self.path)!r}, {len(self)} objects, head {self.head!r})"
     @contextlib.contextmanager
@@ -171,7 +172,7 @@ def _entries(self:MemoryStore, ref) -> dict:
     if isinstance(node, Leaf): return dict(node.entries)
     return {k: v for c in node.children if c is not None for k, v in self._entries(c).items()}
 
-# %% ../nbs/40_memory.ipynb #8c427bd5
+# %% ../nbs/40_memory.ipynb #326b0c16
 @patch
 def _hash_of(self:MemoryStore, id:str, updates:dict|None=None) -> str|None:
     "The hash of object `id` now: changed in the call under way (`updates`), changed since the head, or in the head."
@@ -205,8 +206,7 @@ def __getitem__(self:MemoryStore, id:str) -> MemoryObject:
 def __contains__(self:MemoryStore, id:str) -> bool: return self.get(id) is not None
 
 @patch
-def __len__(self:MemoryStore) -> int:
-    with self.lock: return self.head.objects + sum((h is not None) - (self._lookup(self._root, id) is not None) for id, h in self._pending.items())
+def __len__(self:MemoryStore) -> int: return self._count
 
 @patch
 def __iter__(self:MemoryStore):
@@ -214,7 +214,7 @@ def __iter__(self:MemoryStore):
     with self.lock: ids = {**self._entries(self._root), **self._pending}
     return iter(sorted(id for id, h in ids.items() if h is not None))
 
-# %% ../nbs/40_memory.ipynb #0b23a3b1
+# %% ../nbs/40_memory.ipynb #719bd8bf
 @patch
 def _store_object(self:MemoryStore, obj:MemoryObject, link_hashes:list) -> str:
     "Write one version of `obj` and its links (inside a transaction); its hash."
@@ -229,10 +229,11 @@ def _store_object(self:MemoryStore, obj:MemoryObject, link_hashes:list) -> str:
 def linked_from(self:MemoryStore, id:str, updates:dict|None=None) -> list:
     "The ids of the objects that link to `id` now."
     with self.lock:
-        rows = self.db.execute('SELECT src, src_id FROM links WHERE dst = ?', (id,)).fetchall()
-        return sorted({src_id for src, src_id in rows if self._hash_of(src_id, updates) == src})
+        versions = {}
+        for src, src_id in self.db.execute('SELECT src, src_id FROM links WHERE dst = ?', (id,)): versions.setdefault(src_id, set()).add(src)
+        return sorted(src_id for src_id, srcs in versions.items() if self._hash_of(src_id, updates) in srcs)
 
-# %% ../nbs/40_memory.ipynb #6c1bd15d
+# %% ../nbs/40_memory.ipynb #f1304932
 @patch
 def _reaches(self:MemoryStore, start, target:str) -> bool:
     "Does following links from the ids in `start` lead to `target`?"
@@ -259,6 +260,7 @@ def put(self:MemoryStore, obj:MemoryObject) -> MemoryObject:
             updates[obj.id] = self._store_object(obj, links)
             self._rehash_ancestors(obj.id, updates)
         self._pending.update(updates)
+        self._count += old is None
         return obj
 
 # %% ../nbs/40_memory.ipynb #41992529
@@ -281,7 +283,7 @@ def _rehash_ancestors(self:MemoryStore, id:str, updates:dict):
         obj = self[a]
         updates[a] = self._store_object(obj, [self._hash_of(l, updates) for l in obj.links])
 
-# %% ../nbs/40_memory.ipynb #44314d7b
+# %% ../nbs/40_memory.ipynb #d0785fdb
 @patch
 def forget(self:MemoryStore, id:str):
     "Drop `id` from memory (earlier snapshots keep it); refused while other objects link to it."
@@ -289,6 +291,7 @@ def forget(self:MemoryStore, id:str):
         if self._hash_of(id) is None: raise KeyError(f"{id!r} is not in memory")
         if (users := self.linked_from(id)): raise ValueError(f"{id!r} is linked from {users}: change or forget those first")
         self._pending[id] = None
+        self._count -= 1
 
 @patch
 def remember(self:MemoryStore, id:str, content:str, kind:str='note', links=(), **attributes) -> MemoryObject:
@@ -361,7 +364,7 @@ def _check_head(self:MemoryStore):
     if (latest := self._latest()).seq != self.head.seq:
         raise RuntimeError(f"memory snapshot #{latest.seq} was written by another process after #{self.head.seq}: open the store again")
 
-# %% ../nbs/40_memory.ipynb #ee885029
+# %% ../nbs/40_memory.ipynb #1f66f072
 @patch
 def history(self:MemoryStore, limit:int=20) -> list:
     "The last `limit` snapshots, newest first."
@@ -389,7 +392,7 @@ def rollback(self:MemoryStore, to:int|None=None) -> Snapshot:
         with self._transaction():
             self._check_head()
             self.head = self._record(target.root, f"rollback to #{to}", target.objects)
-        self._root = target.root
+        self._root, self._count = target.root, target.objects
         return self.head
 
 # %% ../nbs/40_memory.ipynb #b488396e
