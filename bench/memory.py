@@ -36,7 +36,7 @@ def text(rng, n):
 
 def grow(store, rng, upto:int, made:dict):
     "Add hubs, notes and tasks (1 %, 90 %, 9 %) until the store holds `upto` objects."
-    from passepartout.memory import MemoryObject
+    from passepartout.memory_store import MemoryObject
     while len(store) < upto:
         i = len(store)
         if not made['hub'] or i % 100 == 0:
@@ -119,7 +119,7 @@ if __name__ == '__main__':
     ap.add_argument('--sizes', default='100,1000,10000')
     ap.add_argument('--repeat', type=int, default=30)
     args = ap.parse_args()
-    from passepartout.memory import MemoryStore
+    from passepartout.memory_store import MemoryStore
     rng = random.Random(7)
     store = MemoryStore(Path(tempfile.mkdtemp(prefix='pp-memory-')) / 'memory.db')
     made = {'hub': [], 'note': [], 'task': []}

@@ -7,12 +7,12 @@ Docs: https://passepartout-agent.github.io/passepartout/foveal.html.md"""
 # %% auto #0
 __all__ = ['OPEN', 'CLOSE', 'NOTICE', 'tokens', 'as_data', 'summary', 'heading', 'Assembled', 'neighbours', 'assemble']
 
-# %% ../nbs/42_foveal.ipynb #fb0d343c
+# %% ../nbs/42_foveal.ipynb #5bc221ea
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from .basics import patch
-from .memory import MemoryObject, MemoryStore, PROVENANCE
+from .memory_store import MemoryObject, MemoryStore, PROVENANCE
 
 # %% ../nbs/42_foveal.ipynb #ed21a6c3
 def tokens(text:str) -> int:

@@ -7,11 +7,11 @@ Docs: https://passepartout-agent.github.io/passepartout/recall.html.md"""
 # %% auto #0
 __all__ = ['fts_query', 'Hit']
 
-# %% ../nbs/41_recall.ipynb #54b1be97
+# %% ../nbs/41_recall.ipynb #dc6abdb9
 import re
 from dataclasses import dataclass
 from .basics import patch
-from .memory import MemoryObject, MemoryStore, PROVENANCE
+from .memory_store import MemoryObject, MemoryStore, PROVENANCE
 
 # %% ../nbs/41_recall.ipynb #c5ff1b3a
 _INDEX = "CREATE VIRTUAL TABLE IF NOT EXISTS recall_index USING fts5(id, kind, content, tokenize='porter unicode61')"

@@ -5,7 +5,7 @@ import random, sqlite3
 
 import pytest
 
-from passepartout.memory import MemoryObject, MemoryStore, digest
+from passepartout.memory_store import MemoryObject, MemoryStore, digest
 
 
 def fill(store, ids):

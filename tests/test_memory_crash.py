@@ -8,13 +8,13 @@ in order, and the store still usable (a put and a snapshot succeed)."""
 import os, random, signal, subprocess, sys, time
 from pathlib import Path
 
-from passepartout.memory import MemoryStore
+from passepartout.memory_store import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[1]
 
 WRITER = r'''
 import random, sys
-from passepartout.memory import MemoryStore
+from passepartout.memory_store import MemoryStore
 store, rng = MemoryStore(sys.argv[1]), random.Random(int(sys.argv[2]))
 print('ready', flush=True)
 n = len(store)
