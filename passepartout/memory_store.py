@@ -172,7 +172,7 @@ def _entries(self:MemoryStore, ref) -> dict:
     if isinstance(node, Leaf): return dict(node.entries)
     return {k: v for c in node.children if c is not None for k, v in self._entries(c).items()}
 
-# %% ../nbs/40_memory_store.ipynb #326b0c16
+# %% ../nbs/40_memory_store.ipynb #08f656c5
 @patch
 def _hash_of(self:MemoryStore, id:str, updates:dict|None=None) -> str|None:
     "The hash of object `id` now: changed in the call under way (`updates`), changed since the head, or in the head."
@@ -207,6 +207,11 @@ def __contains__(self:MemoryStore, id:str) -> bool: return self.get(id) is not N
 
 @patch
 def __len__(self:MemoryStore) -> int: return self._count
+
+@patch(as_prop=True)
+def unsaved(self:MemoryStore) -> bool:
+    "Has memory changed since the head snapshot?"
+    return bool(self._pending)
 
 @patch
 def __iter__(self:MemoryStore):
