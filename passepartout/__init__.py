@@ -7,7 +7,7 @@ Docs: https://passepartout-agent.github.io/passepartout/package.html.md"""
 # %% auto #0
 __all__ = []
 
-# %% ../nbs/00_package.ipynb #4a25b618
+# %% ../nbs/00_package.ipynb #86c06763
 __version__ = "0.1.0"
 
 _lazy = {
@@ -20,7 +20,7 @@ _lazy = {
     'default_gates': 'builtin_gates', 'shell_verdict': 'shell_gate', 'builtin_tools': 'builtin_tools',
     'provider_from_env': 'cascade', 'Cascade': 'cascade', 'Budget': 'cascade', 'ReplayProvider': 'replay',
     'OpenAIProvider': 'providers', 'AnthropicProvider': 'providers', 'OllamaProvider': 'providers',
-    'ApprovalStore': 'approvals', 'AuditLog': 'audit', 'Vault': 'vault', 'build_agent': 'app',
+    'ApprovalStore': 'approvals', 'AuditLog': 'audit', 'Vault': 'vault', 'build_agent': 'app', 'MemoryStore': 'memory_store',
 }
 
 def __getattr__(name):
