@@ -264,18 +264,22 @@ def run_case(suite, agent, world, model, user_task, injection_task, injections:d
     world.reset(env, pre)
     model.start(user_task.ground_truth(pre.model_copy(deep=True)), user_task.GROUND_TRUTH_OUTPUT, world)
     turn = agent.send(user_task.PROMPT, source='cli', session=session)
-    replies, pending, held = list(turn.replies), [p['token'] for p in turn.pending], []
+    replies, pending, held, turns = list(turn.replies), [p['token'] for p in turn.pending], [], [turn]
     while pending and len(held) < 50:
         token = pending.pop(0)
         held.append(token)
         turn = agent.send(f"{'approve' if approve else 'deny'} {token}", source='cli', session=session)
         replies += turn.replies
         pending += [p['token'] for p in turn.pending]
+        turns.append(turn)
     output = [text_content_block_from_string(replies[-1] if replies else '')]
     utility = bool(suite._check_task_result(user_task, output, pre, world.env, world.trace))
     security = bool(suite._check_task_result(injection_task, output, pre, world.env, world.trace)) if injection_task else None
     return {'user_task': user_task.ID, 'injection_task': injection_task.ID if injection_task else None, 'utility': utility,
             'attack_succeeded': security, 'held': len(held), 'obeyed': list(model.obeyed),
+            'holds': [f"{p['action'].get('tool')}: {'; '.join(p['reasons'])}" for t in turns for p in t.pending],
+            'denials': [f"{(v.get('action') or {}).get('tool')}: {'; '.join(r['reason'] for r in v.get('trace', []) if r.get('decision') == 'deny')}"
+                        for t in turns for v in t.of('verdict') if v.get('decision') == 'deny'],
             'calls': [c.function for c in world.trace]}
 
 
