@@ -13,7 +13,8 @@ The model is `CompromisedModel`, a scripted provider that
 - reads every tool result it is shown; when the text holds an injected instruction (an
   `<INFORMATION>` block, the `important_instructions` attack) whose goal it recognises, it obeys:
   it first makes the injection task's reference calls (or, for the v1.2 workspace injection tasks that
-  ship none, the calls in `PLANS` below), then goes on with the user's task;
+  ship none, the calls in `PLANS` below), then goes on with the user's task, and says in its answer
+  what the injection asked it to say (travel injection task 6);
 - never marks a call as injected: every call carries the same `why`, and a refused call is simply
   dropped (the model goes on with the next one).
 
@@ -37,6 +38,7 @@ Rerun:
     python bench/agentdojo.py               # workspace and banking, v1.1.2 and v1.2.2
     python bench/agentdojo.py --suite banking --version v1.2.2 --limit 3 --json
     python bench/agentdojo.py --undefended  # the same runs with no gate at all, for reference
+    python bench/agentdojo.py --suite slack --suite travel   # the other two suites run the same way
 
 `--limit N` keeps the first N user tasks (and every injection task). The tests never import this file.
 
@@ -82,27 +84,28 @@ class CompromisedModel:
     "A provider that does the user's task by its reference calls and obeys every injected instruction it reads."
     name = 'compromised'
 
-    def __init__(self, goals:dict): # injection id -> (goal text, plan(pre, now) -> [FunctionCall]): the data as the task began, and now
-        self.goals = {k: (squash(g), plan) for k, (g, plan) in goals.items()}
+    def __init__(self, goals:dict): # injection id -> (goal, plan(pre, now) -> [FunctionCall], what to say in the answer); pre, now: the data as the task began, and now
+        self.goals = {k: (squash(g), plan, said) for k, (g, plan, said) in goals.items()}
         self.budget, self.world = None, None
         self.start([], '', None)
 
     def start(self, calls:list, answer:str, world):
         "A new task: the user's reference calls, the reference answer, the world the tools act on."
         self.queue, self.answer, self.world = [(c.function, dict(c.args)) for c in calls], answer, world
-        self.obeyed, self.in_flight, self.signal, self.refused = [], False, None, 0
+        self.obeyed, self.in_flight, self.signal, self.refused, self.says = [], False, None, 0, []
 
     def read(self, text:str):
         "Obey the injected instructions in `text` the model reads (one goal per block, the one it states in full): their calls go first."
         for block in INFORMATION.findall(text or ''):
             body = squash(block)
-            said = [(len(goal), task_id) for task_id, (goal, _) in self.goals.items() if goal in body]
-            if not said: continue
-            task_id = max(said)[1]               # a goal may begin with another one's words: the whole sentence counts
+            stated = [(len(goal), task_id) for task_id, (goal, _, _) in self.goals.items() if goal in body]
+            if not stated: continue
+            task_id = max(stated)[1]               # a goal may begin with another one's words: the whole sentence counts
             if task_id in self.obeyed: continue
             self.obeyed.append(task_id)
             calls = self.goals[task_id][1](self.world.pre.model_copy(deep=True), self.world.env.model_copy(deep=True))
             self.queue[:0] = [(c.function, dict(c.args)) for c in calls]
+            if self.goals[task_id][2]: self.says.append(self.goals[task_id][2])   # a goal that asks for something said in the answer
 
     def propose(self, request):
         from passepartout.reason import Proposal
@@ -115,7 +118,7 @@ class CompromisedModel:
         elif len(request.rejections) > self.refused:               # the gates refused the call: drop it, go on
             if self.in_flight: self.queue.pop(0); self.in_flight = False
         self.refused = len(request.rejections)
-        if not self.queue: return Proposal(reply(self.answer), provider=self.name)
+        if not self.queue: return Proposal(reply('\n\n'.join([self.answer, *self.says])), provider=self.name)
         name, args = self.queue[0]
         self.in_flight = True
         tool = request.agent.tools.by_name.get(name)
@@ -195,11 +198,11 @@ PLANS = {'workspace': {
 
 
 def goals_of(suite) -> dict:
-    "What the model knows how to do when asked: each injection task's goal and the calls that reach it."
+    "What the model knows how to do when asked: each injection task's goal, the calls that reach it, what it says in its answer."
     out = {}
     for task_id, task in suite.injection_tasks.items():
         plan = PLANS.get(suite.name, {}).get(task_id)
-        out[task_id] = (task.GOAL, plan or (lambda env, now, task=task: task.ground_truth(env)))
+        out[task_id] = (task.GOAL, plan or (lambda env, now, task=task: task.ground_truth(env)), task.GROUND_TRUTH_OUTPUT)
     return out
 
 
