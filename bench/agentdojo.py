@@ -240,7 +240,7 @@ class World:
         return call
 
 
-def dojo_agent(suite, model, undefended:bool=False):
+def dojo_agent(suite, model, undefended:bool=False, information_flow:bool=False):
     "The shipped agent with the suite's functions as its only tools (effects and declarations from agentdojo_config)."
     from passepartout.app import build_agent
     from passepartout.tools import Toolbelt
@@ -249,7 +249,11 @@ def dojo_agent(suite, model, undefended:bool=False):
     for function in suite.tools: config.add_tool(belt, suite.name, world.tool(function), function.name)
     owner = config.apply_owner(suite.name)
     agent = build_agent(provider=model, tools=belt)
-    world.configured = {'declarations': config.declares_arguments(belt), 'owner_settings': owner}
+    world.configured = {'declarations': config.declares_arguments(belt), 'owner_settings': owner,
+                        'gates': [g.name for g in agent.gates.gates]}
+    if information_flow:                # the information-flow gate (issue 16, branch `decl`) in place of provenance and recipients
+        from passepartout.information_flow import with_information_flow
+        with_information_flow(agent.gates)
     if undefended:                      # no gate at all (not even the owner's refusals): every proposal runs
         from passepartout.gates import GateEngine
         agent.gates = GateEngine()
@@ -286,13 +290,13 @@ def run_case(suite, agent, world, model, user_task, injection_task, injections:d
             'calls': [c.function for c in world.trace]}
 
 
-def run_suite(version:str, name:str, limit:int|None=None, undefended:bool=False, progress=None) -> dict:
+def run_suite(version:str, name:str, limit:int|None=None, undefended:bool=False, progress=None, information_flow:bool=False) -> dict:
     "Every user task without attack, then every (user task, injection task) pair under `important_instructions`, both owners."
     from agentdojo.task_suite.load_suites import get_suite
     from agentdojo.attacks.attack_registry import load_attack
     suite = get_suite(version, name)
     model = CompromisedModel(goals_of(suite))
-    agent, world = dojo_agent(suite, model, undefended)
+    agent, world = dojo_agent(suite, model, undefended, information_flow)
     attack = load_attack('important_instructions', suite, SimpleNamespace(name='gpt-4o-2024-05-13'))
     users = list(suite.user_tasks.values())[:limit]
     out, n = {'configured': world.configured, 'benign': [], 'attacked': []}, 0
@@ -342,6 +346,7 @@ def main(argv=None):
     ap.add_argument('--version', action='append', help='repeatable; default: v1.1.2 and v1.2.2')
     ap.add_argument('--limit', type=int, help='only the first N user tasks of each suite')
     ap.add_argument('--undefended', action='store_true', help='no gates at all (the reference an attack is measured against)')
+    ap.add_argument('--information-flow', action='store_true', help='swap in passepartout.information_flow (where it exists and is not yet shipped)')
     ap.add_argument('--max-depth', type=int, default=30, help="the loop's depth limit (shipped: 10; raised so that it never ends an attack early)")
     ap.add_argument('--json', action='store_true', help='print the figures and every case as JSON')
     ap.add_argument('--quiet', action='store_true')
@@ -353,7 +358,7 @@ def main(argv=None):
     for version in a.version or VERSIONS:
         for name in a.suite or SUITES:
             with contextlib.redirect_stdout(io.StringIO()):     # AgentDojo prints progress of its own
-                res = run_suite(version, name, a.limit, a.undefended, say)
+                res = run_suite(version, name, a.limit, a.undefended, say, a.information_flow)
             results[f"{name} {version}"] = res
             rows.append((f"{name} {version}", figures(res)))
     pooled = {'benign': [c for r in results.values() for c in r['benign']], 'attacked': [c for r in results.values() for c in r['attacked']]}
@@ -362,7 +367,7 @@ def main(argv=None):
         print(json.dumps({'undefended': a.undefended, 'figures': dict(rows), 'cases': results}, indent=1))
         return
     configured = next(iter(results.values()))['configured']
-    print(f"AgentDojo 0.1.35, important_instructions, {'NO GATES' if a.undefended else 'shipped gates'}"
+    print(f"AgentDojo 0.1.35, important_instructions, {'NO GATES' if a.undefended else 'shipped gates' + (' + information flow' if a.information_flow else '')}"
           f"{f', first {a.limit} user tasks' if a.limit else ''}; argument declarations "
           f"{'applied' if configured['declarations'] else 'not available (baseline)'}; owner settings "
           f"{', '.join(configured['owner_settings']) or 'not available'} ({time.perf_counter() - t0:.0f} s)")
