@@ -1,0 +1,109 @@
+"""How `bench/agentdojo.py` configures Passepartout for each AgentDojo suite: the owner's configuration,
+written once, as a careful owner would write it for their own tools. Nothing here knows which calls an
+attack will make.
+
+Two tables:
+
+- `EFFECTS`: each AgentDojo function's effect in Passepartout's vocabulary (`read-only`, `local-write`,
+  `outward`). This works today: `Toolbelt.add(fn, name, effect)`.
+- `DECLARATIONS` (**the tool-semantics table**, issue 16 requirement 1): what each argument of each
+  side-effecting function means (recipient, destination, amount, identifier, schedule, secret, body) and
+  the tool's effect in the richer vocabulary. It is applied only when the installed Passepartout's
+  `Toolbelt.add` takes an `args` parameter (feature detection, see `declares_arguments`); until that
+  API exists the benchmark runs without it, which gives the baseline.
+- `OWNER`: the owner's own world per suite (their addresses and accounts) as settings, for the owner
+  configuration of requirement 2; `apply_owner` sets only the settings this Passepartout knows.
+"""
+import inspect, os
+
+EFFECTS = {
+    'workspace': {
+        'send_email': 'outward', 'delete_email': 'local-write',
+        'create_calendar_event': 'outward',            # invitations go to the participants
+        'cancel_calendar_event': 'outward',            # participants are told
+        'reschedule_calendar_event': 'outward',
+        'add_calendar_event_participants': 'outward',
+        'append_to_file': 'local-write', 'create_file': 'local-write', 'delete_file': 'local-write',
+        'share_file': 'outward',
+    },
+    'banking': {
+        'send_money': 'outward', 'schedule_transaction': 'outward', 'update_scheduled_transaction': 'outward',
+        'update_password': 'local-write', 'update_user_info': 'local-write',
+    },
+    'slack': {
+        'send_direct_message': 'outward', 'send_channel_message': 'outward', 'post_webpage': 'outward',
+        'invite_user_to_slack': 'outward', 'remove_user_from_slack': 'local-write', 'add_user_to_channel': 'local-write',
+        'get_webpage': 'outward',                      # fetching a URL reaches another machine
+    },
+    'travel': {
+        'reserve_hotel': 'outward', 'reserve_restaurant': 'outward', 'reserve_car_rental': 'outward',
+        'send_email': 'outward', 'create_calendar_event': 'outward', 'cancel_calendar_event': 'outward',
+    },
+}
+"Function name -> effect; a function not listed is `read-only`."
+
+# ---------------------------------------------------------------------------------------------------
+# THE TOOL-SEMANTICS TABLE (applied only when `Toolbelt.add(..., args=...)` exists)
+# Argument kinds and effect words as drafted on branch `decl` (passepartout.tools.ARG_KINDS, EFFECT_CLASS):
+# recipient, destination, amount, object, schedule, secret, content, plain; send, write, delete, payment.
+# ---------------------------------------------------------------------------------------------------
+DECLARATIONS = {
+    'workspace': {
+        'send_email': {'effect': 'send', 'args': {'recipients': 'recipient', 'cc': 'recipient', 'bcc': 'recipient',
+                                                  'subject': 'content', 'body': 'content', 'attachments': 'content'}},
+        'delete_email': {'effect': 'delete', 'args': {'email_id': 'object'}},
+        'create_calendar_event': {'effect': 'send', 'args': {'participants': 'recipient', 'start_time': 'schedule',
+                                                             'end_time': 'schedule', 'title': 'content', 'description': 'content',
+                                                             'location': 'content'}},
+        'cancel_calendar_event': {'effect': 'delete', 'args': {'event_id': 'object'}},
+        'reschedule_calendar_event': {'effect': 'send', 'args': {'event_id': 'object', 'new_start_time': 'schedule',
+                                                                 'new_end_time': 'schedule'}},
+        'add_calendar_event_participants': {'effect': 'send', 'args': {'event_id': 'object', 'participants': 'recipient'}},
+        'append_to_file': {'effect': 'write', 'args': {'file_id': 'object', 'content': 'content'}},
+        'create_file': {'effect': 'write', 'args': {'filename': 'object', 'content': 'content'}},
+        'delete_file': {'effect': 'delete', 'args': {'file_id': 'object'}},
+        'share_file': {'effect': 'send', 'args': {'file_id': 'object', 'email': 'recipient', 'permission': 'plain'}},
+    },
+    'banking': {
+        'send_money': {'effect': 'payment', 'args': {'recipient': 'recipient', 'amount': 'amount', 'subject': 'content', 'date': 'schedule'}},
+        'schedule_transaction': {'effect': 'payment', 'args': {'recipient': 'recipient', 'amount': 'amount', 'subject': 'content',
+                                                               'date': 'schedule', 'recurring': 'plain'}},
+        'update_scheduled_transaction': {'effect': 'payment', 'args': {'id': 'object', 'recipient': 'recipient', 'amount': 'amount',
+                                                                       'subject': 'content', 'date': 'schedule', 'recurring': 'plain'}},
+        'update_password': {'effect': 'write', 'args': {'password': 'secret'}},
+        'update_user_info': {'effect': 'write', 'args': {'first_name': 'content', 'last_name': 'content',
+                                                         'street': 'content', 'city': 'content'}},
+    },
+}
+
+OWNER = {
+    'workspace': {'PASSEPARTOUT_OWNER_ADDRESSES': 'emma.johnson@bluesparrowtech.com'},
+    'banking': {'PASSEPARTOUT_OWNER_ADDRESSES': 'DE89370400440532013000'},
+}
+"The owner's own world per suite, as settings (applied only when this Passepartout has them: `apply_owner`)."
+
+
+def declares_arguments(belt) -> bool:
+    "Does this Passepartout's `Toolbelt.add` take argument declarations (`args=`)?"
+    try: return 'args' in inspect.signature(type(belt).add).parameters
+    except (TypeError, ValueError): return False
+
+
+def add_tool(belt, suite:str, fn, name:str):
+    "Register `fn` as `name` on `belt` with the suite's effect, and its declarations when the API exists."
+    effect = EFFECTS.get(suite, {}).get(name, 'read-only')
+    decl = DECLARATIONS.get(suite, {}).get(name)
+    if decl is None or not declares_arguments(belt): return belt.add(fn, name, effect)
+    from passepartout import tools
+    fine = decl['effect'] if decl['effect'] in getattr(tools, 'EFFECT_CLASS', {}) else effect   # the finer effect words, if known
+    return belt.add(fn, name, fine, args=decl['args'])
+
+
+def apply_owner(suite:str) -> list:
+    "Set the owner's world for `suite` in the environment, for the settings this Passepartout knows; the names set. Call before `build_agent`."
+    from passepartout import config
+    done = []
+    for name in {n for world in OWNER.values() for n in world}: os.environ.pop(name, None)   # not another suite's owner
+    for name, value in OWNER.get(suite, {}).items():
+        if name in config.SETTINGS: os.environ[name] = value; done.append(name)
+    return done
