@@ -7,14 +7,15 @@ Docs: https://passepartout-agent.github.io/passepartout/audit.html.md"""
 # %% auto #0
 __all__ = ['GENESIS', 'HEAD_SIZE', 'COLUMNS', 'canonical_json', 'record_hash', 'parse_data', 'record_mac', 'head_check',
            'load_key', 'create_key', 'head_bytes', 'parse_head', 'read_head', 'write_head', 'overwrite_head',
-           'anchor_files', 'connect', 'AuditLog', 'begin_anchoring', 'chain_hash', 'append', 'flush', 'checkpoint',
-           'batch', 'recent', 'verify', 'reanchor', 'describe', 'audit_command', 'audit_verify', 'audit_reanchor']
+           'anchor_files', 'connect', 'AuditLog', 'chain_hash', 'describe', 'audit_command', 'audit_verify',
+           'audit_reanchor']
 
-# %% ../nbs/33_audit.ipynb #7c0efb40
+# %% ../nbs/33_audit.ipynb #a53972de
 import contextlib, fcntl, hashlib, hmac, json, math, os, re, secrets, sqlite3, tempfile, threading, time
 from pathlib import Path
 import click
 from . import config
+from .basics import patch
 
 # %% ../nbs/33_audit.ipynb #1b776bcf
 GENESIS = '0' * 64
@@ -195,13 +196,15 @@ class AuditLog:
     def __len__(self): return self.db.execute('SELECT count(*) FROM audit').fetchone()[0]
     def __repr__(self): return f"AuditLog({str(self.path)!r}, {len(self)} records)"
 
-# %% ../nbs/33_audit.ipynb #5d79738b
+# %% ../nbs/33_audit.ipynb #3ba4def7
+@patch
 def _hash_at(self:AuditLog, seq:int) -> str|None:
     "The chain hash of record `seq` as stored (GENESIS for 0), None if there is no such record."
     if seq == 0: return GENESIS
     row = self.db.execute('SELECT hash FROM audit WHERE seq = ?', (seq,)).fetchone()
     return row[0] if row else None
 
+@patch
 def begin_anchoring(self:AuditLog) -> bytes|None:
     "The key, loaded; on a log's first append, created, with a first checkpoint at the current head."
     import logging
@@ -217,7 +220,6 @@ def begin_anchoring(self:AuditLog) -> bytes|None:
         except (OSError, ValueError) as e: logging.getLogger('passepartout').error(f"audit log: no key, records are not anchored: {e}")
         return self.key
 
-AuditLog._hash_at, AuditLog.begin_anchoring = _hash_at, begin_anchoring
 
 # %% ../nbs/33_audit.ipynb #e664338f
 def chain_hash(seq:int, at:float, kind:str, data_text:str, prev_hash:str) -> str:
@@ -229,7 +231,8 @@ def chain_hash(seq:int, at:float, kind:str, data_text:str, prev_hash:str) -> str
 
 _PLAIN = re.compile(r'[\w .:-]*', re.ASCII)   # text JSON writes as it is, between quotes
 
-# %% ../nbs/33_audit.ipynb #76c8533a
+# %% ../nbs/33_audit.ipynb #a0fe7478
+@patch
 def append(self:AuditLog, event:dict) -> dict|None:
     "Append `event` (a dict with a `kind`) as the next chained, MAC'd record, serialised once; inside a batch it is queued (None) and written when the batch ends or `checkpoint()` runs."
     kind = str(event.get('kind', 'event'))
@@ -241,6 +244,7 @@ def append(self:AuditLog, event:dict) -> dict|None:
     record['data'] = json.loads(record['data'])
     return record
 
+@patch
 def _redacted(self:AuditLog, items:list) -> list:
     "`items` with secrets replaced by their handles; nothing to do, not even a look at each record, while the vault is empty."
     if self.vault is None or not self.vault.names(): return items
@@ -251,9 +255,9 @@ def _redacted(self:AuditLog, items:list) -> list:
         out.append((at, kind, text if clean == text else canonical_json(json.loads(clean))))
     return out
 
-AuditLog.append, AuditLog._redacted = append, _redacted
 
-# %% ../nbs/33_audit.ipynb #a11bbc54
+# %% ../nbs/33_audit.ipynb #a57524a2
+@patch
 def _write(self:AuditLog, items:list) -> list:
     "Chain and insert `items` (time, kind, canonical data text) in one transaction, with whatever other threads wait to write; the rows of `items`."
     ticket = [self._redacted(items), None, None]   # what to write, its rows once written, the error if the transaction failed
@@ -270,6 +274,7 @@ def _write(self:AuditLog, items:list) -> list:
     if ticket[2] is not None: raise ticket[2]
     return ticket[1]
 
+@patch
 def _commit(self:AuditLog, group:list, key:bytes|None):
     "Write every ticket of `group` in one transaction (each ticket's records together, in the order they came); callers hold `lock`."
     try:
@@ -293,6 +298,7 @@ def _commit(self:AuditLog, group:list, key:bytes|None):
         return
     if self.pending is None or seq > self.pending[0]: self.pending = (seq, prev, written[-1][6] if written else None)
 
+@patch
 def flush(self:AuditLog):
     "Write the records this thread's batch has queued, in one transaction."
     queue = getattr(self.batches, 'queue', None)
@@ -300,9 +306,9 @@ def flush(self:AuditLog):
         self.batches.queue = []
         self._write(queue)
 
-AuditLog._write, AuditLog._commit, AuditLog.flush = _write, _commit, flush
 
-# %% ../nbs/33_audit.ipynb #2a1f7d79
+# %% ../nbs/33_audit.ipynb #a7c96891
+@patch
 def _current_head(self:AuditLog, fd:int, key:bytes) -> dict|None:
     "The checkpoint open on `fd` if it is well-formed and carries the key's MAC (what this log last wrote needs no parsing), else None."
     raw = os.pread(fd, HEAD_SIZE + 1, 0)
@@ -311,6 +317,7 @@ def _current_head(self:AuditLog, fd:int, key:bytes) -> dict|None:
     except ValueError: return None
     return head if hmac.compare_digest(head_check(key, head['seq'], head['mac'], head['since']), head['check']) else None
 
+@patch
 def checkpoint(self:AuditLog):
     "Write this thread's queued records, then move the head checkpoint to the last record this log appended, if that extends the chain the checkpoint anchors."
     self.flush()
@@ -321,6 +328,7 @@ def checkpoint(self:AuditLog):
             import logging
             logging.getLogger('passepartout').error(f"audit log: the head checkpoint {self.head_file} could not be moved: {e}")
 
+@patch
 @contextlib.contextmanager
 def _head_locked(self:AuditLog):
     "The exclusive checkpoint lock, through a descriptor this log keeps open (callers hold `head_lock`)."
@@ -331,6 +339,7 @@ def _head_locked(self:AuditLog):
     try: yield
     finally: fcntl.flock(self.lock_fd, fcntl.LOCK_UN)
 
+@patch
 def _move_head(self:AuditLog, seq:int, h:str, mac:str|None=None):
     "Under the file lock: move the checkpoint to record `seq` (hash `h`, MAC `mac` if known) if it is well-formed, the key's, behind `seq` and on this chain."
     key = self.key
@@ -350,9 +359,9 @@ def _move_head(self:AuditLog, seq:int, h:str, mac:str|None=None):
             self.checkpointed, self.written = seq, (content, new, h)
         finally: os.close(fd)
 
-AuditLog._current_head, AuditLog._head_locked, AuditLog._move_head, AuditLog.checkpoint = _current_head, _head_locked, _move_head, checkpoint
 
-# %% ../nbs/33_audit.ipynb #b587ebdd
+# %% ../nbs/33_audit.ipynb #ff0ae07c
+@patch
 @contextlib.contextmanager
 def batch(self:AuditLog):
     "Appends inside are queued; the outermost batch of this thread writes them in one transaction and moves the checkpoint when it ends."
@@ -364,12 +373,13 @@ def batch(self:AuditLog):
         self.batches.depth = depth
         if depth == 0: self.checkpoint()
 
-AuditLog.batch = batch
 
-# %% ../nbs/33_audit.ipynb #820f7fdb
+# %% ../nbs/33_audit.ipynb #b8e60bb9
+@patch
 def _rows(self:AuditLog, sql:str='SELECT seq, time, kind, data, prev_hash, hash, mac FROM audit ORDER BY rowid', args=()):
     for row in self.db.execute(sql, args): yield dict(zip(COLUMNS, row))
 
+@patch
 def recent(self:AuditLog, n:int=20, kind:str|None=None) -> list:
     "The last `n` records (of `kind`, if given), oldest first, with their data decoded."
     where, args = ('WHERE kind = ?', (kind, n)) if kind else ('', (n,))
@@ -377,7 +387,6 @@ def recent(self:AuditLog, n:int=20, kind:str|None=None) -> list:
     for r in rows: r['data'] = json.loads(r['data'])
     return rows[::-1]
 
-AuditLog._rows, AuditLog.recent = _rows, recent
 
 # %% ../nbs/33_audit.ipynb #7fa8c4fc
 def _invalid(r:dict) -> str|None:
@@ -412,7 +421,8 @@ def _mac_problem(r:dict, key:bytes|None, bare_allowed:bool) -> str|None:
         return f"record #{r['seq']}: its MAC does not match (forged or re-hashed without the key, or the key was replaced)"
     return None
 
-# %% ../nbs/33_audit.ipynb #9a3dabfa
+# %% ../nbs/33_audit.ipynb #bf5cc592
+@patch
 def _schema_problems(self:AuditLog) -> list:
     "What is wrong with the database's schema: other columns, or a trigger, view or table that can hide or change records."
     out, cols = [], tuple(c[1] for c in self.db.execute('PRAGMA table_info(audit)'))
@@ -421,9 +431,9 @@ def _schema_problems(self:AuditLog) -> list:
     if extra: out.append(f"the audit database holds {', '.join(extra)} besides the audit table (a trigger or a view can hide or change records)")
     return out
 
-AuditLog._schema_problems = _schema_problems
 
-# %% ../nbs/33_audit.ipynb #f7fd7c18
+# %% ../nbs/33_audit.ipynb #1353265f
+@patch
 def _walk(self:AuditLog, key:bytes|None, head:dict|None) -> tuple:
     "Check every record in storage order: (problems, number of records, last seq, last hash, MAC'd records, hash of the checkpoint's record)."
     problems, prev, expect, count, macs, at_head = [], GENESIS, 1, 0, 0, (GENESIS if head and head['seq'] == 0 else None)
@@ -437,9 +447,9 @@ def _walk(self:AuditLog, key:bytes|None, head:dict|None) -> tuple:
         prev, expect = r['hash'], max(expect, r['seq']) + 1
     return problems, count, expect - 1, prev, macs, at_head
 
-AuditLog._walk = _walk
 
-# %% ../nbs/33_audit.ipynb #e0c31ed2
+# %% ../nbs/33_audit.ipynb #086cb61d
+@patch
 def _head_problems(self:AuditLog, key, head, last:int, at_head) -> list:
     "What is wrong between the checkpoint and the records: missing, forged, or anchoring records that are not there."
     if head is None: return [f"the head checkpoint {self.head_file} is missing (deleted): a cut tail or an older copy of the log cannot be ruled out"]
@@ -452,9 +462,9 @@ def _head_problems(self:AuditLog, key, head, last:int, at_head) -> list:
         return [f"record #{head['seq']} is not the record the checkpoint anchored (an older copy restored, or the log rewritten)"]
     return []
 
-AuditLog._head_problems = _head_problems
 
-# %% ../nbs/33_audit.ipynb #21774f35
+# %% ../nbs/33_audit.ipynb #07852dad
+@patch
 def verify(self:AuditLog) -> tuple:
     "Check the chain, every MAC and the head checkpoint: `(ok, problems)`, record problems first; sets `head` and `anchor`."
     key = head = key_problem = head_problem = None
@@ -477,9 +487,9 @@ def verify(self:AuditLog) -> tuple:
     if not problems: self.anchor = f"anchored by the checkpoint at #{head['seq']}" + (f"; #{head['seq'] + 1} to #{last} appended since" if last > head['seq'] else '')
     return (not problems, problems)
 
-AuditLog.verify = verify
 
-# %% ../nbs/33_audit.ipynb #d038b9f0
+# %% ../nbs/33_audit.ipynb #9d2f4016
+@patch
 def reanchor(self:AuditLog, reason:str='') -> dict:
     "Start a new checkpoint at the head, after appending an `anchor-reset` record with what `verify` found wrong."
     ok, problems = self.verify()
@@ -493,7 +503,6 @@ def reanchor(self:AuditLog, reason:str='') -> dict:
         self.checkpointed = max(self.checkpointed, record['seq'])
     return record
 
-AuditLog.reanchor = reanchor
 
 # %% ../nbs/33_audit.ipynb #28a25926
 def describe(r:dict, width:int=100) -> str:

@@ -10,16 +10,18 @@ __all__ = ['patch']
 # %% ../nbs/01a_basics.ipynb #c1f0d3e7
 import types
 
-# %% ../nbs/01a_basics.ipynb #229f5094
-def patch(fn=None, *, as_prop:bool=False):
-    "Make `fn` a method (or a property, `as_prop`) of the class(es) its first parameter is annotated with."
-    if fn is None: return lambda f: patch(f, as_prop=as_prop)
-    first = fn.__code__.co_varnames[0] if fn.__code__.co_argcount else None
-    cls = fn.__annotations__.get(first)
+# %% ../nbs/01a_basics.ipynb #63282fbc
+def patch(fn=None, *, as_prop:bool=False, cls_method:bool=False):
+    "Make `fn` a method (a property: `as_prop`; a class method: `cls_method`) of the class(es) its first parameter is annotated with."
+    if fn is None: return lambda f: patch(f, as_prop=as_prop, cls_method=cls_method)
+    inner = fn
+    while hasattr(inner, '__wrapped__'): inner = inner.__wrapped__   # a decorated function: its own first parameter
+    code = inner.__code__
+    cls = inner.__annotations__.get(code.co_varnames[0]) if code.co_argcount else None
     classes = cls.__args__ if isinstance(cls, types.UnionType) else (cls,)
     if not all(isinstance(c, type) for c in classes):
         raise TypeError(f"@patch: the first parameter of {fn.__qualname__} needs a class annotation, like `self:Agent`")
     for c in classes:
         fn.__qualname__ = f"{c.__name__}.{fn.__name__}"
-        setattr(c, fn.__name__, property(fn) if as_prop else fn)
+        setattr(c, fn.__name__, property(fn) if as_prop else classmethod(fn) if cls_method else fn)
     return fn

@@ -6,13 +6,13 @@ Docs: https://passepartout-agent.github.io/passepartout/chat.html.md"""
 
 # %% auto #0
 __all__ = ['MARKS', 'STYLES', 'ANSWERS', 'LOCAL', 'use_colour', 'shorten', 'action_text', 'verdict_reasons', 'call_line',
-           'result_line', 'Screen', 'waiting', 'token', 'event', 'read_line', 'Chat', 'hang_up', 'no_echo', 'run',
-           'approve_in_place', 'new_session', 'local', 'talk', 'chat_command']
+           'result_line', 'Screen', 'read_line', 'Chat', 'hang_up', 'no_echo', 'new_session', 'chat_command']
 
-# %% ../nbs/63_chat.ipynb #1f83cc38
+# %% ../nbs/63_chat.ipynb #9c2fb4e4
 import contextlib, json, os, socket, sys, termios, threading
 import click
 from .errors import SetupError
+from .basics import patch
 
 # %% ../nbs/63_chat.ipynb #767ec7de
 def use_colour(stream, env=None) -> bool:
@@ -73,13 +73,15 @@ class Screen:
         "Print one line (in `style` when colour is on)."
         with self.lock: self._end_stream(); self.console.print(text, style=STYLES.get(style, style))
 
-# %% ../nbs/63_chat.ipynb #3b571062
+# %% ../nbs/63_chat.ipynb #7f394c86
+@patch
 def waiting(self:Screen, what:str|None='thinking…'):
     "Show the waiting indicator with `what` (None: hide it); only on a terminal."
     with self.lock:
         if self.spinner is not None: self.spinner.stop(); self.spinner = None
         if what and self.live: self.spinner = self.console.status(what, spinner='dots'); self.spinner.start()
 
+@patch
 def token(self:Screen, text:str):
     "A piece of the model's text, shown as it arrives (unless it is a JSON action being written)."
     with self.lock:
@@ -89,15 +91,16 @@ def token(self:Screen, text:str):
         self.shown += text
         self.out.write(text); self.out.flush()
 
+@patch
 def _end_stream(self:Screen) -> str:
     "Close the line the streamed text was written on; return that text."
     shown, self.shown, self.streamed = self.shown, '', ''
     if shown: self.out.write('\n'); self.out.flush()
     return shown
 
-Screen.waiting, Screen.token, Screen._end_stream = waiting, token, _end_stream
 
-# %% ../nbs/63_chat.ipynb #d05550cf
+# %% ../nbs/63_chat.ipynb #3bf8e129
+@patch
 def event(self:Screen, e:dict):
     "Draw one event of the turn: a verdict's line, a result's line, a reply not already streamed."
     with self.lock:
@@ -114,9 +117,8 @@ def event(self:Screen, e:dict):
             if (e.get('text') or '').strip() != self.last_stream: self.say(e.get('text') or '')
             self.last_stream = None
 
-Screen.event = event
 
-# %% ../nbs/63_chat.ipynb #93ad67c1
+# %% ../nbs/63_chat.ipynb #3129059c
 def read_line(prompt:str='') -> str:
     "A line of standard input without its newline (`input` on a terminal); `EOFError` at its end."
     if sys.stdin.isatty(): return input(prompt)
@@ -132,14 +134,15 @@ class Chat:
         self.idle = threading.Event(); self.idle.set()   # cleared while a turn (even a stopped one) still runs
         self.interactive = sys.stdin.isatty()
 
+@patch
 def _daemon(self:Chat) -> bool:
     "Does a daemon serve this home? (checked per turn: it may start or stop while we chat)"
     from passepartout.daemon import daemon_running
     return daemon_running()
 
-Chat._daemon = _daemon
 
-# %% ../nbs/63_chat.ipynb #c6eb2806
+# %% ../nbs/63_chat.ipynb #ed3edc88
+@patch
 def _send(self:Chat, text:str, stop:threading.Event) -> dict:
     "One turn, through the daemon when it runs, else in this process; the turn as JSON data."
     shown = lambda draw: lambda x: None if stop.is_set() else draw(x)   # a stopped turn draws nothing more
@@ -162,7 +165,6 @@ def hang_up(client):
     except OSError: pass
     client.close()
 
-Chat._send = _send
 
 # %% ../nbs/63_chat.ipynb #e1435f06
 @contextlib.contextmanager
@@ -176,7 +178,8 @@ def no_echo(terminal:bool):
     try: yield
     finally: termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
-# %% ../nbs/63_chat.ipynb #7f74b528
+# %% ../nbs/63_chat.ipynb #a9c19876
+@patch
 def run(self:Chat, text:str) -> dict|None:
     "Run one turn in a worker thread while the screen shows it; Ctrl-C stops it (None: stopped)."
     stop, done, box = threading.Event(), threading.Event(), {}
@@ -201,17 +204,18 @@ def run(self:Chat, text:str) -> dict|None:
     if 'error' in box: self.screen.say(f"the turn failed: {type(box['error']).__name__}: {box['error']}", 'error'); return None
     return self._count(box['turn'])
 
+@patch
 def _count(self:Chat, turn:dict) -> dict:
     self.turns += 1
     for k, v in (turn.get('usage') or {}).items(): self.usage[k] = self.usage.get(k, 0) + v
     return turn
 
-Chat.run, Chat._count = run, _count
 
-# %% ../nbs/63_chat.ipynb #2034ed56
+# %% ../nbs/63_chat.ipynb #900d8da2
 ANSWERS = {'y': 'approve {token}', 'yes': 'approve {token}', 'a': 'approve {token} --always', 'always': 'approve {token} --always',
            'n': 'deny {token}', 'no': 'deny {token}'}
 
+@patch
 def approve_in_place(self:Chat, pending:dict) -> str|None:
     "Ask the owner about a held action; the approval command to send, or None to leave it waiting."
     s, token = self.screen, pending['token']
@@ -227,7 +231,6 @@ def approve_in_place(self:Chat, pending:dict) -> str|None:
         if not answer: s.say(f"left waiting: `approve {token}` or `deny {token}` from any channel, or /approvals", 'note'); return None
         s.say("answer y, n, a, s, or Enter to decide later", 'note')
 
-Chat.approve_in_place = approve_in_place
 
 # %% ../nbs/63_chat.ipynb #9f6ce56d
 def _help(chat, arg): chat.screen.say('\n'.join(f"{name:<11} {what}" for name, (what, _) in LOCAL.items()) +
@@ -273,7 +276,8 @@ LOCAL = {'/help': ("these commands", _help), '/clear': ("start a new session (th
          '/approvals': ("actions waiting for approval", _approvals), '/sessions': ("the conversations kept", _sessions),
          '/quit': ("leave (also /exit, Ctrl-D)", None), '/exit': ("leave", None)}
 
-# %% ../nbs/63_chat.ipynb #f13feff0
+# %% ../nbs/63_chat.ipynb #51381d76
+@patch
 def local(self:Chat, line:str) -> bool|None:
     "Run a local `/command`: True to quit, False when handled, None when `line` is for the agent."
     word, _, arg = line.strip().partition(' ')
@@ -285,9 +289,9 @@ def local(self:Chat, line:str) -> bool|None:
     except Exception as e: self.screen.say(f"{word} failed: {type(e).__name__}: {e}", 'error')
     return False
 
-Chat.local = local
 
-# %% ../nbs/63_chat.ipynb #30af7aa2
+# %% ../nbs/63_chat.ipynb #aef66bfe
+@patch
 def talk(self:Chat):
     "Read lines until end of input, `/quit` or a second Ctrl-C at the prompt; each line is a turn or a local command."
     if self.interactive:
@@ -309,6 +313,7 @@ def talk(self:Chat):
         if handled: break
         if handled is None: interrupted = self._turn(line)
 
+@patch
 def _turn(self:Chat, line:str) -> bool:
     "Run the turn of `line`, then ask about each action it held (on a terminal); True when a turn was stopped."
     turn = self.run(line)
@@ -321,7 +326,6 @@ def _turn(self:Chat, line:str) -> bool:
             turn = self.run(command)
     return turn is None
 
-Chat.talk, Chat._turn = talk, _turn
 
 # %% ../nbs/63_chat.ipynb #07428db2
 @click.command('chat')

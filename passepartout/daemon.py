@@ -6,12 +6,11 @@ Docs: https://passepartout-agent.github.io/passepartout/daemon.html.md"""
 
 # %% auto #0
 __all__ = ['OWNER', 'LOOPBACK', 'SOCK_DIAG_BY_FAMILY', 'NETLINK_SOCK_DIAG', 'NO_COOKIE', 'ACCEPT_BACKLOG', 'HANDSHAKE_BYTES',
-           'is_owner', 'write_secret', 'state_files', 'Daemon', 'default_agent', 'start', 'peer_uid', 'Connection',
-           'response', 'RefusalLog', 'enqueue', 'sent_turn', 'full_turn', 'evict_sessions', 'status', 'shutdown',
-           'serve', 'read_address', 'request', 'Client', 'daemon_running', 'client_send', 'client_status',
-           'AsyncClient', 'log_to_stderr']
+           'is_owner', 'write_secret', 'state_files', 'Daemon', 'default_agent', 'peer_uid', 'Connection', 'response',
+           'RefusalLog', 'sent_turn', 'full_turn', 'read_address', 'request', 'Client', 'daemon_running', 'client_send',
+           'client_status', 'AsyncClient', 'log_to_stderr']
 
-# %% ../nbs/51_daemon.ipynb #3647af48
+# %% ../nbs/51_daemon.ipynb #c46f1838
 import asyncio, hmac, json, logging, os, secrets, signal as signals_module, socket, struct, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,6 +22,7 @@ from .perceive import perceive
 from .act import deliver_reply
 from .loop import Agent
 from .repl import install_repl
+from .basics import patch
 
 # %% ../nbs/51_daemon.ipynb #88147296
 class _OwnerMark(str):
@@ -98,7 +98,8 @@ def _prepare_agent(agent:Agent) -> Agent:
     install_repl(agent, is_owner)
     return agent
 
-# %% ../nbs/51_daemon.ipynb #45ab56e6
+# %% ../nbs/51_daemon.ipynb #65960528
+@patch
 async def start(self:Daemon) -> Daemon:
     "Build the agent, bind the socket, write the pid, port and token files, start background services."
     source = self.agent_source if self.agent_source is not None else default_agent
@@ -118,8 +119,8 @@ async def start(self:Daemon) -> Daemon:
     self.tasks.append(asyncio.create_task(self._evict_idle()))
     return self
 
-Daemon.start = start
-Daemon.address = property(lambda self: (self.host, self.port))
+@patch(as_prop=True)
+def address(self:Daemon) -> tuple: return (self.host, self.port)
 
 # %% ../nbs/51_daemon.ipynb #5752a31c
 SOCK_DIAG_BY_FAMILY, NETLINK_SOCK_DIAG, NO_COOKIE = 20, 4, 0xffffffff
@@ -193,7 +194,8 @@ class RefusalLog:
                         {'kind': 'handshake-refused', 'reason': 'many', 'count': self.unlogged})
         self.logged, self.unlogged, self.since = 0, 0, time.monotonic()
 
-# %% ../nbs/51_daemon.ipynb #61c800a9
+# %% ../nbs/51_daemon.ipynb #8d30fab9
+@patch
 def _report_refusal(self:Daemon, text:str, event:dict):
     "A refusal, as a warning in the daemon log and, when the agent keeps one, an audit record (written from a thread)."
     self.agent.syslog.log('WARNING', text)
@@ -205,6 +207,7 @@ def _quietly(fn, *args):
     try: fn(*args)
     except Exception: pass
 
+@patch
 def _admit(self:Daemon, conn:Connection):
     "Count `conn` as waiting for its handshake; at the cap, close the longest-waiting stranger of another user (else of ours)."
     while len(self.pending) >= self.max_pending:
@@ -213,9 +216,9 @@ def _admit(self:Daemon, conn:Connection):
         del self.pending[victim]; victim.evict()
     self.pending[conn] = time.monotonic()
 
-Daemon._report_refusal, Daemon._admit = _report_refusal, _admit
 
-# %% ../nbs/51_daemon.ipynb #7cb35d72
+# %% ../nbs/51_daemon.ipynb #46872881
+@patch
 def _authentic(self:Daemon, hello) -> bool:
     "Is `hello` a handshake carrying this daemon's token?"
     payload = hello.get('payload') if isinstance(hello, dict) else None
@@ -223,6 +226,7 @@ def _authentic(self:Daemon, hello) -> bool:
     token = payload.get('token')
     return isinstance(token, str) and hmac.compare_digest(token.encode(), self.token.encode())
 
+@patch
 async def _first_frame(self:Daemon, reader) -> tuple:
     "(the first frame or None, why it is refused or None), within `handshake_timeout` of connecting."
     try:
@@ -232,9 +236,9 @@ async def _first_frame(self:Daemon, reader) -> tuple:
     if hello is None: return None, None
     return hello, None if self._authentic(hello) else "a wrong token or not a handshake"
 
-Daemon._authentic, Daemon._first_frame = _authentic, _first_frame
 
-# %% ../nbs/51_daemon.ipynb #75d9ffc8
+# %% ../nbs/51_daemon.ipynb #c3841837
+@patch
 async def _handshake(self:Daemon, reader, conn:Connection) -> bool:
     "Admit `conn` if its first frame carries the token and there is room; else refuse, log and say why."
     self._admit(conn)
@@ -248,6 +252,7 @@ async def _handshake(self:Daemon, reader, conn:Connection) -> bool:
     conn.send(response('protocol-error', text=f"handshake refused: {why}"))
     return False
 
+@patch
 async def _serve_client(self:Daemon, reader, writer):
     "Handshake, then read request frames until the client leaves or breaks the protocol."
     conn = Connection(writer)
@@ -259,9 +264,9 @@ async def _serve_client(self:Daemon, reader, writer):
     finally:
         self.pending.pop(conn, None); self.connections.discard(conn); conn.close()
 
-Daemon._handshake, Daemon._serve_client = _handshake, _serve_client
 
-# %% ../nbs/51_daemon.ipynb #3eeb01cc
+# %% ../nbs/51_daemon.ipynb #941eb466
+@patch
 async def _read_requests(self:Daemon, reader, conn:Connection):
     "Read frames and dispatch them; a bad message is answered, a broken stream ends the connection."
     while not self.stopping.is_set():
@@ -273,7 +278,6 @@ async def _read_requests(self:Daemon, reader, conn:Connection):
         except ProtocolError as e: conn.send(response('protocol-error', _reply_meta(envelope), text=e.message))
         except Exception as e: conn.send(response('protocol-error', _reply_meta(envelope), text=f"the request could not be read: {type(e).__name__}: {e}"[:2000]))
 
-Daemon._read_requests = _read_requests
 
 # %% ../nbs/51_daemon.ipynb #62fd0899
 def _reply_meta(envelope:dict) -> dict:
@@ -291,7 +295,8 @@ def _request_meta(envelope:dict) -> dict:
         if not isinstance(value, str) or not 0 < len(value) <= 200: raise ProtocolError(f"meta.{name} must be a string of 1 to 200 characters")
     return {'session': session, 'source': source}
 
-# %% ../nbs/51_daemon.ipynb #003a23f0
+# %% ../nbs/51_daemon.ipynb #6da73f7d
+@patch
 def _dispatch(self:Daemon, envelope:dict, conn:Connection):
     "Answer a status request at once; queue anything else on its session's worker."
     payload = envelope.get('payload')
@@ -300,6 +305,7 @@ def _dispatch(self:Daemon, envelope:dict, conn:Connection):
     meta = _request_meta(envelope)
     self.enqueue(perceive(envelope, **meta, owner=OWNER), conn, _reply_meta(envelope))
 
+@patch
 def enqueue(self:Daemon, signal, conn:Connection|None=None, reply_meta:dict|None=None):
     "Queue `signal` on its session's worker; the reply goes to `conn` (None: only the logs)."
     session = signal.session
@@ -309,7 +315,6 @@ def enqueue(self:Daemon, signal, conn:Connection|None=None, reply_meta:dict|None
     queue.append((signal, conn, reply_meta or {}))
     if session not in self.workers: self.workers[session] = asyncio.create_task(self._work(session))
 
-Daemon._dispatch, Daemon.enqueue = _dispatch, enqueue
 
 # %% ../nbs/51_daemon.ipynb #9f189b63
 _DERIVED = {'proposals': 'proposal', 'verdicts': 'verdict', 'actions': 'result', 'errors': 'error'}   # Turn.to_dict's lists of one kind of event
@@ -327,9 +332,10 @@ def full_turn(sent:dict) -> dict:
             'replies': sent.get('replies') or [], 'reply': sent.get('reply'), 'usage': sent.get('usage') or {},
             'failed': bool(sent.get('failed')), 'events': events}
 
-# %% ../nbs/51_daemon.ipynb #6627c587
+# %% ../nbs/51_daemon.ipynb #266d4329
 _serving = threading.local()   # per turn thread: the session it is running
 
+@patch
 def _run_batch(self:Daemon, batch:list) -> list:
     "Run a session's queued signals one after another (in a pool thread); a failure is one error reply."
     out = []
@@ -340,6 +346,7 @@ def _run_batch(self:Daemon, batch:list) -> list:
         finally: _serving.session = None
     return out
 
+@patch
 def _progress(self:Daemon, conn, meta:dict) -> dict:
     "For a request that asked (`meta.progress`): the turn's tokens and events as `progress` frames to `conn`; the turn stops once `conn` is gone."
     if conn is None or not meta.get('progress'): return {}
@@ -350,11 +357,13 @@ def _progress(self:Daemon, conn, meta:dict) -> dict:
     return {'on_token': lambda text: forward(token=text), 'stop': stop,
             'on_event': lambda event: event['kind'] == 'message' or forward(event=event)}
 
+@patch
 def _follow(self:Daemon, signal):
     "The agent's `follow` in the daemon: in the running turn if it is of the same session, else queued on its own session."
     if getattr(_serving, 'session', None) == signal.session: return Agent.follow(self.agent, signal)   # a thread-local: unset outside a turn
     self.loop.call_soon_threadsafe(self.enqueue, signal)
 
+@patch
 async def _work(self:Daemon, session:str):
     "Drain a session's queue in order; the worker ends when the queue is empty."
     queue, loop = self.queues[session], asyncio.get_running_loop()
@@ -371,9 +380,9 @@ async def _work(self:Daemon, session:str):
         if not queue: self.queues.pop(session, None)
         if len(self.agent.transcripts) > self.max_sessions: self.evict_sessions()
 
-Daemon._run_batch, Daemon._work, Daemon._follow, Daemon._progress = _run_batch, _work, _follow, _progress
 
-# %% ../nbs/51_daemon.ipynb #f65394d9
+# %% ../nbs/51_daemon.ipynb #88cb91ad
+@patch
 def evict_sessions(self:Daemon) -> list:
     "Drop idle transcripts from the agent's memory (never a running session's), and the least recently used beyond `max_sessions`."
     try: dropped = self.agent.evict(self.session_idle, busy=set(self.workers), keep=self.max_sessions * 7 // 8)
@@ -383,19 +392,20 @@ def evict_sessions(self:Daemon) -> list:
     if len(self.seen_sessions) > self.max_sessions: self.seen_sessions = set(self.agent.transcripts) | set(self.workers)
     return dropped
 
+@patch
 async def _evict_idle(self:Daemon):
     "Evict idle sessions every half idle period (at most every minute) while serving."
     while not self.stopping.is_set():
         await asyncio.sleep(min(max(self.session_idle / 2, 0.05), 60))
         self.evict_sessions()
 
-Daemon.evict_sessions, Daemon._evict_idle = evict_sessions, _evict_idle
 
-# %% ../nbs/51_daemon.ipynb #c8853f59
+# %% ../nbs/51_daemon.ipynb #04e732f3
 def _watches_approvals(agent) -> bool:
     "Does `agent` keep approvals whose decisions the daemon should carry out?"
     return agent.approvals is not None and bool(agent.handlers.by_sensor.get('approval-command'))
 
+@patch
 def _decisions(self:Daemon) -> list:
     "The carry-out signals for decisions written since the last look (in a pool thread); [] when nothing moved."
     from passepartout.approval_flow import carry_out_signal
@@ -411,7 +421,8 @@ def _decisions(self:Daemon) -> list:
     self.carrying = current   # what is still waiting; a carried-out decision leaves the list
     return fresh
 
-# %% ../nbs/51_daemon.ipynb #8307e205
+# %% ../nbs/51_daemon.ipynb #69d620d3
+@patch
 async def _watch_approvals(self:Daemon):
     "Carry out, in their sessions, the owner's decisions that reached the store without passing through this daemon."
     while not self.stopping.is_set():
@@ -423,9 +434,8 @@ async def _watch_approvals(self:Daemon):
         for signal in signals: self.enqueue(signal)
         await asyncio.sleep(self.approval_poll)
 
-Daemon._decisions, Daemon._watch_approvals = _decisions, _watch_approvals
 
-# %% ../nbs/51_daemon.ipynb #11025568
+# %% ../nbs/51_daemon.ipynb #3fdef50f
 def _rss_kb() -> int|None:
     "This process's resident memory in KiB (Linux), or None."
     try:
@@ -433,6 +443,7 @@ def _rss_kb() -> int|None:
             if line.startswith('VmRSS:'): return int(line.split()[1])
     except OSError: return None
 
+@patch
 def status(self:Daemon) -> dict:
     "What `daemon status` shows: pid, address, uptime, sessions, connections, memory."
     return {'pid': os.getpid(), 'address': f"{self.host}:{self.port}", 'host': self.host, 'port': self.port,
@@ -441,9 +452,9 @@ def status(self:Daemon) -> dict:
             'connections': len(self.connections), 'pending': len(self.pending), 'refused': self.refusals.total,
             'replies': self.replies, 'memory_kb': _rss_kb()}
 
-Daemon.status = status
 
-# %% ../nbs/51_daemon.ipynb #6534253a
+# %% ../nbs/51_daemon.ipynb #cc578f82
+@patch
 async def shutdown(self:Daemon):
     "Stop accepting, let turns in flight finish (then interrupt them), save, close clients, remove the files."
     if self.server is None: return
@@ -465,9 +476,9 @@ async def shutdown(self:Daemon):
     for f in ('token', 'port', 'pid'): self.files[f].unlink(missing_ok=True)
     self.server = None
 
-Daemon.shutdown = shutdown
 
-# %% ../nbs/51_daemon.ipynb #53e71b2a
+# %% ../nbs/51_daemon.ipynb #b79401a0
+@patch
 async def serve(self:Daemon, ready=None): # `ready(daemon)`: called once listening
     "Start, serve until SIGINT or SIGTERM (or `stopping` is set), then shut down."
     await self.start()
@@ -479,7 +490,6 @@ async def serve(self:Daemon, ready=None): # `ready(daemon)`: called once listeni
         for sig in (signals_module.SIGINT, signals_module.SIGTERM): loop.remove_signal_handler(sig)
         await self.shutdown()
 
-Daemon.serve = serve
 
 # %% ../nbs/51_daemon.ipynb #c2e45749
 def read_address(state_dir=None) -> tuple|None:

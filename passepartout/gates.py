@@ -6,14 +6,15 @@ Docs: https://passepartout-agent.github.io/passepartout/gates.html.md"""
 
 # %% auto #0
 __all__ = ['ALLOW', 'ASK', 'DENY', 'Check', 'TOOL_CALLS', 'Verdict', 'allow', 'ask', 'deny', 'GateRecord', 'trace_dicts',
-           'Decision', 'ToolsExcept', 'Gate', 'GateEngine', 'plain_plan', 'current_verification', 'verify']
+           'Decision', 'ToolsExcept', 'Gate', 'GateEngine', 'plain_plan', 'current_verification']
 
-# %% ../nbs/04_gates.ipynb #4c7536f2
+# %% ../nbs/04_gates.ipynb #95600e8e
 import time, itertools, threading
 from typing import NamedTuple
 from dataclasses import dataclass, field
 from collections.abc import Callable
 from .signals import Action, Context
+from .basics import patch
 
 # %% ../nbs/04_gates.ipynb #efd1fb77
 ALLOW, ASK, DENY = 'allow', 'ask', 'deny'
@@ -49,15 +50,16 @@ class Decision:
         "`gate: reason` for every record as strict as the decision."
         return [f"{r.gate}: {r.reason}" for r in self.trace if r.decision == self.decision and r.reason]
 
-# %% ../nbs/04_gates.ipynb #dfe101fe
-def _decision_md(self:Decision) -> str:
+# %% ../nbs/04_gates.ipynb #769c4144
+@patch
+def _repr_markdown_(self:Decision) -> str:
     rows = '\n'.join(f"| {r.gate} | {r.decision} | {r.reason} | {r.us:.1f} |" for r in self.trace)
     return f"**{self.decision}** `{self.action!r}`\n\n| gate | verdict | reason | µs |\n|---|---|---|---|\n{rows}"
 
-def _decision_repr(self:Decision) -> str:
+@patch
+def __repr__(self:Decision) -> str:
     return f"Decision({self.decision}: {self.action!r}; " + ', '.join(f"{r.gate}={r.decision}" for r in self.trace) + ')'
 
-Decision._repr_markdown_, Decision.__repr__ = _decision_md, _decision_repr
 
 # %% ../nbs/04_gates.ipynb #1c687a67
 Check = Callable[[Action, Context], 'Verdict | None']
@@ -116,13 +118,14 @@ def plain_plan(engine:GateEngine, action:Action) -> tuple:
     "The reference for `GateEngine.plan`: `(name, check, record if skipped else None)` for every gate, worked out for this very action."
     return tuple((g.name, g.check, None if g.concerns(action) else GateRecord(g.name, ALLOW, '', 0.0)) for g in engine.gates)
 
-# %% ../nbs/04_gates.ipynb #279c53a2
+# %% ../nbs/04_gates.ipynb #539fe571
 def _unusable(v) -> Verdict:
     "The deny for a gate that returned something other than a verdict."
     if type(v) is not Verdict: return deny(f"gate returned {type(v).__name__}, not a verdict")
     return deny(f"gate returned unknown verdict {v.decision!r}")
 
-def _plan(self:GateEngine, action:Action) -> tuple:
+@patch
+def plan(self:GateEngine, action:Action) -> tuple:
     "`(name, check, record if skipped else None)` for every gate, in order, for actions like `action`."
     key = action.tool if action.kind == 'tool' else None   # every reply (or other kind) has the same plan
     kept = type(key) is str or action.kind != 'tool'        # a tool call without a name as a string is planned anew
@@ -133,7 +136,6 @@ def _plan(self:GateEngine, action:Action) -> tuple:
             if len(self._plans) > 256: self._plans.clear()   # tool names come from the model: bound the cache
             self._plans[key] = plan
     return plan
-GateEngine.plan = _plan
 
 # %% ../nbs/04_gates.ipynb #d0f02801
 class _Verifying(threading.local):
@@ -145,7 +147,8 @@ def current_verification() -> int:
     "A number unique to the verification running on this thread (0 outside one), for gates that share facts within it."
     return _verifying.number
 
-# %% ../nbs/04_gates.ipynb #f4f670df
+# %% ../nbs/04_gates.ipynb #7cb04ec0
+@patch
 def verify(self:GateEngine, action:Action, ctx:Context|None=None) -> Decision:
     "Run every gate on `action` in priority order; the strictest verdict wins, a deny stops the row."
     ctx = ctx or Context()
@@ -170,4 +173,3 @@ def verify(self:GateEngine, action:Action, ctx:Context|None=None) -> Decision:
             elif v.action is not None: action, replaced = v.action, True
     finally: _verifying.number = outer
     return Decision(worst, action, trace)
-GateEngine.verify = verify

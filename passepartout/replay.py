@@ -6,15 +6,16 @@ Docs: https://passepartout-agent.github.io/passepartout/replay.html.md"""
 
 # %% auto #0
 __all__ = ['REDACTED', 'DEFAULT_SESSION', 'SECRET_PATTERNS', 'request_fingerprint', 'fingerprint_matches', 'load_session',
-           'ReplayProvider', 'rewind', 'env_secrets', 'redact_secrets', 'Recorder']
+           'ReplayProvider', 'env_secrets', 'redact_secrets', 'Recorder']
 
-# %% ../nbs/12_replay.ipynb #3a1e0c53
+# %% ../nbs/12_replay.ipynb #fe2753ac
 import dataclasses, json, os, re, threading, time
 from importlib import resources
 from pathlib import Path
 from .errors import LLMError
 from .signals import Action
 from .reason import Proposal, UnusableAnswer
+from .basics import patch
 
 # %% ../nbs/12_replay.ipynb #5fd954e7
 REDACTED = '[REDACTED]'
@@ -90,7 +91,8 @@ class ReplayProvider:
         return (". No live model is configured, so this is the offline demo recording, which only answers the demo's "
                 "questions: set PASSEPARTOUT_PROVIDERS (see `passepartout configure` and `passepartout doctor`)")
 
-# %% ../nbs/12_replay.ipynb #c599ad1b
+# %% ../nbs/12_replay.ipynb #98ac6b87
+@patch
 def _next(self:ReplayProvider, request) -> tuple:
     "The next recorded call, after checking it answers this request."
     with self._lock:
@@ -113,8 +115,9 @@ def _fill(action:Action, request, where:str, provider:str) -> Action:
     if m.get('role') != 'tool': raise LLMError(f"replay: {where} quotes a tool result, but the session sent {_describe(request_fingerprint(request))}", provider=provider)
     return dataclasses.replace(action, text=action.text.replace('{{result}}', str(m.get('content') or '').strip()))
 
-# %% ../nbs/12_replay.ipynb #975522c0
-def _replay_propose(self:ReplayProvider, request, on_token=None) -> Proposal:
+# %% ../nbs/12_replay.ipynb #4929ffd0
+@patch
+def propose(self:ReplayProvider, request, on_token=None) -> Proposal:
     "The next recorded proposal (its reply text goes to `on_token` in one piece)."
     lineno, rec = self._next(request)
     if 'error' in rec: raise (UnusableAnswer if rec.get('unusable') else LLMError)(str(rec['error']), provider=self.name)
@@ -123,10 +126,11 @@ def _replay_propose(self:ReplayProvider, request, on_token=None) -> Proposal:
     if on_token is not None and action.kind == 'reply': on_token(action.text)
     return Proposal(action, raw=rec.get('raw', ''), usage=dict(rec.get('usage') or {}), provider=rec.get('provider') or self.name)
 
-async def _replay_apropose(self:ReplayProvider, request, on_token=None) -> Proposal: return self.propose(request, on_token)
+@patch
+async def apropose(self:ReplayProvider, request, on_token=None) -> Proposal: return self.propose(request, on_token)
+@patch
 def rewind(self:ReplayProvider): self.played = 0
 
-ReplayProvider._next, ReplayProvider.propose, ReplayProvider.apropose, ReplayProvider.rewind = _next, _replay_propose, _replay_apropose, rewind
 
 # %% ../nbs/12_replay.ipynb #f64d22d0
 SECRET_PATTERNS = [  # shapes of credentials; each match is replaced, whatever the context
@@ -180,14 +184,16 @@ class Recorder:
             if f.tell() == 0: f.write(json.dumps({'replay': 1, 'created': time.strftime('%Y-%m-%dT%H:%M:%S%z')}) + '\n')
     def __repr__(self): return f"Recorder({self.provider!r} -> {str(self.path)!r})"
 
-# %% ../nbs/12_replay.ipynb #71c48359
+# %% ../nbs/12_replay.ipynb #793a700f
+@patch
 def _write(self:Recorder, record:dict, request):
     "Append one call, with every secret removed."
     vault = self.vault if self.vault is not None else (request.agent.vault if request.agent is not None else None)
     line = json.dumps(redact_secrets(record, self.secrets, vault), ensure_ascii=False)
     with self._lock, open(self.path, 'a', encoding='utf-8') as f: f.write(line + '\n')
 
-def _recorder_propose(self:Recorder, request, on_token=None) -> Proposal:
+@patch
+def propose(self:Recorder, request, on_token=None) -> Proposal:
     "Propose through the wrapped provider and record the outcome (a failure too, then re-raise it)."
     fp, kw = request_fingerprint(request), ({'on_token': on_token} if on_token is not None else {})
     try: p = self.provider.propose(request, **kw)
@@ -196,8 +202,8 @@ def _recorder_propose(self:Recorder, request, on_token=None) -> Proposal:
     self._write({'request': fp, 'action': p.action.to_dict(), 'usage': p.usage, 'provider': p.provider, 'raw': (p.raw or '')[:4000]}, request)
     return p
 
-async def _recorder_apropose(self:Recorder, request, on_token=None) -> Proposal:
+@patch
+async def apropose(self:Recorder, request, on_token=None) -> Proposal:
     import asyncio
     return await asyncio.to_thread(self.propose, request, on_token)
 
-Recorder._write, Recorder.propose, Recorder.apropose = _write, _recorder_propose, _recorder_apropose

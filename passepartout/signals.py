@@ -8,10 +8,11 @@ Docs: https://passepartout-agent.github.io/passepartout/signals.html.md"""
 __all__ = ['SIGNAL_TYPES', 'OWNER_SOURCES', 'Action', 'reply', 'tool_call', 'Signal', 'from_owner', 'sender_of', 'Turn', 'Grant',
            'Context']
 
-# %% ../nbs/02_signals.ipynb #23dcc74d
+# %% ../nbs/02_signals.ipynb #15011462
 import json, hashlib, time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ForwardRef
+from .basics import patch
 if TYPE_CHECKING: from passepartout.loop import Agent   # the type of `Context.agent`, for type checkers: signals never imports the loop
 else: Agent = ForwardRef('passepartout.loop.Agent')     # what the hint names when a documentation tool evaluates it
 
@@ -44,8 +45,9 @@ class Action:
         "SHA-256 of the canonical form, in hex."
         return hashlib.sha256(self.canonical().encode()).hexdigest()
 
-# %% ../nbs/02_signals.ipynb #5aae1db3
-def _to_dict(self:Action) -> dict:
+# %% ../nbs/02_signals.ipynb #7dbf75ec
+@patch
+def to_dict(self:Action) -> dict:
     "A JSON-ready dict with every field that is set."
     d = self.identity()
     if self.explanation: d['explanation'] = self.explanation
@@ -54,7 +56,8 @@ def _to_dict(self:Action) -> dict:
 
 _ACTION_FIELDS = ('kind', 'tool', 'args', 'text', 'target', 'explanation', 'call_id')
 
-def _from_dict(cls, d:dict) -> Action:
+@patch(cls_method=True)
+def from_dict(cls:Action, d:dict) -> Action:
     "Build an action from a dict; unknown keys and a missing kind are errors."
     if not isinstance(d, dict) or d.get('kind') not in ('reply', 'tool'):
         raise ValueError(f"not an action: {str(d)[:200]}")
@@ -62,8 +65,6 @@ def _from_dict(cls, d:dict) -> Action:
     if extra: raise ValueError(f"unknown action fields: {sorted(extra)}")
     return cls(**{k: d[k] for k in _ACTION_FIELDS if k in d and d[k] is not None})
 
-Action.to_dict = _to_dict
-Action.from_dict = classmethod(_from_dict)
 
 # %% ../nbs/02_signals.ipynb #97ab7a22
 def reply(text:str, target:str|None=None) -> Action:
@@ -74,13 +75,13 @@ def tool_call(tool:str, args:dict|None=None, explanation:str|None=None, call_id:
     "A call of `tool` with `args`, dispatched to the tool actuator."
     return Action('tool', tool=tool, args=dict(args or {}), target='tool', explanation=explanation, call_id=call_id)
 
-# %% ../nbs/02_signals.ipynb #1bccaec7
-def _action_repr(self:Action) -> str:
+# %% ../nbs/02_signals.ipynb #6ff71e88
+@patch
+def __repr__(self:Action) -> str:
     if self.kind == 'reply': return f"reply({self.text!r})"
     args = ', '.join(f"{k}={v!r}" for k, v in self.args.items())
     return f"{self.tool}({args})"
 
-Action.__repr__ = _action_repr
 
 # %% ../nbs/02_signals.ipynb #f1110d52
 SIGNAL_TYPES = ('EVENT', 'REQUEST', 'RESPONSE', 'LOG', 'STATUS')
@@ -109,28 +110,30 @@ class Signal:
         "A feedback signal one level deeper, on the same reply channel."
         return Signal('EVENT', dict(self.meta), {'sensor': sensor, 'text': text, **payload}, self.depth + 1)
 
-# %% ../nbs/02_signals.ipynb #0bdbb09a
-def _signal_to_dict(self:Signal) -> dict:
+# %% ../nbs/02_signals.ipynb #28109085
+@patch
+def to_dict(self:Signal) -> dict:
     "The JSON envelope of this signal."
     d = {'type': self.type, 'meta': self.meta, 'payload': self.payload, 'depth': self.depth}
     if self.status: d['status'] = self.status
     if self.approved_action: d['approved_action'] = self.approved_action.to_dict()
     return d
 
-def _signal_repr(self:Signal) -> str:
+@patch
+def __repr__(self:Signal) -> str:
     bits = [self.type, self.sensor or '?', f"depth={self.depth}"]
     if self.source: bits.append(f"from {self.source}")
     if self.status: bits.append(self.status)
     text = self.text if len(self.text) <= 60 else self.text[:57] + '...'
     return f"Signal({' '.join(bits)}{': ' + repr(text) if text else ''})"
 
-def _signal_md(self:Signal) -> str:
+@patch
+def _repr_markdown_(self:Signal) -> str:
     rows = [f"**{self.type}** `{self.sensor}` at depth {self.depth}" + (f" from `{self.source}`" if self.source else '')]
     if self.text: rows.append(f"> {self.text[:300]}")
     if self.status: rows.append(f"status: **{self.status}**" + (f" → `{self.approved_action!r}`" if self.approved_action else ''))
     return '\n\n'.join(rows)
 
-Signal.to_dict, Signal.__repr__, Signal._repr_markdown_ = _signal_to_dict, _signal_repr, _signal_md
 
 # %% ../nbs/02_signals.ipynb #ebd1a52c
 OWNER_SOURCES = ('cli', 'tui', 'daemon', 'repl', 'cron', 'policy')

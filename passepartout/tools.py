@@ -6,8 +6,7 @@ Docs: https://passepartout-agent.github.io/passepartout/tools.html.md"""
 
 # %% auto #0
 __all__ = ['EFFECTS', 'EFFECT_CLASS', 'ARG_KINDS', 'STEERING_KINDS', 'WHY', 'WHY_SCHEMA', 'BUILTIN_EFFECTS', 'BUILTIN_ARGS',
-           'param_comments', 'json_type', 'Tool', 'canonical_name', 'Toolbelt', 'schemas', 'run', 'canonical',
-           'load_declarations']
+           'param_comments', 'json_type', 'Tool', 'canonical_name', 'Toolbelt', 'load_declarations']
 
 # %% ../nbs/06_tools.ipynb #0287dc66
 import inspect, io, json, textwrap, tokenize, typing, types, asyncio
@@ -166,11 +165,13 @@ class Toolbelt:
     def __len__(self): return len(self.by_name)
     def __repr__(self): return f"Toolbelt({', '.join(f'{t.name}:{t.effect}' for t in self)})"
 
-# %% ../nbs/06_tools.ipynb #fcd5227d
+# %% ../nbs/06_tools.ipynb #7567cb2c
+@patch
 def schemas(self:Toolbelt) -> list:
     "`{name, description, parameters}` for every tool."
     return [{'name': t.name, 'description': t.description, 'parameters': t.schema} for t in self]
 
+@patch
 def run(self:Toolbelt, name:str, args:dict, ctx=None):
     "Call tool `name` with `args` (and `ctx` if it takes one, but not the belt's `why`); await it if it is async."
     t = self.by_name.get(name)
@@ -189,11 +190,11 @@ def _await(awaitable):
     import concurrent.futures
     with concurrent.futures.ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, awaitable).result()
 
+@patch
 def canonical(self:Toolbelt, name) -> str|None:
     "The registered tool name `name` means, compared without case (None: no such tool)."
     return canonical_name(self.by_name, name)
 
-Toolbelt.schemas, Toolbelt.run, Toolbelt.canonical = schemas, run, canonical
 
 # %% ../nbs/06_tools.ipynb #ddf43c98
 @patch

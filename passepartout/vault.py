@@ -7,19 +7,20 @@ Docs: https://passepartout-agent.github.io/passepartout/vault.html.md"""
 # %% auto #0
 __all__ = ['NAME_RE', 'HANDLE_RE', 'HANDLE_MARK', 'MIN_SECRET_CHARS', 'DESTINATION_FORMS', 'SEPARATORS', 'SPREAD_MIN_BITS',
            'VAULT_PRIORITY', 'SEALED_RUNS_PER_TURN', 'WITHHELD', 'VaultError', 'handle', 'url_host', 'destination',
-           'matches', 'key_file', 'Vault', 'read_vault_plain', 'add', 'get', 'remove', 'names', 'destinations', 'allow',
-           'revoke', 'bound', 'substitute', 'base64_cores', 'base32_cores', 'trie_pattern', 'squeeze', 'chance_bits',
-           'redaction_patterns', 'secret_spans_plain', 'redact_plain', 'redact', 'secrets_in', 'action_destination',
-           'vault_gate_plain', 'vault_gate', 'tool_effect', 'withholds_output', 'withheld', 'vault_command',
-           'vault_add', 'vault_list', 'vault_remove', 'vault_allow', 'vault_revoke']
+           'matches', 'key_file', 'Vault', 'read_vault_plain', 'substitute', 'base64_cores', 'base32_cores',
+           'trie_pattern', 'squeeze', 'chance_bits', 'redaction_patterns', 'secret_spans_plain', 'redact_plain',
+           'redact', 'secrets_in', 'action_destination', 'vault_gate_plain', 'vault_gate', 'tool_effect',
+           'withholds_output', 'withheld', 'vault_command', 'vault_add', 'vault_list', 'vault_remove', 'vault_allow',
+           'vault_revoke']
 
-# %% ../nbs/22_vault.ipynb #d9ed9fb7
+# %% ../nbs/22_vault.ipynb #0e6992eb
 import base64, html, ipaddress, json, os, re, shlex, sys, tempfile, unicodedata, urllib.parse
 from pathlib import Path
 import click
 from .errors import PassepartoutError
 from . import config
 from .tools import BUILTIN_EFFECTS
+from .basics import patch
 
 # %% ../nbs/22_vault.ipynb #4bfa10ad
 class VaultError(PassepartoutError):
@@ -122,7 +123,8 @@ class Vault:
     def replace_spans(self, text:str, spans:list) -> str: return _replace(text, spans)
     def withheld(self, action, ctx, result=None, error=None) -> str|None: return withheld(action, ctx, result, error)
 
-# %% ../nbs/22_vault.ipynb #ff3200f9
+# %% ../nbs/22_vault.ipynb #8fa84cdf
+@patch
 def _entries(self:Vault, data:dict) -> tuple:
     "Secret values and bindings from the decrypted blob; an entry is a plain value (unbound) or {value, for}."
     secrets, bindings = {}, {}
@@ -132,7 +134,6 @@ def _entries(self:Vault, data:dict) -> tuple:
         else: raise VaultError(f"the vault {self.path} holds a damaged entry for {name!r}")
     return secrets, bindings
 
-Vault._entries = _entries
 
 # %% ../nbs/22_vault.ipynb #5febc802
 def read_vault_plain(vault:Vault) -> tuple:
@@ -144,7 +145,8 @@ def read_vault_plain(vault:Vault) -> tuple:
     try: return vault._entries(json.loads(f.decrypt(vault.path.read_bytes())))
     except InvalidToken: raise VaultError(f"cannot decrypt the vault {vault.path} with the key {vault.key_path}: wrong key or damaged file") from None
 
-# %% ../nbs/22_vault.ipynb #58049c4f
+# %% ../nbs/22_vault.ipynb #a47ebc74
+@patch
 def _load(self:Vault) -> dict:
     "The decrypted secrets (name to value), re-read only when the file changed on disk; bindings go to `_bindings`."
     try: st = self.path.stat()
@@ -159,15 +161,16 @@ def _load(self:Vault) -> dict:
     (self._secrets, self._bindings), self._stamp, self._pattern = self._entries(data), stamp, None
     return self._secrets
 
-Vault._load = _load
 
-# %% ../nbs/22_vault.ipynb #7e9f4560
+# %% ../nbs/22_vault.ipynb #8a602ff0
+@patch
 def _save(self:Vault, secrets:dict, bindings:dict):
     "Encrypt and write `secrets` with their `bindings` (an unbound secret is stored as a plain string)."
     blob = {n: {'value': v, 'for': sorted(bindings[n])} if bindings.get(n) else v for n, v in secrets.items()}
     _write_private(self.path, _fernet(self.key_path, create=True).encrypt(json.dumps(blob, sort_keys=True).encode()))
     self._stamp = None
 
+@patch
 def add(self:Vault, name:str, value:str,
         destinations=None): # where it may go without asking; None keeps those of the secret it replaces
     "Store `value` as secret `name` (replacing any previous value)."
@@ -178,42 +181,45 @@ def add(self:Vault, name:str, value:str,
     if destinations is not None: bindings[name] = tuple(sorted({destination(d) for d in destinations}))
     self._save({**secrets, name: value}, bindings)
 
-Vault._save, Vault.add = _save, add
 
-# %% ../nbs/22_vault.ipynb #d42e0dbd
+# %% ../nbs/22_vault.ipynb #2f349ca6
+@patch
 def get(self:Vault, name:str) -> str:
     "The value of secret `name`."
     secrets = self._load()
     if name not in secrets: raise VaultError(f"no secret named {name!r} in the vault")
     return secrets[name]
 
+@patch
 def remove(self:Vault, name:str):
     "Forget secret `name` and its destinations."
     secrets = dict(self._load())
     if secrets.pop(name, None) is None: raise VaultError(f"no secret named {name!r} in the vault")
     self._save(secrets, self._bindings)
 
+@patch
 def names(self:Vault) -> list:
     "The names of the stored secrets, sorted (never their values)."
     return sorted(self._load())
 
-Vault.get, Vault.remove, Vault.names = get, remove, names
 
-# %% ../nbs/22_vault.ipynb #39b71051
+# %% ../nbs/22_vault.ipynb #b5b8fc25
+@patch
 def destinations(self:Vault, name:str) -> tuple:
     "Where secret `name` may go without asking (canonical forms, sorted)."
     self.get(name)
     return self._bindings.get(name, ())
 
+@patch
 def allow(self:Vault, name:str, *dests) -> tuple:
     "Let secret `name` also go to `dests` without asking; the destinations it now has."
     self.get(name); new = {destination(d) for d in dests}
     self._save(self._secrets, {**self._bindings, name: tuple(sorted(set(self._bindings.get(name, ())) | new))})
     return self.destinations(name)
 
-Vault.destinations, Vault.allow = destinations, allow
 
-# %% ../nbs/22_vault.ipynb #3b5bf2b4
+# %% ../nbs/22_vault.ipynb #328a1db0
+@patch
 def revoke(self:Vault, name:str, *dests) -> tuple:
     "Stop secret `name` going to `dests` without asking; the destinations it still has."
     self.get(name)
@@ -222,12 +228,12 @@ def revoke(self:Vault, name:str, *dests) -> tuple:
     self._save(self._secrets, {**self._bindings, name: tuple(sorted(have - gone))})
     return self.destinations(name)
 
+@patch
 def bound(self:Vault, name:str, dest:str) -> bool:
     "Whether secret `name` may go to destination `dest` (as `action_destination` gives it) without asking."
     self._load()
     return any(matches(b, dest) for b in self._bindings.get(name, ()))
 
-Vault.revoke, Vault.bound = revoke, bound
 
 # %% ../nbs/22_vault.ipynb #f5b69c95
 def substitute(obj, vault:Vault):
@@ -412,7 +418,8 @@ def redaction_patterns(secrets:dict) -> tuple:
     short = any(chance_bits(squeeze(f)) < SPREAD_MIN_BITS for f in by_form)
     return exact, by_form, spread, by_needle, short
 
-# %% ../nbs/22_vault.ipynb #869df090
+# %% ../nbs/22_vault.ipynb #8f87139e
+@patch
 def _redactor(self:Vault) -> tuple:
     "The patterns for `redact`, cached until the vault changes: exact forms, squeezed needles, and whether any form is too short to squeeze."
     secrets, built = self._load(), self._pattern
@@ -420,7 +427,6 @@ def _redactor(self:Vault) -> tuple:
         built = self._pattern = (secrets, redaction_patterns(secrets))
     return built[1]
 
-Vault._redactor = _redactor
 
 # %% ../nbs/22_vault.ipynb #1d4a235c
 def secret_spans_plain(text:str, vault:Vault) -> list:

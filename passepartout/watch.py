@@ -7,8 +7,9 @@ Docs: https://passepartout-agent.github.io/passepartout/watch.html.md"""
 # %% auto #0
 __all__ = ['Watcher', 'watched_state', 'watch', 'generation', 'changes']
 
-# %% ../nbs/09a_watch.ipynb #47c5b880
+# %% ../nbs/09a_watch.ipynb #75a86181
 import os, functools, threading
+from .basics import patch
 
 # %% ../nbs/09a_watch.ipynb #98117945
 @functools.cache
@@ -53,8 +54,9 @@ class Watcher:
             poller = self.pollers.poller = select.poll(); poller.register(self.inotify.fileno(), select.POLLIN)
         return bool(poller.poll(0))
 
-# %% ../nbs/09a_watch.ipynb #ed0e2945
-def _take_events(self:Watcher):
+# %% ../nbs/09a_watch.ipynb #c5123c80
+@patch
+def take_events(self:Watcher):
     "Read every queued event: count it against its watch, or move the epoch."
     from inotify_simple import parse_events
     gone = _masks()[3]
@@ -69,16 +71,16 @@ def _take_events(self:Watcher):
             if event.mask & gone:   # an inode left its path, and so did everything below it
                 self.epoch += 1; self.added.clear()
 
-def _generation(self:Watcher, path:str, poll:bool=True) -> tuple|None:
+@patch
+def generation(self:Watcher, path:str, poll:bool=True) -> tuple|None:
     "The generation of `path` after every queued event (`poll`), or None if `path` is not watched."
-    if poll and self.ready(): _take_events(self)
+    if poll and self.ready(): self.take_events()
     with self.lock:   # wait for a thread that read events from the queue but has not counted them yet
         wds = self.watched.get(path)
         return None if wds is None else (self.epoch, self.counts.get(wds[0], 0), self.counts.get(wds[1], 0))
 
-Watcher.take_events, Watcher.generation = _take_events, _generation
 
-# %% ../nbs/09a_watch.ipynb #43c1dc93
+# %% ../nbs/09a_watch.ipynb #17131a19
 def _add(self:Watcher, target:str, mask:int) -> int:
     "Watch the inode at `target` for `mask`; its watch descriptor (no system call if it already is)."
     wd, added = self.added.get(target, (None, 0))
@@ -87,7 +89,8 @@ def _add(self:Watcher, target:str, mask:int) -> int:
         self.added[target] = (wd, added | mask)
     return wd
 
-def _watch(self:Watcher, path:str, file:bool=True) -> tuple|None:
+@patch
+def watch(self:Watcher, path:str, file:bool=True) -> tuple|None:
     "Watch `path` (its directory, itself if `file`, the directories above); its generation, or None if it cannot be watched."
     if not os.path.isabs(path) or '\x00' in path: return None   # a relative path changes meaning with the working directory
     if self.ready(): self.take_events()   # what `added` says must still be true
@@ -107,7 +110,6 @@ def _watch(self:Watcher, path:str, file:bool=True) -> tuple|None:
         self.watched[path] = wds
     return self.generation(path, poll=False)
 
-Watcher.watch = _watch
 
 # %% ../nbs/09a_watch.ipynb #40c4fe96
 _watcher, _unavailable = None, False
