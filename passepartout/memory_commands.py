@@ -60,7 +60,7 @@ def search_command(query, limit):
     hits = MemoryStore().recall(query, limit=limit)
     click.echo('\n'.join(map(repr, hits)) if hits else "nothing found")
 
-# %% ../nbs/64_memory_commands.ipynb #55fdab7f
+# %% ../nbs/64_memory_commands.ipynb #f4427c40
 def _writable() -> MemoryStore:
     "The store, for a command that writes: refused while a daemon (which owns the memory) runs."
     if daemon_running(): raise click.ClickException("a daemon is running and owns the memory: stop it first (`passepartout daemon stop`)")
@@ -88,14 +88,14 @@ def history_command(limit):
 def diff_command(a, b):
     "What changed from snapshot A to snapshot B (default: the latest)."
     try: click.echo(repr(MemoryStore().diff(_snapshot_ref(a), _snapshot_ref(b))))
-    except KeyError as e: raise click.ClickException(str(e).strip('"')) from None
+    except KeyError as e: raise click.ClickException(str(e.args[0])) from None
 
 @memory_command.command('rollback')
 @click.argument('to', required=False)
 def rollback_command(to):
     "Make snapshot TO the memory again (default: the one before the latest); itself undone by another rollback."
     try: click.echo(repr(_writable().rollback(_snapshot_ref(to))))
-    except KeyError as e: raise click.ClickException(str(e).strip('"')) from None
+    except KeyError as e: raise click.ClickException(str(e.args[0])) from None
 
 # %% ../nbs/64_memory_commands.ipynb #918dffb0
 def link_order(store:MemoryStore) -> list:
