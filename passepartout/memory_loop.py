@@ -48,12 +48,12 @@ def distrust(agent, session:str, objects):
             where, text = f"memory {o.id!r} (learned from {o.attributes[PROVENANCE]})", f"{o.content}\n{o.attributes.get('summary', '')}"
             for v in values_in(text) | {f for f in forms_in(text) if not f.startswith('text:')}: sv.sources.setdefault(v, where)
 
-# %% ../nbs/43_memory_loop.ipynb #4b303727
+# %% ../nbs/43_memory_loop.ipynb #457c26fb
 @patch
 def context_for(self:MemoryStore, agent, signal:Signal, turn=None) -> str:
     "What memory recalls for the owner's latest message, as data for the system prompt; recorded in `turn` once per message."
-    budget = config.setting('PASSEPARTOUT_MEMORY_TOKENS')
-    if budget < 64 or not (question := question_of(agent, signal)): return ''
+    if not len(self) or (budget := config.setting('PASSEPARTOUT_MEMORY_TOKENS')) < 64: return ''   # an empty memory costs a turn nothing
+    if not (question := question_of(agent, signal)): return ''
     assembled = recalled(self, question, budget)
     if assembled is None: return ''
     distrust(agent, signal.session, [self[i] for i in assembled.focus + assembled.peripheral])
