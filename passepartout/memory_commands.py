@@ -1,4 +1,4 @@
-"""`passepartout memory list|show|search|snapshot|history|diff|rollback|export|import`: the owner reads, saves, rewinds and moves the agent's memory from the terminal.
+"""`passepartout memory list|show|search|snapshot|history|diff|rollback|verify|export|import`: the owner reads, saves, rewinds and moves the agent's memory from the terminal.
 
 Docs: https://passepartout-agent.github.io/passepartout/memory_commands.html.md"""
 
@@ -6,8 +6,8 @@ Docs: https://passepartout-agent.github.io/passepartout/memory_commands.html.md"
 
 # %% auto #0
 __all__ = ['object_line', 'memory_command', 'list_command', 'show_command', 'search_command', 'snapshot_command',
-           'history_command', 'diff_command', 'rollback_command', 'link_order', 'export_command', 'read_objects',
-           'import_command']
+           'history_command', 'diff_command', 'rollback_command', 'verify_command', 'link_order', 'export_command',
+           'read_objects', 'import_command']
 
 # %% ../nbs/64_memory_commands.ipynb #3ae2cef9
 import json, sys
@@ -17,7 +17,7 @@ from .recall import Hit
 from .foveal import summary
 from .daemon import daemon_running
 
-# %% ../nbs/64_memory_commands.ipynb #7b6ea3b3
+# %% ../nbs/64_memory_commands.ipynb #efd7334f
 def object_line(obj:MemoryObject) -> str:
     "One object for a person: id, kind, its summary, and where it came from when not from the owner."
     origin = '' if not obj.untrusted else f"  [from {obj.attributes[PROVENANCE]}]"
@@ -26,7 +26,7 @@ def object_line(obj:MemoryObject) -> str:
 @click.group('memory', invoke_without_command=True)
 @click.pass_context
 def memory_command(ctx):
-    "Inspect the agent's memory: list, show, search, snapshot, history, diff, rollback, export, import."
+    "Inspect the agent's memory: list, show, search, snapshot, history, diff, rollback, verify, export, import."
     if ctx.invoked_subcommand is None: ctx.invoke(list_command)
 
 @memory_command.command('list')
@@ -96,6 +96,15 @@ def rollback_command(to):
     "Make snapshot TO the memory again (default: the one before the latest); itself undone by another rollback."
     try: click.echo(repr(_writable().rollback(_snapshot_ref(to))))
     except KeyError as e: raise click.ClickException(str(e.args[0])) from None
+
+# %% ../nbs/64_memory_commands.ipynb #a4d09243
+@memory_command.command('verify')
+@click.option('--every', is_flag=True, help='Check every snapshot, not only the latest.')
+def verify_command(every):
+    "Recompute every hash of the memory (exit 1 when something does not match)."
+    problems = MemoryStore().verify(every=every)
+    if problems: raise click.ClickException('\n'.join(problems))
+    click.echo("memory verified: every hash matches")
 
 # %% ../nbs/64_memory_commands.ipynb #918dffb0
 def link_order(store:MemoryStore) -> list:

@@ -187,6 +187,7 @@ def test_memory_commands_end_to_end(home, tmp_path):
     assert cli('memory', 'diff', '2').stdout.strip() == '(no change)'
     assert cli('memory', 'diff', '3', '4').stdout.split() == ['+', 'note:release', '+', 'person:bob', '+', 'web:offer']
     assert [l.split()[0] for l in cli('memory', 'history').stdout.splitlines()] == ['#4', '#3', '#2', '#1']
+    assert cli('memory', 'verify', '--every').stdout == 'memory verified: every hash matches\n'
     bad = cli('memory', 'show', 'nobody')
     assert bad.returncode == 1 and "no object 'nobody'" in bad.stderr
     assert cli('memory', 'diff', '99').stderr.strip() == 'Error: no memory snapshot #99'
