@@ -11,7 +11,7 @@ __all__ = ['COMMANDS', 'SUMMARIES', 'CHECKS', 'LazyGroup', 'SetupFailed', 'main'
 import importlib, importlib.util, os
 import click
 
-# %% ../nbs/60_cli.ipynb #7662281e
+# %% ../nbs/60_cli.ipynb #7f846403
 COMMANDS = {
     'demo': 'passepartout.demo:demo_command',
     'send': 'passepartout.daemon_commands:send_command',
@@ -27,7 +27,7 @@ COMMANDS = {
     'repl': 'passepartout.daemon_commands:repl_command',
     'doctor': 'passepartout.doctor:doctor_command',
     'configure': 'passepartout.doctor:configure_command',
-    'memory': 'passepartout.memory:memory_command',
+    'memory': 'passepartout.memory_commands:memory_command',
     'tui': 'passepartout.tui:tui_command',
 }
 
@@ -46,7 +46,7 @@ SUMMARIES = {   # what `passepartout --help` lists, without importing a single c
     'repl': 'Evaluate Python CODE in the running daemon (interactive without CODE); owner only.',
     'doctor': 'Check providers, sandbox, config, stores, secret-file permissions and where the agent\'s home lies.',
     'configure': 'Write $config/.env, from --set NAME=VALUE flags or interactively.',
-    'memory': 'Inspect the agent\'s memory.',
+    'memory': 'Inspect the agent\'s memory: list, show, search, snapshot, history, diff, rollback, verify, export, import.',
     'tui': 'Talk with the agent in a terminal interface.',
 }
 

@@ -8,7 +8,7 @@ Docs: https://passepartout-agent.github.io/passepartout/daemon_commands.html.md"
 __all__ = ['daemon_command', 'start_command', 'stop_command', 'status_command', 'turn_text', 'run_turn', 'send_command',
            'repl_command']
 
-# %% ../nbs/60b_daemon_commands.ipynb #c4baa7ad
+# %% ../nbs/60b_daemon_commands.ipynb #0282564d
 import asyncio, json, os, signal as signals_module, subprocess, sys, time
 from pathlib import Path
 import click
@@ -16,11 +16,11 @@ from . import config
 from .errors import SetupError
 from .daemon import (Daemon, default_agent, daemon_running, read_address, state_files, client_status, client_send,
                                  log_to_stderr, request, Client)
-from .heartbeat import services, autosave_hook
+from .heartbeat import services, shutdown_hooks
 from .doctor import run_checks, format_report
 from .app import build_agent
 
-# %% ../nbs/60b_daemon_commands.ipynb #2c7e6983
+# %% ../nbs/60b_daemon_commands.ipynb #704c6ce8
 @click.group('daemon')
 def daemon_command():
     "Run the agent as a background daemon on loopback."
@@ -32,7 +32,7 @@ def _foreground(port:int|None):
     except Exception as e: click.echo(f"doctor could not run ({type(e).__name__}: {e}); starting anyway", err=True)
     daemon = Daemon(default_agent, port=port)
     daemon.background = services(daemon)
-    daemon.save_hooks.append(lambda: autosave_hook(daemon.agent)())
+    daemon.save_hooks.extend(shutdown_hooks(daemon))
     ready = lambda d: click.echo(f"passepartout daemon {os.getpid()} listening on {d.host}:{d.port}", err=True)
     asyncio.run(daemon.serve(ready))
 

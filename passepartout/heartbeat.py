@@ -6,7 +6,7 @@ Docs: https://passepartout-agent.github.io/passepartout/heartbeat.html.md"""
 
 # %% auto #0
 __all__ = ['heartbeat_signal', 'Schedule', 'parse_schedule', 'CronJob', 'load_jobs', 'due', 'cron_signal', 'autosave_hook',
-           'heartbeat_service', 'autosave_service', 'cron_service', 'services']
+           'shutdown_hooks', 'heartbeat_service', 'autosave_service', 'cron_service', 'services']
 
 # %% ../nbs/52_heartbeat.ipynb #d5fcc418
 import asyncio, logging, time, tomllib
@@ -103,6 +103,12 @@ def autosave_hook(agent) -> callable:
         if callable(method): method(); return ['memory']
         return []
     return save
+
+# %% ../nbs/52_heartbeat.ipynb #dfaea83b
+def shutdown_hooks(daemon) -> list:
+    "The save hooks the daemon runs when it shuts down: the memory snapshot, unless `PASSEPARTOUT_SAVE_ON_SHUTDOWN=0`."
+    if not config.setting('PASSEPARTOUT_SAVE_ON_SHUTDOWN'): return []
+    return [lambda: autosave_hook(daemon.agent)()]
 
 # %% ../nbs/52_heartbeat.ipynb #8957b607
 def _log(daemon, level, text): daemon.agent.syslog.log(level, text)

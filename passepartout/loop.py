@@ -52,7 +52,7 @@ class Recovery:
 SKIP, ABORT = Recovery('skip'), Recovery('abort')
 def fallback(text:str) -> Recovery: return Recovery('fallback', text)
 
-# %% ../nbs/08_loop.ipynb #3f1ba706
+# %% ../nbs/08_loop.ipynb #12582eb1
 class Agent:
     "A provider, gates, tools and actuators, joined by the metabolic loop, with the collaborators it was given."
     def __init__(self, provider=None, *, gates:GateEngine|None=None, tools:Toolbelt|None=None,
@@ -66,7 +66,7 @@ class Agent:
                  budget=None,       # the provider's `Budget` (`11_cascade`), read by the budget gate
                  notify_owner=None, # `notify_owner(text, ctx)`: tells the owner of an action held in someone else's turn
                  refused=None,      # {(session, digest): (token, until)}: the owner's refusals (`24_refusals_gate`); None: none kept
-                 memory=None,       # a memory store with `save()` or `snapshot()`, saved by the daemon's auto-save (none is built in yet)
+                 memory=None,       # a memory store with `save()` or `snapshot()`, saved by the daemon's auto-save (`build_agent` opens a `MemoryStore`)
                  on_token=None,     # `on_token(text)`: the model's text as it streams, for a gateway that shows it
                  world=None):       # the owner's `config.World` the gates trust (None: `config.owner_world()`, from the settings)
         self.provider, self.name, self.mandates, self.workspace, self.sessions = provider, name, list(mandates), workspace, sessions
@@ -80,7 +80,7 @@ class Agent:
         self.actuators.register('tool', run_tool)
         self.actuators.register('cli', deliver_reply, silent=True)
         self.recovery, self.transcripts, self.used, self.held = [], {}, {}, {}   # used: session -> when its transcript was last read
-        self.interrupt, self.rollback = threading.Event(), None  # rollback: set by the memory store
+        self.interrupt, self.rollback, self.checkpoint = threading.Event(), None, None  # rollback, checkpoint: set by the memory store (`43_memory_loop`)
     def __repr__(self): return f"Agent({self.name!r}, provider={getattr(self.provider, 'name', None)!r}, {len(self.gates)} gates, {len(self.tools)} tools)"   # any object with `propose` is a provider: a name is optional
 
 # %% ../nbs/08_loop.ipynb #6543091c
@@ -167,10 +167,11 @@ def audit_batch(sink):
     batch = getattr(getattr(sink, '__self__', sink), 'batch', None)   # any callable is a sink: only a bound `AuditLog.append` has a batch
     return batch() if batch is not None else contextlib.nullcontext()
 
-# %% ../nbs/08_loop.ipynb #ad3ac8b9
+# %% ../nbs/08_loop.ipynb #cf974922
 @patch
 def _begin(self:Agent, signal:Signal, touched:dict):
     "Note that the chain touches `signal`'s session; drop a copy in memory that another writer has made stale."
+    if self.checkpoint is not None: self._checkpoint()
     session = signal.session
     if session in touched: return
     touched[session] = signal.source or ''
@@ -191,6 +192,14 @@ def _save_sessions(self:Agent, touched:dict):
         except Exception as e:
             self.syslog.log('ERROR', f"session {session!r}: could not be saved (kept in memory, tried again next turn): {type(e).__name__}: {e}"); continue
         if not in_step and self.transcripts.get(session) is held: del self.transcripts[session]   # another writer moved it: read it again
+
+# %% ../nbs/08_loop.ipynb #08a0f9e9
+def _checkpoint(self:Agent):
+    "Save memory before a chain starts (`agent.checkpoint`); a failure is logged, never the chain's end."
+    try: self.checkpoint()
+    except Exception as e: self.syslog.log('ERROR', f"memory checkpoint failed: {type(e).__name__}: {e}")
+
+Agent._checkpoint = _checkpoint
 
 # %% ../nbs/08_loop.ipynb #00f2b7cd
 @patch

@@ -6,8 +6,8 @@ Docs: https://passepartout-agent.github.io/passepartout/reason.html.md"""
 
 # %% auto #0
 __all__ = ['MODEL_BLIND', 'STRANGER_HOLD_REPLY', 'STRANGER_REFUSAL', 'UnusableAnswer', 'Proposal', 'why_rule', 'fixed_part',
-           'system_prompt', 'ProposalRequest', 'ScriptedProvider', 'note_signal', 'note_release', 'as_proposed',
-           'note_action', 'streams', 'reason']
+           'memory_context', 'system_prompt', 'ProposalRequest', 'ScriptedProvider', 'note_signal', 'note_release',
+           'as_proposed', 'note_action', 'streams', 'reason']
 
 # %% ../nbs/05_reason.ipynb #8ba3258e
 import dataclasses, inspect, weakref
@@ -63,12 +63,20 @@ def fixed_part(agent) -> tuple:
         _kept[belt] = kept
     return kept[1], kept[2]
 
-# %% ../nbs/05_reason.ipynb #f61841db
+# %% ../nbs/05_reason.ipynb #cbd50c75
+def memory_context(agent, signal:Signal, turn=None) -> str:
+    "What the agent's memory recalls for the owner's `signal`, marked as data (`agent.memory.context_for`); '' without one, or for a stranger."
+    context_for = getattr(getattr(agent, 'memory', None), 'context_for', None)   # a store with recall (`43_memory_loop`); a bare one only saves
+    if context_for is None or not from_owner(signal): return ''
+    return context_for(agent, signal, turn)
+
+# %% ../nbs/05_reason.ipynb #f8aab023
 def system_prompt(agent, signal:Signal, rejections:list) -> str:
     "Identity, tool belt, standing mandates, recent log lines and the rejection trace, as one prompt."
     parts = list(fixed_part(agent)[0])
     logs = agent.syslog.lines(5) if from_owner(signal) else ()   # the log speaks of every session: not for strangers
     if logs: parts.append("Recent system log:\n" + '\n'.join(logs))
+    if (memory := memory_context(agent, signal)): parts.append(memory)
     if rejections:
         parts.append("Your previous proposal was refused. Propose an action that respects these reasons:\n"
                      + '\n'.join(f"- {r}" for r in rejections))
@@ -193,7 +201,7 @@ def _propose(agent, signal:Signal, transcript:list, rejections:list, turn) -> Ac
         action = dataclasses.replace(action, tool=name)
     return action
 
-# %% ../nbs/05_reason.ipynb #09f2b44f
+# %% ../nbs/05_reason.ipynb #03427ff0
 def reason(signal:Signal, ctx:Context) -> Signal:
     "Think then verify: settle `signal` with an approved, pending or rejected action."
     agent, turn = ctx.agent, ctx.turn
@@ -202,6 +210,7 @@ def reason(signal:Signal, ctx:Context) -> Signal:
     if signal.sensor == 'heartbeat': return _settle(signal, 'ignored', None)
     transcript = agent.transcript(signal.session)
     note_signal(transcript, signal)
+    memory_context(agent, signal, turn)   # records what memory recalls for the signal in the turn (and `send --json`)
     rejections = ctx.rejections = []
     for attempt in range(1, agent.max_attempts + 1):
         ctx.attempt = attempt

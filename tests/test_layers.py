@@ -16,12 +16,12 @@ LAYERS = {
     1: ('providers', 'providers cascade replay'),
     2: ('plug-ins', 'builtin_gates autorun validation_gates turn_gates path_gates self_protection_gates permission_gates '
                     'network_gates provenance_gates shell_gate shell_rules vault policy refusals_gate information_flow '
-                    'builtin_tools sandbox approvals approval_flow executed_files audit sessions memory_store recall foveal'),
+                    'builtin_tools sandbox approvals approval_flow executed_files audit sessions memory_store recall foveal memory_loop'),
     3: ('app', 'app'),
     4: ('services', 'heartbeat repl'),
     5: ('daemon', 'protocol daemon'),
     6: ('operations', 'doctor'),
-    7: ('command line', 'cli approval_commands daemon_commands demo chat'),
+    7: ('command line', 'cli approval_commands daemon_commands demo chat memory_commands'),
 }
 RANK = {m: r for r, (_, names) in LAYERS.items() for m in names.split()}
 
