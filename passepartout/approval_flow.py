@@ -6,7 +6,7 @@ Docs: https://passepartout-agent.github.io/passepartout/approval_flow.html.md"""
 
 # %% auto #0
 __all__ = ['Resolution', 'outcome_signal', 'refused_outcome', 'resolve_approval', 'carry_on', 'deny_approval', 'is_owner',
-           'notify_owner', 'approval_command', 'install_approvals', 'remember_refusals', 'carry_out_signal',
+           'notify_owner', 'approval_command', 'remember_refusals', 'install_approvals', 'carry_out_signal',
            'carry_out']
 
 # %% ../nbs/32b_approval_flow.ipynb #84e11a27
@@ -22,21 +22,13 @@ from .act import act
 from .loop import Agent, audit_batch
 from .vault import Vault, HANDLE_RE, action_destination, _unclear_destination
 
-# %% ../nbs/32b_approval_flow.ipynb #0214ab0a
+# %% ../nbs/32b_approval_flow.ipynb #c2f66548
 def _not_as_held(record:dict, action:Action, to_run:Action, workspace:str) -> str|None:
     "Why `to_run` is not what the owner approved: a file it executes moved, or a gate changed a command that runs code."
     why = _files_problem(record, action, workspace)
     if why is None and to_run.digest() != action.digest() and action_runs_code(to_run, workspace):
         why = "a gate changed the command after it was approved, and what the new one runs was never bound"
     return why
-
-def _unreleased(store, record:dict, action:Action, turn:Turn, why:str) -> ApprovalError:
-    "The error for a claimed token whose action will not run: noted in the store and the turn, with the model's feedback."
-    error = ApprovalError(f"approval {record['token']}: not run: {why}; propose it again to ask for a new approval")
-    error.feedback = outcome_signal(record, action, f"approved by the owner, but not run: {why}. Propose it again if it is "
-                                                    "still needed: the owner will be asked to approve what it runs now", error=True)
-    turn.record('approval-refused', token=record['token'], reason=error.message); _note(store, record['token'], error.message)
-    return error
 
 # %% ../nbs/32b_approval_flow.ipynb #30dc141c
 @dataclass
@@ -53,7 +45,7 @@ class Resolution:
         body = f"failed: {self.error}" if self.error else (f"output: {self.output}" if self.output is not None else 'done')
         return f"{head} {body}" + (f"\n{self.rule}" if self.rule else '')
 
-# %% ../nbs/32b_approval_flow.ipynb #faef6552
+# %% ../nbs/32b_approval_flow.ipynb #1e9b5c40
 def _learn(action:Action) -> str:
     "Create an 'always allow' permission rule for `action`; say what happened."
     try: from passepartout.builtin_gates import learn_rule
@@ -63,6 +55,7 @@ def _learn(action:Action) -> str:
     except Exception as e: return f"Not remembered: the permission rule could not be written ({type(e).__name__}: {e})."
     return f"Remembered: {action!r} is allowed from now on" + (f" (rule added to {rule})." if rule else '.')
 
+# %% ../nbs/32b_approval_flow.ipynb #6b237f88
 def _bind_secrets(action:Action, agent) -> str:
     "For 'always': bind the vault secrets the action uses to where it sends them, so the vault gate stops asking there."
     args = json.dumps(action.args) if action.kind == 'tool' else ''
@@ -77,7 +70,7 @@ def _bind_secrets(action:Action, agent) -> str:
     except Exception as e: return f" Its secrets were not bound ({type(e).__name__}: {e})."
     return f" Secret {', '.join(names)} may go to {dest} from now on (`passepartout vault revoke` undoes it)."
 
-# %% ../nbs/32b_approval_flow.ipynb #5d04a465
+# %% ../nbs/32b_approval_flow.ipynb #87d03696
 def outcome_signal(record:dict, action:Action, text:str, error:bool=False) -> Signal|None:
     "The model's next signal after the owner decided `record`: its outcome, one level deeper, in the original session."
     if action.kind != 'tool': return None
@@ -86,18 +79,41 @@ def outcome_signal(record:dict, action:Action, text:str, error:bool=False) -> Si
                                   'call_id': action.call_id, 'approval': record['token'], 'action': repr(action)},
                   int(record.get('depth') or 0) + 1)
 
+# %% ../nbs/32b_approval_flow.ipynb #522e5bd1
 def refused_outcome(record:dict, reason:str='') -> Signal|None:
     "The model's next signal after the owner denied `record`: a rejection it must not answer by trying again."
     action = Action.from_dict(json.loads(record['action']))
     return outcome_signal(record, action, "refused by the owner" + (f" ({reason})" if reason else '') +
                           ": it did not run. Do not propose it again; tell the user it was not done.", error=True)
 
-# %% ../nbs/32b_approval_flow.ipynb #d7801742
-def resolve_approval(agent:Agent, store:ApprovalStore, token:str, always:bool=False,
-                     by:str='the owner') -> Resolution: # who approved, and where (the grant says so)
-    "Release `token`: claim it, re-check the gates, run the action on its actuator, record it all (in one audit transaction, as a turn)."
-    with audit_batch(agent.audit): return _resolve(agent, store, token, always, by)
+# %% ../nbs/32b_approval_flow.ipynb #84d3b6e8
+def _note(store:ApprovalStore, token:str, note:str):
+    "Keep the outcome of a used token (empty: it ran fine), for another process that asks."
+    with store.lock: store.db.execute("UPDATE approvals SET note = ? WHERE token = ?", (note, token))
 
+# %% ../nbs/32b_approval_flow.ipynb #69405b48
+def _unreleased(store, record:dict, action:Action, turn:Turn, why:str) -> ApprovalError:
+    "The error for a claimed token whose action will not run: noted in the store and the turn, with the model's feedback."
+    error = ApprovalError(f"approval {record['token']}: not run: {why}; propose it again to ask for a new approval")
+    error.feedback = outcome_signal(record, action, f"approved by the owner, but not run: {why}. Propose it again if it is "
+                                                    "still needed: the owner will be asked to approve what it runs now", error=True)
+    turn.record('approval-refused', token=record['token'], reason=error.message); _note(store, record['token'], error.message)
+    return error
+
+# %% ../nbs/32b_approval_flow.ipynb #1e340ea0
+def _resolution(agent:Agent, store:ApprovalStore, record:dict, signal:Signal, feedback, rule, turn:Turn) -> Resolution:
+    "The outcome of a released action, with the signal that tells the model."
+    token, action, result = record['token'], signal.approved_action, (turn.of('result') or [{}])[-1]
+    error = feedback.text if feedback is not None and feedback.sensor == 'tool-error' else result.get('error')
+    output = feedback.text if feedback is not None and error is None else None
+    if error: _note(store, token, f"failed: {error}")   # a token is claimed with an empty note: a success costs no write
+    text = f"approved by the owner, but it failed: {error}" if error else f"approved by the owner: {output if output is not None else '(no output)'}"
+    outcome = outcome_signal(record, action, text, error is not None)
+    if outcome is not None and (agent.sessions is not None or outcome.session in agent.transcripts):
+        note_release(agent.transcript(outcome.session), outcome)   # at once: the model reads it even if it cannot be asked now
+    return Resolution(token, action, output, error, rule, turn, outcome)
+
+# %% ../nbs/32b_approval_flow.ipynb #bbeb3460
 def _resolve(agent:Agent, store:ApprovalStore, token:str, always:bool=False, by:str='the owner') -> Resolution:
     turn = Turn(sink=agent.audit)
     try:
@@ -122,23 +138,13 @@ def _resolve(agent:Agent, store:ApprovalStore, token:str, always:bool=False, by:
     feedback = act(signal, ctx, Grant(token, record['digest'], action, by, record.get('files') or {}))
     return _resolution(agent, store, record, signal, feedback, rule, turn)
 
-# %% ../nbs/32b_approval_flow.ipynb #ba415e6e
-def _note(store:ApprovalStore, token:str, note:str):
-    "Keep the outcome of a used token (empty: it ran fine), for another process that asks."
-    with store.lock: store.db.execute("UPDATE approvals SET note = ? WHERE token = ?", (note, token))
+# %% ../nbs/32b_approval_flow.ipynb #449e25ee
+def resolve_approval(agent:Agent, store:ApprovalStore, token:str, always:bool=False,
+                     by:str='the owner') -> Resolution: # who approved, and where (the grant says so)
+    "Release `token`: claim it, re-check the gates, run the action on its actuator, record it all (in one audit transaction, as a turn)."
+    with audit_batch(agent.audit): return _resolve(agent, store, token, always, by)
 
-def _resolution(agent:Agent, store:ApprovalStore, record:dict, signal:Signal, feedback, rule, turn:Turn) -> Resolution:
-    "The outcome of a released action, with the signal that tells the model."
-    token, action, result = record['token'], signal.approved_action, (turn.of('result') or [{}])[-1]
-    error = feedback.text if feedback is not None and feedback.sensor == 'tool-error' else result.get('error')
-    output = feedback.text if feedback is not None and error is None else None
-    if error: _note(store, token, f"failed: {error}")   # a token is claimed with an empty note: a success costs no write
-    text = f"approved by the owner, but it failed: {error}" if error else f"approved by the owner: {output if output is not None else '(no output)'}"
-    outcome = outcome_signal(record, action, text, error is not None)
-    if outcome is not None and (agent.sessions is not None or outcome.session in agent.transcripts):
-        note_release(agent.transcript(outcome.session), outcome)   # at once: the model reads it even if it cannot be asked now
-    return Resolution(token, action, output, error, rule, turn, outcome)
-
+# %% ../nbs/32b_approval_flow.ipynb #34fa230f
 def carry_on(agent:Agent, feedback:Signal|None):
     "Let the model go on after an owner's decision: process `feedback` (a `Resolution.feedback`) as a turn; None if there is none."
     return agent.process(feedback) if feedback is not None else None
@@ -198,7 +204,17 @@ def approval_command(agent:Agent, store:ApprovalStore, signal:Signal) -> Action:
         if e.feedback is not None: follow(e.feedback)
         return reply(e.message)
 
-# %% ../nbs/32b_approval_flow.ipynb #df81cd0d
+# %% ../nbs/32b_approval_flow.ipynb #9d31a09a
+def remember_refusals(agent:Agent, store:ApprovalStore) -> int:
+    "Rebuild the `owner-refusals` memory from the denials in `store` that still bind (after a restart); how many there are."
+    n = 0
+    for session, digest, token, until in store.refusals():
+        if session is None:
+            agent.syslog.log('ERROR', f"approval {token}: its record is corrupted (its meta is not a JSON object); its refusal is not remembered")
+        else: agent.refused[(session, digest)] = (token, until); n += 1
+    return n
+
+# %% ../nbs/32b_approval_flow.ipynb #77ffb65f
 def install_approvals(agent:Agent, store:ApprovalStore):
     "Persist the agent's held actions in `store`, tell the owner about strangers' held actions, answer approval commands."
     agent.hold, agent.approvals = store.hold, store
@@ -209,22 +225,28 @@ def install_approvals(agent:Agent, store:ApprovalStore):
     agent.gates.add('owner-refusals', refusals_gate, REFUSED_PRIORITY)
     return agent
 
-def remember_refusals(agent:Agent, store:ApprovalStore) -> int:
-    "Rebuild the `owner-refusals` memory from the denials in `store` that still bind (after a restart); how many there are."
-    n = 0
-    for session, digest, token, until in store.refusals():
-        if session is None:
-            agent.syslog.log('ERROR', f"approval {token}: its record is corrupted (its meta is not a JSON object); its refusal is not remembered")
-        else: agent.refused[(session, digest)] = (token, until); n += 1
-    return n
-
-# %% ../nbs/32b_approval_flow.ipynb #0fd0f998
+# %% ../nbs/32b_approval_flow.ipynb #98cabacf
 def carry_out_signal(record:dict, **meta) -> Signal:
     "The signal that makes an agent carry out `record`'s decision, in the session its action was held in."
     session = record['meta'].get('session') or 'default'
     return Signal('EVENT', {'source': 'daemon', 'session': session, **meta},
                   {'sensor': 'approval-command', 'verb': 'carry-out', 'token': record['token'], 'text': f"carry out {record['token']}"})
 
+# %% ../nbs/32b_approval_flow.ipynb #407e784c
+def _carry_refusal(agent:Agent, store:ApprovalStore, record:dict) -> Action:
+    "Remember the owner's refusal of `record` here, and tell the model unless another process already did."
+    t = record['token']
+    refuse(agent, record)   # every process serving the session must refuse it from now on
+    if not store.take_refusal(t): return reply(f"the refusal of {t} was already carried out")
+    try: outcome, action = refused_outcome(record, record['note']), Action.from_dict(json.loads(record['action']))
+    except Exception as e:
+        agent.syslog.log('ERROR', f"approval {t}: its record is corrupted ({type(e).__name__}: {e}); the model was not told of its refusal")
+        return reply(f"approval {t}: its record is corrupted; the model was not told of its refusal")
+    agent.syslog.log('INFO', f"carried out a refusal made elsewhere: {t}")
+    if outcome is not None: agent.follow(outcome)
+    return reply(f"Denied {t}: {action!r} will not run.")
+
+# %% ../nbs/32b_approval_flow.ipynb #63fe0bf1
 def carry_out(agent:Agent, store:ApprovalStore, token:str) -> Action:
     "Do what a decision written elsewhere asks: run the approved action and let the model go on, or tell it the owner refused."
     log, follow = agent.syslog.log, agent.follow
@@ -241,17 +263,3 @@ def carry_out(agent:Agent, store:ApprovalStore, token:str) -> Action:
     log('INFO', f"carried out a decision made elsewhere: {res.message}")
     if res.feedback is not None: follow(res.feedback)
     return reply(res.message)
-
-# %% ../nbs/32b_approval_flow.ipynb #407e784c
-def _carry_refusal(agent:Agent, store:ApprovalStore, record:dict) -> Action:
-    "Remember the owner's refusal of `record` here, and tell the model unless another process already did."
-    t = record['token']
-    refuse(agent, record)   # every process serving the session must refuse it from now on
-    if not store.take_refusal(t): return reply(f"the refusal of {t} was already carried out")
-    try: outcome, action = refused_outcome(record, record['note']), Action.from_dict(json.loads(record['action']))
-    except Exception as e:
-        agent.syslog.log('ERROR', f"approval {t}: its record is corrupted ({type(e).__name__}: {e}); the model was not told of its refusal")
-        return reply(f"approval {t}: its record is corrupted; the model was not told of its refusal")
-    agent.syslog.log('INFO', f"carried out a refusal made elsewhere: {t}")
-    if outcome is not None: agent.follow(outcome)
-    return reply(f"Denied {t}: {action!r} will not run.")

@@ -18,19 +18,21 @@ from .signals import Action, from_owner
 from .executed_files import action_binding, action_runs_code, changed_files
 from .basics import patch
 
-# %% ../nbs/32_approvals.ipynb #b7393218
+# %% ../nbs/32_approvals.ipynb #6ce62c42
 class ApprovalError(PassepartoutError):
     "An approval token that cannot be used: unknown, used, denied, expired or altered."
     feedback = None   # the outcome as the model's next signal, when the approval flow has one for it (`32b_approval_flow`)
 
+# %% ../nbs/32_approvals.ipynb #ceb0f8b6
 TOKEN_ALPHABET = 'abcdefghjkmnpqrstuvwxyz23456789'  # no 0/o, 1/l/i
 TOKEN_LENGTH = 8
 
+# %% ../nbs/32_approvals.ipynb #6d3266dc
 def new_token() -> str:
     "A fresh approval token from the operating system's secure random source."
     return ''.join(secrets.choice(TOKEN_ALPHABET) for _ in range(TOKEN_LENGTH))
 
-# %% ../nbs/32_approvals.ipynb #8d252ec0
+# %% ../nbs/32_approvals.ipynb #409d08ca
 _SCHEMA = """CREATE TABLE IF NOT EXISTS approvals (
     token TEXT PRIMARY KEY, digest TEXT NOT NULL, action TEXT NOT NULL, reasons TEXT NOT NULL,
     meta TEXT NOT NULL, created REAL NOT NULL, expires REAL NOT NULL, state TEXT NOT NULL,
@@ -40,6 +42,7 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS approvals (
 _ADDED = {'depth': 'INTEGER NOT NULL DEFAULT 0', 'owner': 'INTEGER NOT NULL DEFAULT 0',    # columns newer than the first schema
           'carried': 'INTEGER NOT NULL DEFAULT 0', 'files': 'TEXT', 'workspace': 'TEXT'}
 
+# %% ../nbs/32_approvals.ipynb #ad63f7cc
 class ApprovalStore:
     "Held actions and their approval tokens, in SQLite, shared by every process of the user."
     def __init__(self, path=None, # the SQLite file (default `$data/approvals.db`)
@@ -55,9 +58,22 @@ class ApprovalStore:
     def close(self): self.db.close()
     def __repr__(self): return f"ApprovalStore({str(self.path)!r}, {len(self.pending())} pending)"
 
-# %% ../nbs/32_approvals.ipynb #6468121a
+# %% ../nbs/32_approvals.ipynb #2126ce95
 def _json(obj) -> str: return json.dumps(obj, sort_keys=True, separators=(',', ':'), ensure_ascii=False, default=str)
 
+# %% ../nbs/32_approvals.ipynb #b5b819fb
+def workspace_of(agent) -> str:
+    "The directory `agent`'s tools work in (`agent.workspace`, else the configured workspace), resolved."
+    ws = agent.workspace if agent is not None else None
+    return os.path.realpath(os.path.expanduser(str(ws)) if ws else str(config.workspace()))
+
+# %% ../nbs/32_approvals.ipynb #b3fcb187
+def bind_files(action:Action, workspace:str) -> dict:
+    "The files `action` executes with their fingerprints (`32a_executed_files`); `{'!': why}` when they cannot be told."
+    try: return action_binding(action, workspace)
+    except Exception as e: return {'!': f"what it runs could not be determined ({type(e).__name__}: {e})"}
+
+# %% ../nbs/32_approvals.ipynb #d83b002b
 @patch
 def hold(self:ApprovalStore, action:Action, decision, ctx) -> str:
     "Persist `action` (which `decision` says needs approval) and return its token; the `Agent.hold` hook."
@@ -77,28 +93,11 @@ def hold(self:ApprovalStore, action:Action, decision, ctx) -> str:
             except sqlite3.IntegrityError: continue  # a token collision: draw again
     raise ApprovalError("could not draw a fresh approval token")
 
-
-# %% ../nbs/32_approvals.ipynb #06e646f5
-def workspace_of(agent) -> str:
-    "The directory `agent`'s tools work in (`agent.workspace`, else the configured workspace), resolved."
-    ws = agent.workspace if agent is not None else None
-    return os.path.realpath(os.path.expanduser(str(ws)) if ws else str(config.workspace()))
-
-def bind_files(action:Action, workspace:str) -> dict:
-    "The files `action` executes with their fingerprints (`32a_executed_files`); `{'!': why}` when they cannot be told."
-    try: return action_binding(action, workspace)
-    except Exception as e: return {'!': f"what it runs could not be determined ({type(e).__name__}: {e})"}
-
-# %% ../nbs/32_approvals.ipynb #422d8f4a
+# %% ../nbs/32_approvals.ipynb #2b597578
 _COLUMNS = ('token', 'digest', 'action', 'reasons', 'meta', 'created', 'expires', 'state', 'decided', 'note', 'always', 'depth', 'owner', 'carried',
             'files', 'workspace')
 
-@patch
-def get(self:ApprovalStore, token:str) -> dict|None:
-    "The record of `token` (state `expired` once past its time), or None; `ApprovalError` if the record is corrupted."
-    with self.lock: row = self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM approvals WHERE token = ?", (token.strip().lower(),)).fetchone()
-    return None if row is None else _record(row)
-
+# %% ../nbs/32_approvals.ipynb #ee915e3c
 def _record(row:tuple) -> dict:
     "A stored row as a record; `ApprovalError` if it is corrupted."
     r = dict(zip(_COLUMNS, row))
@@ -109,6 +108,14 @@ def _record(row:tuple) -> dict:
     if r['state'] in ('pending', 'approved') and r['expires'] <= time.time(): r['state'] = 'expired'
     return r
 
+# %% ../nbs/32_approvals.ipynb #24a79b6f
+@patch
+def get(self:ApprovalStore, token:str) -> dict|None:
+    "The record of `token` (state `expired` once past its time), or None; `ApprovalError` if the record is corrupted."
+    with self.lock: row = self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM approvals WHERE token = ?", (token.strip().lower(),)).fetchone()
+    return None if row is None else _record(row)
+
+# %% ../nbs/32_approvals.ipynb #2ca4a7d8
 @patch
 def pending(self:ApprovalStore) -> list:
     "The records still waiting for a decision, oldest first (corrupted ones left out)."
@@ -120,12 +127,12 @@ def pending(self:ApprovalStore) -> list:
         except ApprovalError: pass
     return out
 
-
-# %% ../nbs/32_approvals.ipynb #ac056364
+# %% ../nbs/32_approvals.ipynb #a5560b10
 def _ago(seconds:float) -> str:
     s = int(max(seconds, 0))
     return f"{s // 3600} h {s % 3600 // 60} min" if s >= 3600 else f"{s // 60} min {s % 60} s" if s >= 60 else f"{s} s"
 
+# %% ../nbs/32_approvals.ipynb #5269e756
 def refusal(record:dict|None, token:str) -> str:
     "One sentence saying why `token` cannot be used."
     if record is None: return f"no approval with token {token!r} (check the token with `passepartout approvals`)"
@@ -145,12 +152,13 @@ def _held_action(record:dict) -> Action:
                             "(its SHA-256 no longer matches); refusing to run it")
     return action
 
-# %% ../nbs/32_approvals.ipynb #628c9dc4
+# %% ../nbs/32_approvals.ipynb #b92928aa
 def _shown(path:str, workspace:str|None) -> str:
     "`path` relative to `workspace` when inside it."
     if workspace and (path == workspace or path.startswith(workspace.rstrip('/') + '/')): return os.path.relpath(path, workspace)
     return path
 
+# %% ../nbs/32_approvals.ipynb #9f3ed11d
 def _files_problem(record:dict, action:Action, workspace:str) -> str|None:
     "Why the files `record`'s action executes are not what the owner approved, or None."
     files, held_in = record.get('files'), record.get('workspace')
@@ -172,7 +180,7 @@ def _no_rule_for_code(record:dict, action:Action):
     if why: raise ApprovalError(f"approval {record['token']}: --always is not offered for {action!r}: {why}, and a permission rule "
                                 f"cannot bind what it will run next time; approve it once with `approve {record['token']}`")
 
-# %% ../nbs/32_approvals.ipynb #0a39be0b
+# %% ../nbs/32_approvals.ipynb #c1c3dd59
 @patch
 def _decide(self:ApprovalStore, token:str, to:str, frm:tuple, **extra) -> dict:
     "Move `token` from one of the states `frm` to `to` in one conditional update; refuse with the reason otherwise."
@@ -186,6 +194,7 @@ def _decide(self:ApprovalStore, token:str, to:str, frm:tuple, **extra) -> dict:
     self.decisions += 1
     return self.get(token)
 
+# %% ../nbs/32_approvals.ipynb #2a0d3cfd
 @patch
 def approve(self:ApprovalStore, token:str, always:bool=False) -> dict:
     "Mark `token` approved (by the owner, from any process); `resolve_approval` then runs it."
@@ -195,13 +204,13 @@ def approve(self:ApprovalStore, token:str, always:bool=False) -> dict:
         if always: _no_rule_for_code(record, action)
     return self._decide(token, 'approved', ('pending',), always=int(always))
 
+# %% ../nbs/32_approvals.ipynb #e328723b
 @patch
 def deny(self:ApprovalStore, token:str, reason:str='', carried:bool=False) -> dict:
     "Refuse `token`: its action will never run (`carried`: the caller tells the model itself)."
     return self._decide(token, 'denied', ('pending', 'approved'), note=reason, carried=int(carried))
 
-
-# %% ../nbs/32_approvals.ipynb #bcf541f5
+# %% ../nbs/32_approvals.ipynb #35182c18
 @patch
 def claim(self:ApprovalStore, token:str) -> tuple:
     "Atomically mark `token` used and return `(record, action)`: exactly one caller ever wins a token."
@@ -215,13 +224,13 @@ def claim(self:ApprovalStore, token:str) -> tuple:
     if cur.rowcount != 1: raise ApprovalError(refusal(self.get(token), token))
     return record, action
 
-
-# %% ../nbs/32_approvals.ipynb #a5e79656
+# %% ../nbs/32_approvals.ipynb #2377cf19
 @patch
 def version(self:ApprovalStore) -> tuple:
     "A value that moves whenever a decision may have been written: by another connection (`PRAGMA data_version`) or through this store."
     with self.lock: return self.db.execute('PRAGMA data_version').fetchone()[0], self.decisions
 
+# %% ../nbs/32_approvals.ipynb #bf3d9011
 @patch
 def decided(self:ApprovalStore) -> list:
     "Decisions waiting to be carried out, oldest first: approved actions not yet run, refusals not yet told to a model."
@@ -233,14 +242,14 @@ def decided(self:ApprovalStore) -> list:
         except ApprovalError as e: out.append({'token': row[0], 'state': 'corrupted', 'error': e.message})
     return out
 
-
-# %% ../nbs/32_approvals.ipynb #6f420a9a
+# %% ../nbs/32_approvals.ipynb #395c0d1a
 @patch
 def take_refusal(self:ApprovalStore, token:str) -> bool:
     "Mark the denial of `token` as told to the model; True for exactly one caller."
     with self.lock: cur = self.db.execute("UPDATE approvals SET carried = 1 WHERE token = ? AND state = 'denied' AND carried = 0", (token,))
     return cur.rowcount == 1
 
+# %% ../nbs/32_approvals.ipynb #acadc92e
 @patch
 def refusals(self:ApprovalStore) -> list:
     "The refusals still binding: `(session, digest, token, until)` for each denial younger than its token's lifetime (session None: corrupted)."
@@ -252,4 +261,3 @@ def refusals(self:ApprovalStore) -> list:
         except (TypeError, ValueError, AttributeError): session = None
         out.append((session, digest, token, until))
     return out
-

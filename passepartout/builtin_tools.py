@@ -28,18 +28,20 @@ def tool_workspace(ctx=None) -> Path:
     ws = ctx.agent.workspace if ctx is not None and ctx.agent is not None else None
     return Path(os.path.realpath(Path(ws).expanduser() if ws else config.workspace()))
 
-# %% ../nbs/30_builtin_tools.ipynb #0132a3dc
+# %% ../nbs/30_builtin_tools.ipynb #f3d1f4a6
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 MAX_LINKS = 40   # symlinks one path may go through, as in the kernel
 
 class _Link(Exception): "The entry is a symlink (or just became one): read it and walk its target instead."
 
+# %% ../nbs/30_builtin_tools.ipynb #24c417df
 def _is_link(dir_fd:int, name:str) -> bool:
     "Is `name` in directory `dir_fd` a symlink (now)?"
     try: return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
     except OSError: return False
 
+# %% ../nbs/30_builtin_tools.ipynb #203eafdb
 def _open_at(dir_fd:int, name:str, flags:int) -> int:
     "Open `name` in directory `dir_fd` without following a link; a link raises `_Link`."
     try: return os.open(name, flags, dir_fd=dir_fd)
@@ -47,9 +49,10 @@ def _open_at(dir_fd:int, name:str, flags:int) -> int:
         if e.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(dir_fd, name): raise _Link() from None
         raise
 
-# %% ../nbs/30_builtin_tools.ipynb #f94ae4f4
+# %% ../nbs/30_builtin_tools.ipynb #db02d567
 def _split(path:str) -> list: return [p for p in path.split('/') if p not in ('', '.')]
 
+# %% ../nbs/30_builtin_tools.ipynb #08caec47
 def _outside(path:str, ws:Path) -> PermissionError:
     "The error for `path` leaving the workspace; where it resolves to is said for relative paths (for the message only)."
     p = os.path.expanduser(path) if path.startswith('~') else path
@@ -57,6 +60,7 @@ def _outside(path:str, ws:Path) -> PermissionError:
     except OSError: where = ''            # e.g. /proc/1/root, which we may not even look at
     return PermissionError(f"{path!r} is outside the workspace ({ws}){where}")
 
+# %% ../nbs/30_builtin_tools.ipynb #ae9548b3
 def _parts(path:str, ws:Path) -> list:
     "The components of `path` below the workspace, before any link is read; `~` expanded, an absolute path must start with `ws`."
     if not isinstance(path, str) or not path.strip() or '\0' in path: raise ValueError(f"not a usable path: {path!r}")
@@ -66,7 +70,7 @@ def _parts(path:str, ws:Path) -> list:
     if parts[:len(top)] != top: raise _outside(path, ws)
     return parts[len(top):]
 
-# %% ../nbs/30_builtin_tools.ipynb #5b16e9e4
+# %% ../nbs/30_builtin_tools.ipynb #7d655002
 _banned_kept = {}   # workspace: (the `protected` answer, its components below the workspace)
 
 def _banned(ws:Path) -> frozenset:
@@ -78,6 +82,7 @@ def _banned(ws:Path) -> frozenset:
     _banned_kept[ws] = (places, banned)
     return banned
 
+# %% ../nbs/30_builtin_tools.ipynb #85d18e9b
 class Beneath:
     "A path walked down from the workspace one directory descriptor at a time, following links only beneath it."
     def __init__(self, path:str, ws:Path, make_dirs:bool=False):
@@ -93,28 +98,13 @@ class Beneath:
     @property
     def rel(self) -> str: return '/'.join(self.names + ([self.name] if self.name else [])) or '.'
 
-# %% ../nbs/30_builtin_tools.ipynb #71097818
-def _resolve(b:Beneath, final):
-    "Walk `b` to its last component and return `final(b, dir_fd, name)`; a link on the way is replaced by its target."
-    links = 0
-    while b.todo:
-        part = b.todo.pop(0)
-        if part == '..': _up(b); continue
-        _guard(b, part)
-        try:
-            if not b.todo: b.name = part; return final(b, b.fd, part)
-            _down(b, part)
-        except _Link:
-            if (links := links + 1) > MAX_LINKS: raise OSError(errno.ELOOP, f"{b.path!r} goes through more than {MAX_LINKS} symlinks")
-            b.name = None; _follow(b, part)
-    return final(b, b.fd, None)
-
-# %% ../nbs/30_builtin_tools.ipynb #3f6eb1cb
+# %% ../nbs/30_builtin_tools.ipynb #398efc93
 def _guard(b:Beneath, part:str):
     "Refuse to step into a protected place (checked on the path as walked, so after every link)."
     hit = tuple(b.names + [part])
     if hit in b.banned: raise PermissionError(f"{b.path!r} is inside {'/'.join(hit)!r}, which no tool may touch")
 
+# %% ../nbs/30_builtin_tools.ipynb #fd173a0e
 def _up(b:Beneath):
     "`..`: back to the directory the walk came from; above the workspace is outside."
     if len(b.fds) == 1: raise _outside(b.path, b.ws)
@@ -153,11 +143,28 @@ def _follow(b:Beneath, part:str):
         target = '/'.join(parts[len(top):])
     b.todo[:0] = _split(target)
 
-# %% ../nbs/30_builtin_tools.ipynb #5cd0db99
+# %% ../nbs/30_builtin_tools.ipynb #71097818
+def _resolve(b:Beneath, final):
+    "Walk `b` to its last component and return `final(b, dir_fd, name)`; a link on the way is replaced by its target."
+    links = 0
+    while b.todo:
+        part = b.todo.pop(0)
+        if part == '..': _up(b); continue
+        _guard(b, part)
+        try:
+            if not b.todo: b.name = part; return final(b, b.fd, part)
+            _down(b, part)
+        except _Link:
+            if (links := links + 1) > MAX_LINKS: raise OSError(errno.ELOOP, f"{b.path!r} goes through more than {MAX_LINKS} symlinks")
+            b.name = None; _follow(b, part)
+    return final(b, b.fd, None)
+
+# %% ../nbs/30_builtin_tools.ipynb #9cc4695c
 def _look(b:Beneath, dir_fd:int, name:str|None):
     "The last step of `confine`: nothing to open, only a link to follow."
     if name is not None and _is_link(dir_fd, name): raise _Link()
 
+# %% ../nbs/30_builtin_tools.ipynb #c180fc87
 def confine(path:str,  # a path relative to the workspace (or absolute inside it)
             ws:Path    # the resolved workspace
            ) -> Path:
@@ -165,7 +172,7 @@ def confine(path:str,  # a path relative to the workspace (or absolute inside it
     with Beneath(path, ws) as b: b.resolve(_look)
     return ws / b.rel if b.rel != '.' else ws
 
-# %% ../nbs/30_builtin_tools.ipynb #81c9c683
+# %% ../nbs/30_builtin_tools.ipynb #9aa510bd
 READ_LINES = 2000              # default most lines read_file returns
 MAX_WRITE_BYTES = 10 * 2**20   # largest file write_file or edit_file writes
 MAX_LIST = 1000                # most entries list_dir shows
@@ -178,6 +185,7 @@ SEARCH_PROGRAM = 5000          # largest compiled pattern (RE2 program steps) se
 FETCH_SECONDS = 30.0           # http_fetch gives up after this long
 SKIP_DIRS = {'.git', '.hg', '.svn', 'node_modules', '__pycache__', '.venv', '.mypy_cache', '.pytest_cache'}
 
+# %% ../nbs/30_builtin_tools.ipynb #db42b856
 def _max_bytes() -> int: return int(config.setting('PASSEPARTOUT_MAX_OUTPUT_BYTES'))
 
 # %% ../nbs/30_builtin_tools.ipynb #24604eed
@@ -273,12 +281,13 @@ def edit_file(path:str, # file to edit, relative to the workspace
         _write_atomic(b.fd, b.name, (text[:at] + new + text[at + len(old):]).encode('utf-8'), stat.S_IMODE(st.st_mode))
     return f"edited {b.rel} at line {text.count(chr(10), 0, at) + 1}"
 
-# %% ../nbs/30_builtin_tools.ipynb #f130e6d0
+# %% ../nbs/30_builtin_tools.ipynb #63f74e1e
 def _open_dir(b:Beneath, dir_fd:int, name:str|None) -> int:
     "The last step of a listing: the directory `name`, opened without following a link."
     try: return _open_at(dir_fd, name or '.', _DIR)
     except (FileNotFoundError, NotADirectoryError): raise NotADirectoryError(f"{b.path!r} is not a directory in the workspace") from None
 
+# %% ../nbs/30_builtin_tools.ipynb #e506a643
 def _row(e:os.DirEntry, dir_fd:int) -> str:
     "One entry of a listing: links show their target, directories end with '/', files show their size."
     try:
@@ -299,12 +308,13 @@ def list_dir(path:str='.', # directory to list, relative to the workspace
     more = f"\n[... {len(entries) - MAX_LIST} more entries not shown]" if len(entries) > MAX_LIST else ''
     return f"{b.rel}/ ({len(entries)} entr{'y' if len(entries) == 1 else 'ies'})\n" + '\n'.join(rows) + more
 
-# %% ../nbs/30_builtin_tools.ipynb #04f5cedb
+# %% ../nbs/30_builtin_tools.ipynb #5c3a11f1
 def _open_any(b:Beneath, dir_fd:int, name:str|None) -> int:
     "The last step of a search: the file or directory `name`, opened without following a link."
     try: return _open_at(dir_fd, name or '.', _FILE)
     except FileNotFoundError: raise FileNotFoundError(f"no file or directory {b.path!r} in the workspace") from None
 
+# %% ../nbs/30_builtin_tools.ipynb #ce50033c
 def _search_entry(e:os.DirEntry, dir_fd:int, rel:str, ws:Path) -> int|None:
     "A descriptor of the regular file at entry `e` (a link walked from the workspace), or None to skip it."
     try:
@@ -315,11 +325,12 @@ def _search_entry(e:os.DirEntry, dir_fd:int, rel:str, ws:Path) -> int|None:
     if stat.S_ISREG(os.fstat(fd).st_mode): return fd
     os.close(fd)
 
-# %% ../nbs/30_builtin_tools.ipynb #3efd6e55
+# %% ../nbs/30_builtin_tools.ipynb #de33af0d
 class _Scope(NamedTuple):
     "What a search walk needs besides the directory it stands in."
     ws: Path; glob: str|None; banned: set; deadline: float
 
+# %% ../nbs/30_builtin_tools.ipynb #b043519a
 def _search_targets(dir_fd:int, names:list, scope:_Scope, depth:int=0):
     "(relative name, descriptor) of the files beneath directory `dir_fd`, walked by descriptors, until the deadline; (name, None) for a directory too deep."
     try:
@@ -337,11 +348,12 @@ def _search_targets(dir_fd:int, names:list, scope:_Scope, depth:int=0):
             yield from _search_targets(sub, names + [name], scope, depth + 1)
     finally: os.close(dir_fd)
 
-# %% ../nbs/30_builtin_tools.ipynb #bb8bc27e
+# %% ../nbs/30_builtin_tools.ipynb #1aae05ed
 RE2_SYNTAX = ("search_files uses RE2 syntax, which runs in linear time: no backreferences (\\1, (?P=name)), "
               "no lookahead or lookbehind ((?=...), (?!...), (?<=...), (?<!...)), no atomic groups or possessive quantifiers, "
               "\\z instead of \\Z, counts up to {1000}; \\w, \\d, \\s and \\b are ASCII (\\pL is any letter, \\pN any digit)")
 
+# %% ../nbs/30_builtin_tools.ipynb #3b329ab8
 def _compile(pattern:str):
     "`pattern` compiled by RE2; a clear error for what RE2 refuses and for patterns too large to match cheaply."
     import re2
@@ -352,7 +364,7 @@ def _compile(pattern:str):
         raise ValueError(f"regular expression {pattern!r} is too large ({rx.programsize} steps compiled, at most {SEARCH_PROGRAM}): use smaller counts {{n}} or fewer alternatives")
     return rx
 
-# %% ../nbs/30_builtin_tools.ipynb #535bfa9d
+# %% ../nbs/30_builtin_tools.ipynb #e4e1e595
 def _search_text(rx, rel:str, text:str, hits:list, deadline:float) -> str:
     "Append the lines of `text` that match to `hits`; why the search must stop ('' if it need not)."
     for i, line in enumerate(text.splitlines(), 1):
@@ -361,6 +373,7 @@ def _search_text(rx, rel:str, text:str, hits:list, deadline:float) -> str:
         if len(hits) >= MAX_MATCHES: return f'{MAX_MATCHES} matches'
     return ''
 
+# %% ../nbs/30_builtin_tools.ipynb #6d40fef1
 def _search_file(rx, rel:str, f, hits:list, deadline:float) -> str:
     "Search open file `f` unless it is too big or binary; why the search must stop ('' if it need not)."
     if time.monotonic() > deadline: return f'time limit of {SEARCH_SECONDS:.0f} s'
@@ -391,7 +404,13 @@ def search_files(pattern:str,         # regular expression (RE2 syntax: Python's
             ([f"[... directories deeper than {SEARCH_DEPTH} levels not searched]"] if deep else [])
     return '\n'.join(hits + notes) if hits else '\n'.join([f"no matches for /{pattern}/ in {b.rel}"] + notes)
 
-# %% ../nbs/30_builtin_tools.ipynb #cd4501b9
+# %% ../nbs/30_builtin_tools.ipynb #d31c2fd6
+def _unsealed_command(action, vault) -> str|None:
+    "The approved action's command as the tool receives it: with the vault's handles replaced by their values."
+    if vault is None: return action.args.get('command')
+    return substitute(action.args, vault).get('command')
+
+# %% ../nbs/30_builtin_tools.ipynb #87ad2af6
 def owner_approval(ctx,          # the step's Context, as Act passes it to the tool
                    command:str   # the command about to run
                   ) -> Grant|None:
@@ -401,15 +420,10 @@ def owner_approval(ctx,          # the step's Context, as Act passes it to the t
     vault = ctx.agent.vault if ctx.agent is not None else None
     return grant if command == _unsealed_command(grant.action, vault) else None
 
+# %% ../nbs/30_builtin_tools.ipynb #2274581c
 def released_by_owner(ctx, command:str) -> bool:
     "Is `command` being run because the owner approved exactly it with `approve TOKEN`?"
     return owner_approval(ctx, command) is not None
-
-# %% ../nbs/30_builtin_tools.ipynb #d31c2fd6
-def _unsealed_command(action, vault) -> str|None:
-    "The approved action's command as the tool receives it: with the vault's handles replaced by their values."
-    if vault is None: return action.args.get('command')
-    return substitute(action.args, vault).get('command')
 
 # %% ../nbs/30_builtin_tools.ipynb #b09bcbc0
 def sandbox_mode(command:str, ctx=None) -> str:
@@ -443,10 +457,11 @@ def shell(command:str,             # bash command line, run in the workspace
         raise SandboxUnavailable(f"{why}: shell commands cannot be sandboxed here, and only a command the owner approved may run without it")
     return run_unconfined(command, tool_workspace(ctx), timeout=timeout).for_model()
 
-# %% ../nbs/30_builtin_tools.ipynb #0fdd3ca2
+# %% ../nbs/30_builtin_tools.ipynb #d0de2273
 _TEXTUAL = re.compile(r'^text/|json|xml|javascript|x-www-form-urlencoded|yaml|csv')
 METHODS = ('GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE')
 
+# %% ../nbs/30_builtin_tools.ipynb #a5d0e930
 def _check_url(url:str, method:str) -> str:
     "The upper-cased method, once the URL and method are acceptable."
     from urllib.parse import urlsplit

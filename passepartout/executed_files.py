@@ -14,7 +14,7 @@ import ast, fnmatch, glob, hashlib, itertools, json, os, re, stat
 from dataclasses import dataclass
 from .shell_gate import analyse
 
-# %% ../nbs/32a_executed_files.ipynb #444a7ed9
+# %% ../nbs/32a_executed_files.ipynb #02d2eaba
 MAX_HASHED = 64 * 1024 * 1024   # bytes hashed per file; a larger one is bound by size, time and inode
 MAX_READ = 1024 * 1024          # bytes of a script read to follow the code it runs
 MAX_READ_TOTAL = 8 * 1024 * 1024   # bytes of code read and parsed for one command line
@@ -24,6 +24,7 @@ MAX_CWDS = 16                   # directories a relative path is looked up in (`
 _VIRTUAL = ('/dev/', '/proc/', '/sys/')   # not files: never bound (`/dev/fd/3` would be one of our own)
 _SYSTEM = ('/usr/', '/bin/', '/sbin/', '/lib/', '/lib64/', '/etc/', '/opt/', '/nix/')   # read-only in the sandbox: not bound
 
+# %% ../nbs/32a_executed_files.ipynb #36412df1
 def fingerprint(path:str, hash_limit:int=MAX_HASHED) -> str:
     "What `path` holds now: `sha256:<hex>`, or `absent`, `directory`, `unreadable`, `special`, `large:<size>:<mtime>:<ctime>:<inode>`."
     try: fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, 'O_CLOEXEC', 0))   # not on every platform
@@ -113,7 +114,7 @@ def runner(name:str) -> Runs|None:
     m = _VERSIONED.match(base)
     return RUNS.get(m['base']) if m else None
 
-# %% ../nbs/32a_executed_files.ipynb #9b5d848f
+# %% ../nbs/32a_executed_files.ipynb #c12451f0
 @dataclass(frozen=True)
 class Wrapper:
     "A command that runs another one: how to find where that one starts."
@@ -122,6 +123,7 @@ class Wrapper:
     chdir:tuple=()    # options whose value is the directory the command runs in
     until:str=''      # the command ends at this word (`find -exec … ;`)
 
+# %% ../nbs/32a_executed_files.ipynb #ce0be51b
 WRAPPERS = {
     'sudo': Wrapper(tuple('-u -g -h -p -C -r -t -U -T --user --group --host --prompt --close-from --role --type --other-user --command-timeout'.split()), chdir=('-D', '--chdir')),
     'doas': Wrapper(('-u', '-C')), 'pkexec': Wrapper(('--user',)), 'run0': Wrapper(('--user', '-u')),
@@ -138,7 +140,7 @@ WRAPPERS = {
     'find': Wrapper(until=';'),
 }
 
-# %% ../nbs/32a_executed_files.ipynb #94173d7f
+# %% ../nbs/32a_executed_files.ipynb #5ef1898b
 def _operand(argv:list, i:int, values) -> int:
     "Index of the first operand at or after `i`, skipping options (`values`: those that take the next word)."
     while i < len(argv):
@@ -148,6 +150,15 @@ def _operand(argv:list, i:int, values) -> int:
         i += 1 if '=' in a or a not in values else 2
     return i
 
+# %% ../nbs/32a_executed_files.ipynb #6bb3f1c3
+def _join(cwd:str, path:str) -> str: return os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
+
+# %% ../nbs/32a_executed_files.ipynb #40c5a68d
+def _more(cwds:list, new:list) -> list:
+    "`cwds` and the directories `new`, without repeats, at most `MAX_CWDS`."
+    return list(dict.fromkeys(cwds + new))[:MAX_CWDS]
+
+# %% ../nbs/32a_executed_files.ipynb #0a352c9f
 def unwrap(argv:list, cwds:list) -> tuple:
     "The command a chain of wrappers runs, and the directories it may run in: `(argv, cwds)`."
     for _ in range(16):
@@ -163,13 +174,7 @@ def unwrap(argv:list, cwds:list) -> tuple:
         argv = argv[i + w.skip:]
     return argv, cwds
 
-def _join(cwd:str, path:str) -> str: return os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
-
-def _more(cwds:list, new:list) -> list:
-    "`cwds` and the directories `new`, without repeats, at most `MAX_CWDS`."
-    return list(dict.fromkeys(cwds + new))[:MAX_CWDS]
-
-# %% ../nbs/32a_executed_files.ipynb #c4178afe
+# %% ../nbs/32a_executed_files.ipynb #6df4261a
 def _option(argv:list, i:int, options:tuple) -> tuple|None:
     "`(value, next index)` when `argv[i]` is one of `options`, its value in the next word or attached (`-fX`, `--file=X`); else None."
     a = argv[i]
@@ -179,6 +184,7 @@ def _option(argv:list, i:int, options:tuple) -> tuple|None:
         if len(o) == 2 and o[0] == '-' and a.startswith(o) and not a.startswith('--') and len(a) > 2: return a[2:], i + 1
     return None
 
+# %% ../nbs/32a_executed_files.ipynb #3ba1de4c
 def _named(argv:list, cwds:list) -> tuple:
     "What the command `argv` runs: `([(path_word, lang), ...], inline, cwds)`; None when it runs nothing of the table."
     name = argv[0]
@@ -199,7 +205,7 @@ def _named(argv:list, cwds:list) -> tuple:
     if i < len(argv) and row.script: files.append((argv[i], row.lang))   # even after `-f FILE`: over-binding costs nothing
     return files, False, cwds
 
-# %% ../nbs/32a_executed_files.ipynb #c465595a
+# %% ../nbs/32a_executed_files.ipynb #7173611b
 class _Binding:
     "The fingerprints collected so far for one command line."
     def __init__(self): self.files, self.code, self.followed, self.budget, self.to_read = {}, [], set(), MAX_HASHED_TOTAL, MAX_READ_TOTAL
@@ -215,6 +221,7 @@ class _Binding:
         if self.bind(path) is None or path in self.followed: return False
         self.followed.add(path); return True
 
+# %% ../nbs/32a_executed_files.ipynb #bb1b2042
 def _paths(word:str, cwds:list) -> list:
     "Where a path word may point: itself when absolute, else in each directory the command may run in; globs expanded."
     if not word or '\x00' in word: return []
@@ -223,7 +230,57 @@ def _paths(word:str, cwds:list) -> list:
     if not re.search(r'[*?\[]', word): return base
     return [p for b in base for p in sorted(itertools.islice(glob.iglob(b), 64))] + base   # the matches, and the pattern itself (absent)
 
-# %% ../nbs/32a_executed_files.ipynb #522c26b4
+# %% ../nbs/32a_executed_files.ipynb #0c12fcf0
+def _read(path:str, b:_Binding) -> str|None:
+    "The start of `path` as text, within what is left of the binding's reading budget (None: nothing more is read)."
+    if b.to_read <= 0: b.files['…'] = f"more than {MAX_READ_TOTAL} bytes of code to follow"; return None
+    try: fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)   # never blocks on a FIFO swapped in
+    except OSError: return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode): return None
+        data, want = b'', min(MAX_READ, b.to_read)
+        while len(data) < want and (block := os.read(fd, want - len(data))): data += block
+    except OSError: return None
+    finally: os.close(fd)
+    b.to_read -= len(data)
+    return data.decode('utf-8', 'replace')
+
+# %% ../nbs/32a_executed_files.ipynb #82e7e289
+_CHUNK = 48 * 1024
+
+def _pieces(text:str) -> list:
+    "`text` cut at line ends into pieces of at most `_CHUNK` bytes (a longer line is cut anywhere)."
+    out, cur = [], ''
+    for line in text.splitlines(keepends=True):
+        while len(line) > _CHUNK: out.append(line[:_CHUNK]); line = line[_CHUNK:]
+        if len((cur + line).encode('utf-8', 'replace')) > _CHUNK: out.append(cur); cur = ''
+        cur += line
+    return out + [cur]
+
+# %% ../nbs/32a_executed_files.ipynb #0bda7277
+_PATHISH = re.compile(r"""[^\s<>|&;()'"`$={}]+""")
+
+def _bind_named(b:_Binding, command:str, cwds:list):
+    "Over-bind: every existing file any word of the line names, as written or by its last part (`$DIR/conf.sh`)."
+    words = _PATHISH.findall(command)[:512]
+    for word in dict.fromkeys(words + [w.rsplit('/', 1)[-1] for w in words if '/' in w]):
+        for path in ([] if word.startswith('-') or not word.strip('./') else _paths(word, cwds)):
+            if os.path.isfile(path): b.bind(path)
+
+# %% ../nbs/32a_executed_files.ipynb #5c42ff49
+_SKIP_DIRS = frozenset('.git node_modules __pycache__ .venv venv .tox .nox site-packages .mypy_cache .pytest_cache target dist build'.split())
+
+def _bind_tree(b:_Binding, top:str, patterns:tuple, max_dirs:int=2000):
+    "Bind every file under `top` whose name matches one of `patterns`; a plain name is bound in every directory, absent or not."
+    plain = [p for p in patterns if not re.search(r'[*?\[]', p)]
+    for n, (root, subdirs, names) in enumerate(os.walk(top)):
+        if n >= max_dirs or len(b.files) >= MAX_FILES: b.files['…'] = f"the files under {top} were not all bound"; return
+        subdirs[:] = sorted(d for d in subdirs if d not in _SKIP_DIRS and not d.startswith('.'))
+        for name in plain: b.bind(os.path.join(root, name))
+        for name in sorted(names):
+            if any(fnmatch.fnmatch(name, p) for p in patterns): b.bind(os.path.join(root, name))
+
+# %% ../nbs/32a_executed_files.ipynb #3b0be3dc
 def _follow(b:_Binding, word:str, lang:str, cwds:list, depth:int):
     "Bind what `word` (run in `lang`) names, and follow the code it runs."
     if lang == 'module': return _follow_module(b, word, cwds, depth)
@@ -242,20 +299,6 @@ def _follow(b:_Binding, word:str, lang:str, cwds:list, depth:int):
         elif how == 'node': _follow_requires(b, text, os.path.dirname(path), cwds, depth + 1)
         _bind_named(b, text, here)   # any language: the existing files its text names (`exec(open('plugin.py').read())`)
 
-def _read(path:str, b:_Binding) -> str|None:
-    "The start of `path` as text, within what is left of the binding's reading budget (None: nothing more is read)."
-    if b.to_read <= 0: b.files['…'] = f"more than {MAX_READ_TOTAL} bytes of code to follow"; return None
-    try: fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)   # never blocks on a FIFO swapped in
-    except OSError: return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode): return None
-        data, want = b'', min(MAX_READ, b.to_read)
-        while len(data) < want and (block := os.read(fd, want - len(data))): data += block
-    except OSError: return None
-    finally: os.close(fd)
-    b.to_read -= len(data)
-    return data.decode('utf-8', 'replace')
-
 # %% ../nbs/32a_executed_files.ipynb #b967b09d
 def _shebang(text:str, b:_Binding, cwds:list) -> str:
     "The language a directly executed file is read in, from its `#!` line (binding a non-system interpreter)."
@@ -267,6 +310,42 @@ def _shebang(text:str, b:_Binding, cwds:list) -> str:
     while argv and argv[0].startswith('-'): argv = argv[1:]
     row = runner(argv[0]) if argv else None
     return row.lang if row is not None and row.script else 'data'
+
+# %% ../nbs/32a_executed_files.ipynb #781dd94c
+NO_CODE = frozenset("""ls cat head tail wc grep egrep fgrep zgrep rg echo printf pwd cd pushd popd cut tr rev tac nl paste join
+comm diff cmp fold fmt column expand unexpand od hexdump strings md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum
+cksum sum basename dirname readlink realpath whoami id groups uname uptime date du df stat file which type tree true false
+sleep seq uniq jq yes mkdir rmdir rm cp mv ln touch chmod chown chgrp truncate tee gzip gunzip zcat bzip2 bunzip2
+xz unxz unzip zip curl wget kill pkill mktemp sync split csplit shuf base64 base32 iconv dos2unix unix2dos xxd export unset
+shift wait exit return : ps free nproc env printenv""".split())
+
+_EVALUATES = re.compile(r'''\$\(\(|\(\(|\$\[|\[\[|\$\{!|@P\}|\$\{\w+(?:\[[^]]*\])?:[^-=+?]|\bprintf\s+-v|(?:^|[\s;&|(])(?:test|\[)\s+-v\b|\b(?:declare|typeset|local|readonly)\s+-\w*[iaAn]''')
+
+# %% ../nbs/32a_executed_files.ipynb #0b1e4b33
+def _follow_default(b:_Binding, name:str, lang:str, cwds:list, depth:int):
+    "A file a tool reads its code from by default (`Makefile`); a directory of them (`.git/hooks`) binds each entry."
+    for path in _paths(name, cwds):
+        if os.path.isdir(path) and not os.path.islink(path):
+            b.bind(path)
+            for entry in sorted(os.listdir(path))[:64]: b.bind(os.path.join(path, entry))
+        else: _follow(b, path, lang, cwds, depth)
+
+# %% ../nbs/32a_executed_files.ipynb #785309c5
+def _follow_named(b:_Binding, cmd, inner:list, named:tuple, depth:int):
+    "A command of the table: note why it runs code, bind and follow its files and default files."
+    files, inline, here = named
+    row = runner(inner[0])
+    if row is not None and not row.always and not files: return   # `sed 's/a/b/'`: no script file, no code
+    b.code.append(f"`{cmd.text[:60]}` runs " + ('inline code' if inline else ' '.join(w for w, _ in files) or inner[0]))
+    for word, lang in files: _follow(b, word, lang, here, depth)
+    for name in (row.defaults if row is not None else ()): _follow_default(b, name, row.lang, here, depth)
+    for word, lang in files:   # `python -m pytest` reads what `pytest` reads
+        if lang == 'module' and (tool := RUNS.get(word.split('.')[0])) is not None:
+            for name in tool.defaults: _follow_default(b, name, tool.lang, here, depth)
+            row = tool
+    if row is not None and row.tree:
+        dirs = [p for w in inner[1:] if not w.startswith('-') for p in _paths(w.split('::')[0], here) if os.path.isdir(p)]
+        for top in dirs or here[:1]: _bind_tree(b, top, row.tree)
 
 # %% ../nbs/32a_executed_files.ipynb #2f58a7b8
 def _walk_line(b:_Binding, command:str, cwds:list, depth:int):
@@ -293,75 +372,7 @@ def _walk_line(b:_Binding, command:str, cwds:list, depth:int):
     if _EVALUATES.search(command): b.code.append("it evaluates a value as arithmetic or a prompt, which can run code the text does not show")
     _bind_named(b, command, cwds)
 
-# %% ../nbs/32a_executed_files.ipynb #1640d6a5
-def _follow_named(b:_Binding, cmd, inner:list, named:tuple, depth:int):
-    "A command of the table: note why it runs code, bind and follow its files and default files."
-    files, inline, here = named
-    row = runner(inner[0])
-    if row is not None and not row.always and not files: return   # `sed 's/a/b/'`: no script file, no code
-    b.code.append(f"`{cmd.text[:60]}` runs " + ('inline code' if inline else ' '.join(w for w, _ in files) or inner[0]))
-    for word, lang in files: _follow(b, word, lang, here, depth)
-    for name in (row.defaults if row is not None else ()): _follow_default(b, name, row.lang, here, depth)
-    for word, lang in files:   # `python -m pytest` reads what `pytest` reads
-        if lang == 'module' and (tool := RUNS.get(word.split('.')[0])) is not None:
-            for name in tool.defaults: _follow_default(b, name, tool.lang, here, depth)
-            row = tool
-    if row is not None and row.tree:
-        dirs = [p for w in inner[1:] if not w.startswith('-') for p in _paths(w.split('::')[0], here) if os.path.isdir(p)]
-        for top in dirs or here[:1]: _bind_tree(b, top, row.tree)
-
-_SKIP_DIRS = frozenset('.git node_modules __pycache__ .venv venv .tox .nox site-packages .mypy_cache .pytest_cache target dist build'.split())
-
-def _bind_tree(b:_Binding, top:str, patterns:tuple, max_dirs:int=2000):
-    "Bind every file under `top` whose name matches one of `patterns`; a plain name is bound in every directory, absent or not."
-    plain = [p for p in patterns if not re.search(r'[*?\[]', p)]
-    for n, (root, subdirs, names) in enumerate(os.walk(top)):
-        if n >= max_dirs or len(b.files) >= MAX_FILES: b.files['…'] = f"the files under {top} were not all bound"; return
-        subdirs[:] = sorted(d for d in subdirs if d not in _SKIP_DIRS and not d.startswith('.'))
-        for name in plain: b.bind(os.path.join(root, name))
-        for name in sorted(names):
-            if any(fnmatch.fnmatch(name, p) for p in patterns): b.bind(os.path.join(root, name))
-
-_CHUNK = 48 * 1024
-
-def _pieces(text:str) -> list:
-    "`text` cut at line ends into pieces of at most `_CHUNK` bytes (a longer line is cut anywhere)."
-    out, cur = [], ''
-    for line in text.splitlines(keepends=True):
-        while len(line) > _CHUNK: out.append(line[:_CHUNK]); line = line[_CHUNK:]
-        if len((cur + line).encode('utf-8', 'replace')) > _CHUNK: out.append(cur); cur = ''
-        cur += line
-    return out + [cur]
-
-_PATHISH = re.compile(r"""[^\s<>|&;()'"`$={}]+""")
-
-def _bind_named(b:_Binding, command:str, cwds:list):
-    "Over-bind: every existing file any word of the line names, as written or by its last part (`$DIR/conf.sh`)."
-    words = _PATHISH.findall(command)[:512]
-    for word in dict.fromkeys(words + [w.rsplit('/', 1)[-1] for w in words if '/' in w]):
-        for path in ([] if word.startswith('-') or not word.strip('./') else _paths(word, cwds)):
-            if os.path.isfile(path): b.bind(path)
-
-# %% ../nbs/32a_executed_files.ipynb #781dd94c
-NO_CODE = frozenset("""ls cat head tail wc grep egrep fgrep zgrep rg echo printf pwd cd pushd popd cut tr rev tac nl paste join
-comm diff cmp fold fmt column expand unexpand od hexdump strings md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum
-cksum sum basename dirname readlink realpath whoami id groups uname uptime date du df stat file which type tree true false
-sleep seq uniq jq yes mkdir rmdir rm cp mv ln touch chmod chown chgrp truncate tee gzip gunzip zcat bzip2 bunzip2
-xz unxz unzip zip curl wget kill pkill mktemp sync split csplit shuf base64 base32 iconv dos2unix unix2dos xxd export unset
-shift wait exit return : ps free nproc env printenv""".split())
-
-_EVALUATES = re.compile(r'''\$\(\(|\(\(|\$\[|\[\[|\$\{!|@P\}|\$\{\w+(?:\[[^]]*\])?:[^-=+?]|\bprintf\s+-v|(?:^|[\s;&|(])(?:test|\[)\s+-v\b|\b(?:declare|typeset|local|readonly)\s+-\w*[iaAn]''')
-
-# %% ../nbs/32a_executed_files.ipynb #0b1e4b33
-def _follow_default(b:_Binding, name:str, lang:str, cwds:list, depth:int):
-    "A file a tool reads its code from by default (`Makefile`); a directory of them (`.git/hooks`) binds each entry."
-    for path in _paths(name, cwds):
-        if os.path.isdir(path) and not os.path.islink(path):
-            b.bind(path)
-            for entry in sorted(os.listdir(path))[:64]: b.bind(os.path.join(path, entry))
-        else: _follow(b, path, lang, cwds, depth)
-
-# %% ../nbs/32a_executed_files.ipynb #b5c7b1f3
+# %% ../nbs/32a_executed_files.ipynb #0c2b2967
 def _module_files(name:str, roots:list, main:bool=False) -> list:
     "Where `import name` may find its code under `roots`: each package's `__init__.py` and the module's file (and `__main__.py`)."
     parts, out = name.split('.'), []
@@ -372,10 +383,7 @@ def _module_files(name:str, roots:list, main:bool=False) -> list:
         if main: out.append(os.path.join(root, *parts, '__main__.py'))
     return out
 
-def _follow_module(b:_Binding, name:str, cwds:list, depth:int):
-    "`python -m name`: bind each place the module may come from in the directories it runs in, and follow the ones found."
-    for path in _module_files(name, cwds, main=True): _follow(b, path, 'python', cwds, depth)
-
+# %% ../nbs/32a_executed_files.ipynb #44da08b9
 def _follow_imports(b:_Binding, text:str, here:str, depth:int):
     "Bind the modules a Python file imports from its own directory (found or absent), and follow those found."
     try: tree = ast.parse(text)
@@ -386,7 +394,12 @@ def _follow_imports(b:_Binding, text:str, here:str, depth:int):
         for name in filter(None, names):
             for path in _module_files(name, [here]): _follow(b, path, 'python', [here], depth)
 
-# %% ../nbs/32a_executed_files.ipynb #8d0218fb
+# %% ../nbs/32a_executed_files.ipynb #79869e84
+def _follow_module(b:_Binding, name:str, cwds:list, depth:int):
+    "`python -m name`: bind each place the module may come from in the directories it runs in, and follow the ones found."
+    for path in _module_files(name, cwds, main=True): _follow(b, path, 'python', cwds, depth)
+
+# %% ../nbs/32a_executed_files.ipynb #5371ff8b
 _MAKE_INCLUDE = re.compile(r'^\s*-?(?:include|sinclude)\s+(?P<files>.+)$', re.M)
 _MAKE_RECIPE = re.compile(r'^\t[@+\-\s]*(?P<line>.+)$', re.M)
 _MAKE_VAR = re.compile(r'^(?P<name>[A-Za-z_][\w.-]*)\s*(?:[:!?+]|::)?=\s*(?P<value>.*)$', re.M)
@@ -400,6 +413,7 @@ def _follow_make(b:_Binding, text:str, cwds:list, depth:int):
         for word in expand(m['files']).split(): _follow(b, word, 'make', cwds, depth)
     for m in _MAKE_RECIPE.finditer(text): _walk_line(b, expand(m['line']).replace('$$', '$'), cwds, depth)
 
+# %% ../nbs/32a_executed_files.ipynb #ec23e4b2
 _JS_LOCAL = re.compile(r'''(?:require\s*\(\s*|import\s*\(\s*|\bfrom\s+|^\s*import\s+)(?P<q>['"])(?P<path>\.{1,2}/[^'"]+)(?P=q)''', re.M)
 _JS_EXTENSIONS = ('', '.js', '.mjs', '.cjs', '.ts', '.json', '/index.js', '/index.mjs', '/package.json')
 
@@ -408,6 +422,7 @@ def _follow_requires(b:_Binding, text:str, here:str, cwds:list, depth:int):
     for m in list(_JS_LOCAL.finditer(text))[:128]:
         for ext in _JS_EXTENSIONS: _follow(b, os.path.join(here, m['path']) + ext, 'node', cwds, depth)
 
+# %% ../nbs/32a_executed_files.ipynb #b2183407
 def _follow_npm(b:_Binding, text:str, cwds:list, depth:int):
     "A package.json: bind what its scripts run."
     try: scripts = json.loads(text).get('scripts') or {}
@@ -415,27 +430,30 @@ def _follow_npm(b:_Binding, text:str, cwds:list, depth:int):
     for line in list(scripts.values())[:64]:
         if isinstance(line, str): _walk_line(b, line, cwds, depth)
 
-# %% ../nbs/32a_executed_files.ipynb #9621599e
+# %% ../nbs/32a_executed_files.ipynb #434367c2
 def _collect(command:str, workspace) -> _Binding:
     b = _Binding()
     _walk_line(b, command, [os.path.realpath(str(workspace))], 0)
     return b
 
+# %% ../nbs/32a_executed_files.ipynb #c5e930d8
 def executed_files(command:str, workspace) -> dict:
     "Every path whose content decides what `command` runs in `workspace`, with its fingerprint (empty: it runs no file)."
     b = _collect(command, workspace)
     return b.files if b.code else {}
 
+# %% ../nbs/32a_executed_files.ipynb #7fc6cde9
 def runs_code(command:str, workspace) -> str|None:
     "Why `command` runs a file or inline code (a rule could not bind what it does), or None."
     code = _collect(command, workspace).code
     return '; '.join(dict.fromkeys(code)) if code else None
 
-# %% ../nbs/32a_executed_files.ipynb #44258b01
+# %% ../nbs/32a_executed_files.ipynb #6a4ca1b4
 def changed_files(binding:dict) -> list:
     "`(path, was, now)` for each path of `binding` whose fingerprint moved."
     return [(p, was, now) for p, was in binding.items() if p != '…' and (now := fingerprint(p, 0 if was.startswith('large:') else MAX_HASHED)) != was]
 
+# %% ../nbs/32a_executed_files.ipynb #db2989c1
 CODE_TOOLS = {'shell': 'command'}   # tool: the argument that is a command line
 
 def _command_of(action) -> str|None:
@@ -443,17 +461,19 @@ def _command_of(action) -> str|None:
     value = (action.args or {}).get(arg) if arg else None
     return value if isinstance(value, str) else None
 
+# %% ../nbs/32a_executed_files.ipynb #46cde5e5
 def action_binding(action, workspace) -> dict:
     "`executed_files` of a tool call that runs a command line; {} for any other action."
     command = _command_of(action)
     return executed_files(command, workspace) if command is not None else {}
 
+# %% ../nbs/32a_executed_files.ipynb #63e4e409
 def action_runs_code(action, workspace) -> str|None:
     "`runs_code` of a tool call that runs a command line; None for any other action."
     command = _command_of(action)
     return runs_code(command, workspace) if command is not None else None
 
-# %% ../nbs/32a_executed_files.ipynb #97321a89
+# %% ../nbs/32a_executed_files.ipynb #673a6856
 def _copy_checked(path:str, was:str, copy:str):
     "Copy `path` to `copy` (same permission bits, read-only) and fail unless the copy's hash is `was`."
     with open(path, 'rb') as f: data, mode = f.read(MAX_HASHED + 1), os.fstat(f.fileno()).st_mode
@@ -462,6 +482,7 @@ def _copy_checked(path:str, was:str, copy:str):
     with open(fd, 'wb') as out: out.write(data)
     os.chmod(copy, stat.S_IMODE(mode) & 0o555)
 
+# %% ../nbs/32a_executed_files.ipynb #0472cb4a
 def verified_copies(binding:dict,  # `executed_files` of the approved command
                     workspace,     # only files inside it are copied (the rest of the system is read-only in the sandbox)
                     into) -> list: # a private directory for the copies

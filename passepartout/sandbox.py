@@ -22,12 +22,13 @@ from .errors import PassepartoutError
 from .autorun import autorun_places
 from .shell_rules import SECRET_NAME   # names that look like secrets: shared with the shell gate, which asks before expanding one
 
-# %% ../nbs/31_sandbox.ipynb #a830e6b2
+# %% ../nbs/31_sandbox.ipynb #e0be30f9
 ENV_ALLOW = ('LANG', 'LANGUAGE', 'LC_ALL', 'LC_CTYPE', 'LC_MESSAGES', 'LC_COLLATE', 'LC_NUMERIC', 'LC_TIME',
              'TERM', 'TZ', 'COLUMNS', 'LINES', 'NO_COLOR')
 SANDBOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 SANDBOX_HOME = '/tmp/home'
 
+# %% ../nbs/31_sandbox.ipynb #edc42632
 def scrubbed_env(env:dict|None=None) -> dict:
     "The environment a sandboxed command gets: allowlisted, non-secret variables plus a fixed PATH and HOME."
     env = os.environ if env is None else env
@@ -53,7 +54,7 @@ def _system_binds() -> list:
         if os.path.exists(f'/etc/{name}'): args += ['--ro-bind', f'/etc/{name}', f'/etc/{name}']
     return args
 
-# %% ../nbs/31_sandbox.ipynb #e3968776
+# %% ../nbs/31_sandbox.ipynb #b3b32adc
 def _watched_realpath(path:str, seen:dict, watched:dict, looked:dict) -> tuple:
     "`os.path.realpath(path)` before its final `abspath` (`posixpath`'s walk), watching each path before looking at it; `(real, done)`; `watched`: directory -> whether its entries are watched (or it is missing); `looked`: path -> is it a link, for the paths already looked at."
     from passepartout import watch
@@ -85,6 +86,7 @@ def _watched_realpath(path:str, seen:dict, watched:dict, looked:dict) -> tuple:
         seen[new] = path
     return path, True
 
+# %% ../nbs/31_sandbox.ipynb #6a9478cd
 def _protected_now(ws:Path, places:list) -> tuple:
     "The protected paths among `places` (unresolved), and whether every path read on the way is watched."
     out, watched, looked, top = {}, {}, {}, str(ws)
@@ -93,6 +95,7 @@ def _protected_now(ws:Path, places:list) -> tuple:
         if real != top and real.startswith(top.rstrip('/') + '/'): out.setdefault(real, None)
     return tuple(map(Path, out)), all(watched.values())
 
+# %% ../nbs/31_sandbox.ipynb #9f4875e2
 _protected = {}   # (workspace, agent's directories, vault key file): (watcher's change count when last worked out, the protected paths)
 
 def protected(ws:Path) -> tuple:
@@ -109,10 +112,12 @@ def protected(ws:Path) -> tuple:
         _protected[where] = (changes, out)   # the count read before looking: a change since moves it
     return out
 
+# %% ../nbs/31_sandbox.ipynb #4b109b12
 def protected_paths(ws:Path) -> list:
     "Real paths inside workspace `ws` that no tool may touch: key stores and Passepartout's own directories."
     return list(protected(ws))
 
+# %% ../nbs/31_sandbox.ipynb #baab2910
 def _masks(ws:Path) -> list:
     "Empty read-only stand-ins over the protected paths that exist in the workspace."
     args = []
@@ -121,7 +126,7 @@ def _masks(ws:Path) -> list:
         elif real.exists(): args += ['--ro-bind', '/dev/null', str(real)]
     return args
 
-# %% ../nbs/31_sandbox.ipynb #dd749b3f
+# %% ../nbs/31_sandbox.ipynb #62fe3146
 def _agent_dirs(ws:Path):
     "Create the agent's config, data and state directories (0700) when they belong inside `ws` and are missing."
     p = config.paths()
@@ -129,6 +134,7 @@ def _agent_dirs(ws:Path):
         real = Path(os.path.realpath(d))
         if real.is_relative_to(ws) and not real.exists(): real.mkdir(parents=True, exist_ok=True, mode=0o700)
 
+# %% ../nbs/31_sandbox.ipynb #1d9df2b4
 def _pins(ws:Path) -> list:
     "Directories strictly between `ws` and each existing protected path, outermost first."
     out = []
@@ -137,10 +143,11 @@ def _pins(ws:Path) -> list:
         out += [d for d in reversed(real.parents) if d != ws and d.is_relative_to(ws) and d not in out]
     return out
 
-# %% ../nbs/31_sandbox.ipynb #01151512
+# %% ../nbs/31_sandbox.ipynb #035647aa
 class SandboxUnavailable(PassepartoutError):
     "bubblewrap is missing or does not work here: shell commands cannot be confined."
 
+# %% ../nbs/31_sandbox.ipynb #9c9ac965
 def _workspace(workspace) -> Path:
     "The workspace, resolved; it must be an existing directory other than `/`."
     ws = Path(os.path.realpath(Path(workspace).expanduser()))
@@ -148,25 +155,28 @@ def _workspace(workspace) -> Path:
     if ws == Path('/'): raise ValueError("the workspace cannot be the root directory")
     return ws
 
-# %% ../nbs/31_sandbox.ipynb #4a9348c2
+# %% ../nbs/31_sandbox.ipynb #c758aa6b
 @functools.cache
 def _bwrap_usage(bwrap:str) -> str:
     "The options this bubblewrap lists in `--help` (checked once)."
     try: return subprocess.run([bwrap, '--help'], capture_output=True, text=True, timeout=5, env={}).stdout
     except (OSError, subprocess.SubprocessError): return ''
 
+# %% ../nbs/31_sandbox.ipynb #e61f81b6
 def _no_nested_userns(bwrap:str) -> tuple:
     "`--unshare-user --disable-userns` when this bubblewrap supports them, else nothing."
     return ('--unshare-user', '--disable-userns') if '--disable-userns' in _bwrap_usage(bwrap) else ()
 
+# %% ../nbs/31_sandbox.ipynb #ab631c0e
 def _tmp_size(bwrap:str) -> tuple:
     "`--size BYTES` for the sandbox's /tmp (memory-backed): the memory limit, when set and supported."
     mb = int(config.setting('PASSEPARTOUT_SHELL_MEMORY_MB'))
     return ('--size', str(mb << 20)) if mb > 0 and '--size' in _bwrap_usage(bwrap) else ()
 
-# %% ../nbs/31_sandbox.ipynb #38a2f690
+# %% ../nbs/31_sandbox.ipynb #1998280a
 MODES = ('full', 'guarded', 'read-only')
 
+# %% ../nbs/31_sandbox.ipynb #a8130f84
 def _frozen(ws:Path, mode:str, places:tuple) -> list:
     "The real paths a `guarded` command may not change: each existing autorun place, or a symlinked one's target inside the workspace."
     if mode != 'guarded': return []
@@ -176,12 +186,14 @@ def _frozen(ws:Path, mode:str, places:tuple) -> list:
         if real != ws and real.is_relative_to(ws) and real.exists() and real not in out: out.append(real)
     return out
 
+# %% ../nbs/31_sandbox.ipynb #2cb03f79
 def _own_code(ws:Path) -> list:
     "The installed passepartout package, when it lies inside `ws` (an agent working on its own source): readable, never writable."
     import passepartout
     real = Path(os.path.realpath(os.path.dirname(passepartout.__file__)))
     return [real] if real != ws and real.is_relative_to(ws) else []
 
+# %% ../nbs/31_sandbox.ipynb #2c6ccc61
 def _binds(ws:Path, mode:str, places:tuple) -> list:
     "Binds after the workspace's: the pinned directories, then the frozen places, outermost first."
     frozen = _frozen(ws, mode, places) + _own_code(ws)
@@ -358,20 +370,23 @@ def _init_pid(info:bytes) -> int|None:
     try: return int(json.loads(info)['child-pid'])
     except (ValueError, KeyError, TypeError): return None
 
-# %% ../nbs/31_sandbox.ipynb #ccaae55c
+# %% ../nbs/31_sandbox.ipynb #15c120bf
 MAX_PROCESSES = 2048         # RLIMIT_NPROC inside the sandbox (not enforced by the kernel for root)
 MAX_FILE_BYTES = 2**30       # RLIMIT_FSIZE: the largest file a command may write
 NICENESS = 10                # commands run below the agent's priority, so the budget's watch is not starved by them
 
+# %% ../nbs/31_sandbox.ipynb #b0221303
 def _limits() -> tuple:
     "Memory (MB) and CPU (s) per process from the settings; 0 means no limit."
     return max(0, int(config.setting('PASSEPARTOUT_SHELL_MEMORY_MB'))), max(0, int(config.setting('PASSEPARTOUT_SHELL_CPU_SECONDS')))
 
+# %% ../nbs/31_sandbox.ipynb #b50a16a5
 def _file_limit() -> int:
     "The largest file a command may write: MAX_FILE_BYTES, or the disk budget when that is smaller."
     disk = max(0, int(config.setting('PASSEPARTOUT_SHELL_DISK_MB'))) << 20
     return min(MAX_FILE_BYTES, disk) if disk else MAX_FILE_BYTES
 
+# %% ../nbs/31_sandbox.ipynb #719dd4a4
 def _limited(command:str) -> list:
     "The argv that runs `command` with bash under hard resource limits."
     mem, cpu = _limits()
@@ -394,7 +409,7 @@ def limit_note(code:int|None, stderr:str) -> str:
     if mem and _OUT_OF_MEMORY.search(stderr): return f"ran out of memory (limit {mem} MB, PASSEPARTOUT_SHELL_MEMORY_MB)"
     return ''
 
-# %% ../nbs/31_sandbox.ipynb #6ee3a9a8
+# %% ../nbs/31_sandbox.ipynb #74c1b67e
 @dataclass(frozen=True)
 class Budget:
     "What one command may use, all its processes together (0: no limit)."
@@ -406,15 +421,17 @@ class Budget:
     @property
     def files(self) -> int: return self.disk_mb * 256   # new inodes allowed: one per 4 KiB of the disk budget
 
+# %% ../nbs/31_sandbox.ipynb #072e31e6
 def command_budget() -> Budget:
     "One shell command's budget, from the settings."
     s = lambda name: max(0, int(config.setting(name)))
     return Budget(s('PASSEPARTOUT_SHELL_MEMORY_MB'), s('PASSEPARTOUT_SHELL_PROCESSES'), s('PASSEPARTOUT_SHELL_DISK_MB'), s('PASSEPARTOUT_SHELL_CPU_SECONDS'))
 
-# %% ../nbs/31_sandbox.ipynb #40731181
+# %% ../nbs/31_sandbox.ipynb #f1640413
 CGROUP_FS = Path('/sys/fs/cgroup')          # where the cgroup file systems are mounted
 CGROUP_V1 = ('memory', 'pids', 'cpuacct')   # v1 hierarchies a command joins (the first two are required)
 
+# %% ../nbs/31_sandbox.ipynb #88c08d7c
 def _cgroup_parents(self_cgroup:str, fs:Path) -> list:
     "Candidate layouts for a command's cgroup, best first: `{'v2': parent}`, or `{controller: parent}` under v1."
     own = {ctl: rel.lstrip('/') for _, ctls, rel in (l.split(':', 2) for l in self_cgroup.splitlines() if l.count(':') >= 2)
@@ -460,9 +477,10 @@ def _cgroup_limit(dirs:dict, budget:Budget):
         except OSError:
             if required: raise
 
-# %% ../nbs/31_sandbox.ipynb #e481014f
+# %% ../nbs/31_sandbox.ipynb #e13bfdfe
 _serial = itertools.count()
 
+# %% ../nbs/31_sandbox.ipynb #52eee24c
 def _cgroup_make(budget:Budget) -> dict|None:
     "A new cgroup limited to `budget`, in the first layout that works here: `{hierarchy: directory}`, or None."
     try: layouts = _cgroup_parents(Path('/proc/self/cgroup').read_text(), CGROUP_FS)
@@ -494,7 +512,7 @@ def _cgroup_passed(dirs:dict, budget:Budget) -> str|None:
         if budget.cpu_s and hierarchy in dirs and _counters(dirs[hierarchy] / file).get(key, 0) * unit > budget.cpu_s: return 'cpu'
     return None
 
-# %% ../nbs/31_sandbox.ipynb #d1fd5125
+# %% ../nbs/31_sandbox.ipynb #b7fdebed
 def _kill_member(pid:int, member:str):
     "SIGKILL `pid` if it is (still) in the cgroup named by `member`, the tail of its /proc/PID/cgroup line."
     try: fd = os.pidfd_open(pid)
@@ -504,6 +522,7 @@ def _kill_member(pid:int, member:str):
     except OSError: pass
     finally: os.close(fd)
 
+# %% ../nbs/31_sandbox.ipynb #80a6c943
 def _cgroup_pids(dirs:dict) -> set:
     "The processes in the cgroup now."
     found = set()
@@ -512,7 +531,7 @@ def _cgroup_pids(dirs:dict) -> set:
         except OSError: pass
     return found
 
-# %% ../nbs/31_sandbox.ipynb #00d8f3fa
+# %% ../nbs/31_sandbox.ipynb #a25f03a7
 def _cgroup_kill(dirs:dict):
     "Kill every process in the cgroup, round after round until none is left (at most ~2 s)."
     if not dirs: return
@@ -526,6 +545,7 @@ def _cgroup_kill(dirs:dict):
         for pid in pids: _kill_member(pid, member)
         time.sleep(0.01)
 
+# %% ../nbs/31_sandbox.ipynb #cab91271
 def _cgroup_remove(dirs:dict):
     "Kill what is left in the cgroup and remove its directories."
     _cgroup_kill(dirs)
@@ -542,10 +562,11 @@ def _remove_stale(hierarchy:str, parent:Path):
         owner = d.name.split('.')[1]
         if owner.isdigit() and not Path(f'/proc/{owner}').exists(): _cgroup_remove({hierarchy: d})
 
-# %% ../nbs/31_sandbox.ipynb #e2bc862e
+# %% ../nbs/31_sandbox.ipynb #cb1f9340
 TREE_POLL_S = 0.1   # seconds between two scans of /proc without a cgroup
 _CLOCK_TICKS = os.sysconf('SC_CLK_TCK')
 
+# %% ../nbs/31_sandbox.ipynb #4a0defdd
 def _proc_table_of(pids) -> dict:
     "pid -> (parent pid, threads, CPU seconds of it and of its reaped children), for the `pids` that exist."
     table = {}
@@ -555,11 +576,12 @@ def _proc_table_of(pids) -> dict:
         table[int(pid)] = (int(f[1]), int(f[17]), sum(map(int, f[11:15])) / _CLOCK_TICKS)
     return table
 
+# %% ../nbs/31_sandbox.ipynb #96e3d8e7
 def _proc_table() -> dict:
     "The table of every process."
     return _proc_table_of(n for n in os.listdir('/proc') if n.isdigit())
 
-# %% ../nbs/31_sandbox.ipynb #4ed16848
+# %% ../nbs/31_sandbox.ipynb #60129844
 def _descendants(table:dict, root:int) -> list:
     "`root` and every process below it in `table`."
     children = {}
@@ -570,6 +592,7 @@ def _descendants(table:dict, root:int) -> list:
         if pid in table: out.append(pid); stack += children.get(pid, [])
     return out
 
+# %% ../nbs/31_sandbox.ipynb #4f9261b1
 def _pss_mb(pid:int) -> float:
     "A process's proportional memory in MB (0 when it is gone)."
     try: text = Path(f'/proc/{pid}/smaps_rollup').read_text()
@@ -587,7 +610,7 @@ def _sandbox_tmpfs_mb(tree:list) -> float:
         except OSError: continue
     return 0.0
 
-# %% ../nbs/31_sandbox.ipynb #816e13d9
+# %% ../nbs/31_sandbox.ipynb #9eff68de
 def _tree_passed(root:int, budget:Budget) -> str|None:
     "Which limit the processes under `root` pass together right now ('processes', 'cpu', 'memory'), or None."
     table = _proc_table()
@@ -597,6 +620,7 @@ def _tree_passed(root:int, budget:Budget) -> str|None:
     if budget.memory_mb and sum(map(_pss_mb, tree)) + _sandbox_tmpfs_mb(tree) > budget.memory_mb: return 'memory'
     return None
 
+# %% ../nbs/31_sandbox.ipynb #ad1f4e0c
 def _tree_kill(root:int):
     "SIGKILL every process below `root` (not `root` itself, which its owner kills and reaps), a few rounds."
     for _ in range(5):
@@ -611,9 +635,10 @@ def _tree_kill(root:int):
             finally: os.close(fd)
         time.sleep(0.01)
 
-# %% ../nbs/31_sandbox.ipynb #15ec5486
+# %% ../nbs/31_sandbox.ipynb #3f5f7659
 POLL_S = 0.02   # seconds between two checks of the cgroup's counters and the disk
 
+# %% ../nbs/31_sandbox.ipynb #e0885808
 def _mount_points(ws:Path) -> list:
     "The workspace and every mount point below it, from /proc/self/mountinfo (octal escapes decoded)."
     try: lines = Path('/proc/self/mountinfo').read_text().splitlines()
@@ -621,6 +646,7 @@ def _mount_points(ws:Path) -> list:
     below = [Path(re.sub(r'\\([0-7]{3})', lambda m: chr(int(m[1], 8)), l.split()[4])) for l in lines if len(l.split()) > 4]
     return [ws] + [p for p in below if p != ws and p.is_relative_to(ws)]
 
+# %% ../nbs/31_sandbox.ipynb #b3c68418
 def _disk_used(points:list) -> tuple:
     "(bytes, inodes) in use on the distinct file systems holding `points`."
     seen, used, files = set(), 0, 0
@@ -682,7 +708,7 @@ class CommandLimits:
 
     def note(self) -> str: return LIMIT_NOTES[self.passed].format(b=self.budget) if self.passed else ''
 
-# %% ../nbs/31_sandbox.ipynb #942a8d51
+# %% ../nbs/31_sandbox.ipynb #7400ed94
 def limit_enforcement() -> str:
     "How a command's budget is enforced here, in words (for `doctor`): which cgroup layout, or the /proc poller."
     dirs = _cgroup_make(Budget(64, 64, 0, 0))
@@ -691,19 +717,22 @@ def limit_enforcement() -> str:
     if 'v2' in dirs: return f"cgroup v2 ({dirs['v2'].parent})"
     return f"cgroup v1 ({', '.join(dirs)} under {CGROUP_FS})"
 
+# %% ../nbs/31_sandbox.ipynb #980ed9ec
 def limits_problem(how:str|None=None) -> str|None: # `limit_enforcement()` when already known
     "Why a command's budget is only approximated here (no writable cgroup), or None when the kernel enforces it."
     how = how or limit_enforcement()
     return None if how.startswith('cgroup') else f"shell commands' memory and process budgets are {how}"
 
-# %% ../nbs/31_sandbox.ipynb #e4594d1d
+# %% ../nbs/31_sandbox.ipynb #8bfd41c5
 def _settings(timeout, max_output) -> tuple:
     "Timeout and output cap, from the arguments or the settings."
     return (float(config.setting('PASSEPARTOUT_SHELL_TIMEOUT') if timeout is None else timeout),
             int(config.setting('PASSEPARTOUT_MAX_OUTPUT_BYTES') if max_output is None else max_output))
 
+# %% ../nbs/31_sandbox.ipynb #9ba6731f
 def _text(b) -> str: return bytes(b).decode('utf-8', 'replace')
 
+# %% ../nbs/31_sandbox.ipynb #f3a6c3b0
 def _shell_code(code:int) -> int:
     "An exit status as a shell reports it: 128 + N for a process killed by signal N."
     return 128 - code if code < 0 else code
@@ -756,7 +785,7 @@ def _sweep(workspace) -> tuple:
     ws = _workspace(workspace)
     return tuple(os.path.relpath(f, ws) for f in strip_setid(ws, skip=tuple(map(str, protected_paths(ws)))))
 
-# %% ../nbs/31_sandbox.ipynb #3b01c750
+# %% ../nbs/31_sandbox.ipynb #a7349e69
 def _home_links(ws:Path) -> list:
     "Symlinks inside `ws` on the way to the agent's own directories and key (`~/.config -> dotfiles/config`)."
     p, key = config.paths(), config.setting('PASSEPARTOUT_VAULT_KEY_FILE')
@@ -767,6 +796,7 @@ def _home_links(ws:Path) -> list:
             if above != ws and above.is_relative_to(ws) and above.is_symlink() and str(above) not in out: out.append(str(above))
     return out
 
+# %% ../nbs/31_sandbox.ipynb #7a39021f
 def _before_command(workspace, mode:str) -> tuple:
     "`(existing places, missing places, {symlink: its target})` to check after the command (places only when guarded)."
     ws = _workspace(workspace)
@@ -777,6 +807,7 @@ def _before_command(workspace, mode:str) -> tuple:
         except OSError: pass   # not a symlink
     return existing, missing, links
 
+# %% ../nbs/31_sandbox.ipynb #6cae883d
 def _remove(path:str) -> bool:
     "Remove a file, a symlink or a whole directory (without following links); did it go?"
     try:
@@ -830,7 +861,7 @@ def run_unconfined(command:str,              # shell command, run with `bash -c`
     return ShellResult(None if stop else code, _text(out['stdout']), stderr, stop == 'timeout', stop == 'overflow',
                        round(time.monotonic() - t0, 3), limits.note() or limit_note(None if stop else code, stderr), unconfined=True)
 
-# %% ../nbs/31_sandbox.ipynb #cdcc7b01
+# %% ../nbs/31_sandbox.ipynb #b527dff3
 def _probe_sandbox() -> str|None:
     "Run a trivial command in the sandbox: why it cannot be used, or None."
     if shutil.which('bwrap') is None: return "bubblewrap (bwrap) is not installed"
@@ -840,13 +871,16 @@ def _probe_sandbox() -> str|None:
     if r.exit_code != 0: return f"bubblewrap does not work here (exit {r.exit_code}): {r.stderr.strip()[:300]}"
     return None
 
+# %% ../nbs/31_sandbox.ipynb #b7dc91b4
 PROBE_RETRY_S = 60.0   # a failed probe is believed this long, then tried again
 _probed, _probing = {}, threading.Lock()   # 'answer': (problem or None, monotonic time of the probe); one probe at a time
 
+# %% ../nbs/31_sandbox.ipynb #dd98beb6
 def _believed() -> tuple|None:
     hit = _probed.get('answer')
     return hit if hit is not None and (hit[0] is None or time.monotonic() - hit[1] < PROBE_RETRY_S) else None
 
+# %% ../nbs/31_sandbox.ipynb #99009e5b
 def sandbox_problem() -> str|None:
     "Why shell commands cannot be sandboxed on this machine, or None when they can (a success is kept, a failure for a minute)."
     if (hit := _believed()) is not None: return hit[0]
@@ -857,6 +891,7 @@ def sandbox_problem() -> str|None:
     return answer
 sandbox_problem.cache_clear = _probed.clear   # forget the answer (tests, `doctor --fix`)
 
+# %% ../nbs/31_sandbox.ipynb #e832a03b
 def sandbox_available() -> bool:
     "True when bwrap is installed and a trivial sandboxed command works (cached)."
     return sandbox_problem() is None
