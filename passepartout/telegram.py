@@ -6,12 +6,12 @@ Docs: https://passepartout-agent.github.io/passepartout/telegram.html.md"""
 
 # %% auto #0
 __all__ = ['TOKEN_SECRET', 'MAX_MESSAGE', 'MAX_INPUT_CHARS', 'MAX_RETRY_AFTER', 'STRANGER_REPLY', 'STRANGER_WINDOW',
-           'BACKOFF_START', 'BACKOFF_MAX', 'POLL_TIMEOUT', 'MAX_QUEUED', 'bot_token', 'owner_chats', 'clean_text',
-           'split_message', 'TelegramError', 'BotAPI', 'call', 'send', 'sender', 'is_owner', 'approval_buttons',
-           'session_of', 'TelegramGateway', 'handle', 'notify', 'deliver', 'poll_once', 'run', 'status', 'SerialRunner',
-           'telegram_gateway', 'run_telegram', 'telegram_service', 'gateway_services', 'telegram_command']
+           'STRANGER_NOTICES', 'BACKOFF_START', 'BACKOFF_MAX', 'POLL_TIMEOUT', 'MAX_QUEUED', 'bot_token', 'owner_chats',
+           'clean_text', 'split_message', 'TelegramError', 'BotAPI', 'sender', 'is_owner', 'approval_buttons',
+           'session_of', 'TelegramGateway', 'SerialRunner', 'telegram_gateway', 'run_telegram', 'telegram_service',
+           'gateway_services', 'telegram_command']
 
-# %% ../nbs/70_telegram.ipynb #a02abed9
+# %% ../nbs/70_telegram.ipynb #c9c6ad66
 import asyncio, json, re, threading, time, queue, unicodedata
 from collections import OrderedDict
 from . import config
@@ -19,7 +19,8 @@ from .errors import PassepartoutError, SetupError
 from .signals import Signal, Context, reply
 from .perceive import text_signal
 from .approvals import TOKEN_ALPHABET, TOKEN_LENGTH
-from .vault import Vault, HANDLE_RE, handle
+from .basics import patch
+from .vault import Vault, HANDLE_RE, handle as vault_handle
 from .loop import Agent
 
 # %% ../nbs/70_telegram.ipynb #8b6269e8
@@ -70,7 +71,7 @@ def split_message(text:str, limit:int=MAX_MESSAGE) -> list:
         parts.append(rest[:cut]); rest = rest[cut:]
     return parts + [rest] if rest or not parts else parts
 
-# %% ../nbs/70_telegram.ipynb #9a9de720
+# %% ../nbs/70_telegram.ipynb #0add7d5c
 MAX_RETRY_AFTER = 120.0   # longest wait a 429 may ask of a send before it is given up
 
 class TelegramError(PassepartoutError):
@@ -81,14 +82,18 @@ class TelegramError(PassepartoutError):
 class BotAPI:
     "The four Bot API methods the gateway uses, over httpx, with the token kept out of every message."
     def __init__(self, token:str, base:str|None=None, # None: PASSEPARTOUT_TELEGRAM_API
-                 client=None, timeout:float=20.0, sleep=time.sleep): # `sleep(seconds)`: how a 429 waits
+                 transport=None, # an httpx transport (None: httpx's own; the examples use a MockTransport)
+                 timeout:float=20.0, sleep=time.sleep): # `sleep(seconds)`: how a 429 waits
         import httpx
         self.token, self.base = token, (base or config.setting('PASSEPARTOUT_TELEGRAM_API')).rstrip('/')
-        self.client, self.timeout, self.sleep = client or httpx.Client(), timeout, sleep
+        self.transport, self.timeout, self.sleep = transport, timeout, sleep
+        self.client = httpx.Client(transport=transport)
     def __repr__(self): return f"BotAPI({self.base!r})"
-    def scrub(self, text:str) -> str: return str(text).replace(self.token, handle(TOKEN_SECRET)) if self.token else str(text)
+    def fork(self) -> 'BotAPI': return BotAPI(self.token, self.base, self.transport, self.timeout, self.sleep)   # its own connections
+    def scrub(self, text:str) -> str: return str(text).replace(self.token, vault_handle(TOKEN_SECRET)) if self.token else str(text)
 
-# %% ../nbs/70_telegram.ipynb #e8195556
+# %% ../nbs/70_telegram.ipynb #9d19e3aa
+@patch
 def call(self:BotAPI, method:str, http_timeout:float|None=None, **params):
     "Call `method` with JSON `params`; its `result`, or `TelegramError`."
     import httpx
@@ -103,9 +108,9 @@ def call(self:BotAPI, method:str, http_timeout:float|None=None, **params):
     code = body.get('error_code') if type(body.get('error_code')) is int else r.status_code
     raise TelegramError(f"{method}: {code} {self.scrub(str(body.get('description') or ''))[:300]}", code, wait)
 
-BotAPI.call = call
 
-# %% ../nbs/70_telegram.ipynb #1b4ec32d
+# %% ../nbs/70_telegram.ipynb #5bee0253
+@patch
 def _sent(self:BotAPI, method:str, attempts:int=5, **params):
     "`call`, waiting out a 429's `retry_after` (at most `MAX_RETRY_AFTER`) up to `attempts` times."
     for attempt in range(attempts):
@@ -114,13 +119,13 @@ def _sent(self:BotAPI, method:str, attempts:int=5, **params):
             if e.retry_after is None or e.retry_after > MAX_RETRY_AFTER or attempt == attempts - 1: raise
             self.sleep(e.retry_after)
 
+@patch
 def send(self:BotAPI, chat, text:str, buttons:dict|None=None) -> list:
     "Send `text` to `chat`, cut at Telegram's limit; `buttons` (an inline keyboard) go with the last part."
     parts = split_message(text or '(empty)')
     return [_sent(self, 'sendMessage', chat_id=chat, text=part, **({'reply_markup': buttons} if buttons and i == len(parts) - 1 else {}))
             for i, part in enumerate(parts)]
 
-BotAPI.send = send
 
 # %% ../nbs/70_telegram.ipynb #a8ee2af1
 def _id(value) -> str|None:
@@ -151,9 +156,10 @@ def approval_buttons(text:str, ctx:Context|None) -> dict|None:
     return {'inline_keyboard': [[{'text': 'Approve', 'callback_data': f'pp:a:{t}'}, {'text': 'Deny', 'callback_data': f'pp:d:{t}'}],
                                 [{'text': 'Approve always', 'callback_data': f'pp:A:{t}'}]]}
 
-# %% ../nbs/70_telegram.ipynb #5c369c28
+# %% ../nbs/70_telegram.ipynb #aeb5e1b8
 STRANGER_REPLY = "This assistant talks with its owner only."
-STRANGER_WINDOW = 60.0    # seconds: one reply per stranger chat, and one notice to the owner, per window
+STRANGER_WINDOW = 60.0    # seconds: one reply per stranger (chat and sender), and one notice to the owner, per window
+STRANGER_NOTICES = 10     # notices about strangers per window, all strangers together
 BACKOFF_START, BACKOFF_MAX = 1.0, 300.0
 POLL_TIMEOUT = 30         # seconds a getUpdates call waits for news
 MAX_QUEUED = 100          # messages of the owner waiting at once, per chat
@@ -166,13 +172,14 @@ class TelegramGateway:
                  submit=None,   # `submit(signal)`: run a turn (None: `agent.process` at once, in the polling thread)
                  poll_timeout:int=POLL_TIMEOUT, backoff:tuple=(BACKOFF_START, BACKOFF_MAX), stranger_window:float=STRANGER_WINDOW):
         self.agent, self.api, self.owners, self.submit = agent, api, frozenset(owners), submit or agent.process
+        self.poller = api.fork()   # long polls on connections of their own: closing them ends a poll, not a reply being sent
         self.poll_timeout, self.backoff, self.stranger_window = poll_timeout, backoff, stranger_window
-        self.offset, self.strangers, self.callbacks, self.answered = 0, OrderedDict(), OrderedDict(), OrderedDict()
+        self.offset, self.strangers, self.callbacks, self.answered, self.notices = 0, OrderedDict(), OrderedDict(), OrderedDict(), []
         self.state, self.error, self.failures, self.counts, self.since = 'starting', None, 0, {'updates': 0, 'messages': 0, 'refused': 0}, time.time()
         self.queued = {}   # chat -> messages submitted and not yet run (`submit` wrappers keep it)
     def __repr__(self): return f"TelegramGateway({self.api.base!r}, {len(self.owners)} owners, {self.state})"
 
-# %% ../nbs/70_telegram.ipynb #5740e677
+# %% ../nbs/70_telegram.ipynb #95125a8a
 def _remember(seen:OrderedDict, key, size:int=4096) -> bool:
     "Note `key` in the bounded memory `seen`; False if it was there already."
     if key in seen: return False
@@ -180,16 +187,18 @@ def _remember(seen:OrderedDict, key, size:int=4096) -> bool:
     while len(seen) > size: seen.popitem(last=False)
     return True
 
+@patch
 def _log(self:TelegramGateway, level:str, text:str): self.agent.syslog.log(level, f"telegram: {self.api.scrub(text)}")
 
+@patch
 def _say(self:TelegramGateway, chat, text:str, buttons=None, retry:bool=True):
     "Send `text` to `chat` from the gateway itself; a failure is logged, never raised."
     try: self.api.send(chat, text, buttons) if retry else self.api.call('sendMessage', chat_id=chat, text=split_message(text)[0])
     except Exception as e: self._log('WARNING', f"could not send to chat {chat}: {e}")
 
-TelegramGateway._log, TelegramGateway._say = _log, _say
 
-# %% ../nbs/70_telegram.ipynb #7611a579
+# %% ../nbs/70_telegram.ipynb #a11acd3f
+@patch
 def handle(self:TelegramGateway, update):
     "Act on one update: the owner's message or button press becomes a signal; anything else is answered or ignored."
     if not isinstance(update, dict) or type(update.get('update_id')) is not int: return self._log('WARNING', "ignored a malformed update")
@@ -198,9 +207,9 @@ def handle(self:TelegramGateway, update):
     if isinstance(update.get('message'), dict): return self._message(update['message'])
     if isinstance(update.get('callback_query'), dict): return self._callback(update['callback_query'])
 
-TelegramGateway.handle = handle
 
-# %% ../nbs/70_telegram.ipynb #a8d812a6
+# %% ../nbs/70_telegram.ipynb #6a22437e
+@patch
 def _message(self:TelegramGateway, message:dict):
     "The owner's text becomes a turn in the chat's session; a stranger gets the fixed reply."
     chat, user, automated = sender(message)
@@ -216,36 +225,40 @@ def _message(self:TelegramGateway, message:dict):
     self.counts['messages'] += 1
     self.submit(text_signal(text, source='telegram', session=session_of(chat), chat_id=chat, owner=True, sender=f"telegram user {user}"))
 
-TelegramGateway._message = _message
 
-# %% ../nbs/70_telegram.ipynb #b7e298cf
+# %% ../nbs/70_telegram.ipynb #da020b0c
 def _preview(text) -> str:
     "A stranger's text as the owner's notice quotes it: cleaned, on one line, short."
     text = clean_text(text if isinstance(text, str) else '(not text)').replace('\n', ' ').replace('\t', ' ')
     return repr(text[:200] + ('…' if len(text) > 200 else ''))
 
+@patch
 def _stranger(self:TelegramGateway, chat, user, message:dict, text):
     "Refuse a message not from the owner: one reply per chat and one notice to the owner per window, nothing else."
     self.counts['refused'] += 1
-    key, now = chat or f"user {user}", time.monotonic()
+    key, now = (chat, user), time.monotonic()
     first, missed = self.strangers.get(key, (None, 0))
     if first is not None and now - first < self.stranger_window: self.strangers[key] = (first, missed + 1); return
     self.strangers[key] = (now, 0); self.strangers.move_to_end(key)
     while len(self.strangers) > 4096: self.strangers.popitem(last=False)
     if chat is not None: self._say(chat, STRANGER_REPLY, retry=False)   # a flood must not hold up polling with retries
+    self.notices = [t for t in self.notices if now - t < self.stranger_window]
+    if len(self.notices) >= STRANGER_NOTICES: return   # many strangers at once: the owner is not flooded either
+    self.notices.append(now)
     who = message.get('from') if isinstance(message.get('from'), dict) else {}
     name = clean_text(str(who.get('username') or who.get('first_name') or '?'))[:64]
     more = f" ({missed} more messages from it were refused meanwhile)" if missed else ''
     self.notify(f"Telegram: a message from {name} (user {user}, chat {chat}), who is not an owner, was refused; "
                 f"the agent did not see it: {_preview(text)}{more}")
 
+@patch
 def notify(self:TelegramGateway, text:str):
     "Tell every owner chat `text`, from the gateway (the agent is not involved)."
     for chat in sorted(self.owners): self._say(chat, text, retry=False)
 
-TelegramGateway._stranger, TelegramGateway.notify = _stranger, notify
 
-# %% ../nbs/70_telegram.ipynb #998d53e4
+# %% ../nbs/70_telegram.ipynb #9fcd956e
+@patch
 def _callback(self:TelegramGateway, query:dict):
     "The owner's press on an approval button: answered once, then `approve`/`deny` goes through the approval flow."
     qid = query.get('id') if isinstance(query.get('id'), str) else None
@@ -271,14 +284,15 @@ def _callback(self:TelegramGateway, query:dict):
     self.submit(text_signal(command.format(t=token), source='telegram', session=session_of(chat), chat_id=chat, owner=True,
                             sender=f"telegram user {user}"))
 
+@patch
 def _say_query(self:TelegramGateway, qid:str, text:str):
     "Answer callback query `qid` (its little notice on the owner's screen); a failure is logged."
     try: self.api.call('answerCallbackQuery', callback_query_id=qid, text=text[:200])
     except Exception as e: self._log('WARNING', f"could not answer a button press: {e}")
 
-TelegramGateway._callback, TelegramGateway._say_query = _callback, _say_query
 
-# %% ../nbs/70_telegram.ipynb #1cc657d4
+# %% ../nbs/70_telegram.ipynb #e6d6eb0d
+@patch
 def deliver(self:TelegramGateway, action, ctx:Context):
     "The agent's `telegram` actuator: send a reply to the chat it belongs to, with approval buttons when it announces a held action."
     meta = ctx.signal.meta if ctx is not None and ctx.signal is not None else {}
@@ -287,12 +301,12 @@ def deliver(self:TelegramGateway, action, ctx:Context):
     if chat is None: raise ValueError("this reply has no Telegram chat to go to")
     return self.api.send(chat, action.text or '', approval_buttons(action.text or '', ctx))
 
-TelegramGateway.deliver = deliver
 
-# %% ../nbs/70_telegram.ipynb #e4f53123
+# %% ../nbs/70_telegram.ipynb #0b78f3f9
+@patch
 def poll_once(self:TelegramGateway) -> int:
     "Fetch one batch of updates (waiting up to `poll_timeout` seconds) and handle each; how many came."
-    updates = self.api.call('getUpdates', http_timeout=self.poll_timeout + 10, offset=self.offset, timeout=self.poll_timeout,
+    updates = self.poller.call('getUpdates', http_timeout=self.poll_timeout + 10, offset=self.offset, timeout=self.poll_timeout,
                             allowed_updates=['message', 'callback_query'])
     if not isinstance(updates, list): raise TelegramError("getUpdates: the result is not a list")
     for update in updates:
@@ -300,9 +314,9 @@ def poll_once(self:TelegramGateway) -> int:
         except Exception as e: self._log('ERROR', f"an update could not be handled: {type(e).__name__}: {e}")
     return len(updates)
 
-TelegramGateway.poll_once = poll_once
 
-# %% ../nbs/70_telegram.ipynb #38a3e8a9
+# %% ../nbs/70_telegram.ipynb #beca86d9
+@patch
 def _failed(self:TelegramGateway, error:Exception) -> float:
     "Note a failed poll (logged when the reason changes); the seconds to wait before the next."
     why = f"{type(error).__name__}: {error}" if not isinstance(error, TelegramError) else error.message
@@ -314,6 +328,7 @@ def _failed(self:TelegramGateway, error:Exception) -> float:
     wait = min(start * 2 ** min(self.failures - 1, 30), most)
     return max(wait, getattr(error, 'retry_after', None) or 0)
 
+@patch
 def run(self:TelegramGateway, stop:threading.Event):
     "Poll until `stop` is set; a failure is reported and retried with exponential backoff, never raised."
     while not stop.is_set():
@@ -325,12 +340,12 @@ def run(self:TelegramGateway, stop:threading.Event):
         self.state, self.error, self.failures = 'running', None, 0
     self.state = 'stopped'
 
+@patch
 def status(self:TelegramGateway) -> dict:
     "How the gateway fares: its state, the last error, failures in a row, what it has seen."
     return {'state': self.state, 'error': self.error, 'failures': self.failures, 'api': self.api.base,
             'owners': len(self.owners), **self.counts, 'since': round(self.since, 3)}
 
-TelegramGateway._failed, TelegramGateway.run, TelegramGateway.status = _failed, run, status
 
 # %% ../nbs/70_telegram.ipynb #804fb991
 class SerialRunner:
@@ -352,12 +367,12 @@ class SerialRunner:
                 if self.gateway is not None: self.gateway.queued[signal.meta.get('chat_id')] -= 1
     def close(self, timeout:float=30.0): self.queue.put(None); self.thread.join(timeout)
 
-# %% ../nbs/70_telegram.ipynb #a1e0376e
-def telegram_gateway(agent:Agent, token:str|None=None, owners=None, api:str|None=None, submit=None, client=None, **kw) -> TelegramGateway:
+# %% ../nbs/70_telegram.ipynb #fe54db31
+def telegram_gateway(agent:Agent, token:str|None=None, owners=None, api:str|None=None, submit=None, transport=None, **kw) -> TelegramGateway:
     "A gateway for `agent` from the settings (or the arguments), registered as its `telegram` actuator."
     owners = owner_chats() if owners is None else frozenset(map(str, owners))
     if not owners: raise SetupError("PASSEPARTOUT_TELEGRAM_OWNERS is empty: list the chat ids that may talk to the agent", 'PASSEPARTOUT_TELEGRAM_OWNERS', '')
-    gw = TelegramGateway(agent, BotAPI(token or bot_token(agent.vault), api, client), owners, submit, **kw)
+    gw = TelegramGateway(agent, BotAPI(token or bot_token(agent.vault), api, transport), owners, submit, **kw)
     agent.actuators.register('telegram', gw.deliver, silent=True)
     return gw
 
@@ -366,12 +381,13 @@ def run_telegram(agent:Agent, stop:threading.Event|None=None, ready=None, **kw) 
     stop = stop or threading.Event()
     gw = telegram_gateway(agent, **kw)
     runner = SerialRunner(agent, gw); gw.submit = runner.submit
+    threading.Thread(target=lambda: (stop.wait(), gw.poller.client.close()), daemon=True).start()   # a stop ends the poll in flight
     if ready is not None: ready(gw)
     try: gw.run(stop)
     finally: runner.close()
     return gw
 
-# %% ../nbs/70_telegram.ipynb #4b4a6d35
+# %% ../nbs/70_telegram.ipynb #d28b71d2
 async def telegram_service(daemon, **kw):
     "The gateway as a background service of the daemon: its turns go to the daemon's per-session workers."
     stop = threading.Event()
@@ -385,7 +401,7 @@ async def telegram_service(daemon, **kw):
     try:
         while thread.is_alive(): await asyncio.sleep(0.5)
     finally:
-        stop.set(); gw.api.client.close()   # closing the client ends a long poll in flight
+        stop.set(); gw.poller.client.close()   # closing the poller's connections ends a long poll in flight
 
 def gateway_services(env=None) -> list:
     "The gateways' background services the daemon should run: Telegram when `PASSEPARTOUT_TELEGRAM_OWNERS` is set."
