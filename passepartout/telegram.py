@@ -347,24 +347,27 @@ def status(self:TelegramGateway) -> dict:
             'owners': len(self.owners), **self.counts, 'since': round(self.since, 3)}
 
 
-# %% ../nbs/70_telegram.ipynb #804fb991
+# %% ../nbs/70_telegram.ipynb #3cca0110
 class SerialRunner:
     "Runs the submitted signals one after another in one worker thread: the gateway's turns outside the daemon."
     def __init__(self, agent:Agent, gateway:TelegramGateway|None=None):
-        self.agent, self.gateway, self.queue = agent, gateway, queue.Queue()
+        self.agent, self.gateway, self.queue, self.lock = agent, gateway, queue.Queue(), threading.Lock()
         self.thread = threading.Thread(target=self._work, name='passepartout-telegram-turns', daemon=True); self.thread.start()
-    def submit(self, signal:Signal):
-        chat = signal.meta.get('chat_id')
-        if self.gateway is not None: self.gateway.queued[chat] = self.gateway.queued.get(chat, 0) + 1
-        self.queue.put(signal)
+    def _count(self, chat, n:int):
+        "Keep the gateway's count of `chat`'s messages waiting (what `MAX_QUEUED` bounds)."
+        if self.gateway is None: return
+        with self.lock:
+            left = self.gateway.queued.get(chat, 0) + n
+            if left > 0: self.gateway.queued[chat] = left
+            else: self.gateway.queued.pop(chat, None)
+    def submit(self, signal:Signal): self._count(signal.meta.get('chat_id'), 1); self.queue.put(signal)
     def _work(self):
         while (signal := self.queue.get()) is not None:
             try: self.agent.process(signal)
             except Exception as e:
                 self.agent.syslog.log('ERROR', f"telegram: a turn failed: {type(e).__name__}: {e}")
                 if self.gateway is not None: self.gateway._say(signal.meta.get('chat_id'), f"The turn failed ({type(e).__name__}); your message is in the conversation.")
-            finally:
-                if self.gateway is not None: self.gateway.queued[signal.meta.get('chat_id')] -= 1
+            finally: self._count(signal.meta.get('chat_id'), -1)
     def close(self, timeout:float=30.0): self.queue.put(None); self.thread.join(timeout)
 
 # %% ../nbs/70_telegram.ipynb #fe54db31
@@ -387,7 +390,7 @@ def run_telegram(agent:Agent, stop:threading.Event|None=None, ready=None, **kw) 
     finally: runner.close()
     return gw
 
-# %% ../nbs/70_telegram.ipynb #d28b71d2
+# %% ../nbs/70_telegram.ipynb #0783f9f0
 async def telegram_service(daemon, **kw):
     "The gateway as a background service of the daemon: its turns go to the daemon's per-session workers."
     stop = threading.Event()
@@ -395,7 +398,7 @@ async def telegram_service(daemon, **kw):
         gw = telegram_gateway(daemon.agent, submit=lambda s: daemon.loop.call_soon_threadsafe(daemon.enqueue, s), **kw)
     except Exception as e:
         daemon.agent.syslog.log('ERROR', f"telegram: the gateway cannot start: {e}"); return
-    daemon.gateways = {**(getattr(daemon, 'gateways', None) or {}), 'telegram': gw}
+    daemon.gateways['telegram'] = gw
     thread = threading.Thread(target=gw.run, args=(stop,), name='passepartout-telegram', daemon=True)
     thread.start()
     try:

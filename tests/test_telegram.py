@@ -166,7 +166,7 @@ def test_an_action_held_in_telegram_approved_elsewhere_continues_in_the_chat(ser
         token, _ = held_shell(server, agent)
         ApprovalStore().approve(token)   # `passepartout approve TOKEN` from another terminal
         server.wait_for(lambda: any(t.startswith('Done:') for t in server.texts()))
-        assert daemon.gateways['telegram'].status()['state'] == 'running'
+        assert daemon.status()['gateways']['telegram']['state'] == 'running'
     assert server.texts(OWNER)[-1].startswith('Done: approved by the owner') and not (server.workspace / 'build').exists()
 
 
@@ -291,3 +291,16 @@ def test_the_command_serves_until_sigterm(server):
         if proc.poll() is None: proc.kill()
     assert proc.returncode == 0, err
     assert 'serving 2 Telegram owner ids' in err and 'Telegram gateway stopped (1 messages served)' in err
+
+
+def test_a_gateway_that_cannot_start_leaves_the_daemon_up(server):
+    sys.path.insert(0, str(Path(__file__).parent))
+    from _daemon_support import daemon_in_thread, token_of
+    from passepartout.daemon import Client
+    Vault().remove('TELEGRAM_TOKEN')
+    agent = agent_with(echo)
+    with daemon_in_thread(agent, background=[telegram_service]) as daemon:
+        server.wait_for(lambda: any('the gateway cannot start' in line for line in agent.syslog.lines(50)))
+        with Client(address=daemon.address, token=token_of(daemon)) as client:
+            answer = client.ask({'type': 'REQUEST', 'meta': {'id': 1, 'session': 's'}, 'payload': {'sensor': 'user-input', 'text': 'hi'}})
+        assert answer['turn']['reply'] == 's|hi' and daemon.status()['gateways'] == {}
