@@ -92,7 +92,7 @@ class BotAPI:
     def fork(self) -> 'BotAPI': return BotAPI(self.token, self.base, self.transport, self.timeout, self.sleep)   # its own connections
     def scrub(self, text:str) -> str: return str(text).replace(self.token, vault_handle(TOKEN_SECRET)) if self.token else str(text)
 
-# %% ../nbs/70_telegram.ipynb #9d19e3aa
+# %% ../nbs/70_telegram.ipynb #ca978ed7
 @patch
 def call(self:BotAPI, method:str, http_timeout:float|None=None, **params):
     "Call `method` with JSON `params`; its `result`, or `TelegramError`."
@@ -108,8 +108,7 @@ def call(self:BotAPI, method:str, http_timeout:float|None=None, **params):
     code = body.get('error_code') if type(body.get('error_code')) is int else r.status_code
     raise TelegramError(f"{method}: {code} {self.scrub(str(body.get('description') or ''))[:300]}", code, wait)
 
-
-# %% ../nbs/70_telegram.ipynb #5bee0253
+# %% ../nbs/70_telegram.ipynb #abfa6abb
 @patch
 def _sent(self:BotAPI, method:str, attempts:int=5, **params):
     "`call`, waiting out a 429's `retry_after` (at most `MAX_RETRY_AFTER`) up to `attempts` times."
@@ -125,7 +124,6 @@ def send(self:BotAPI, chat, text:str, buttons:dict|None=None) -> list:
     parts = split_message(text or '(empty)')
     return [_sent(self, 'sendMessage', chat_id=chat, text=part, **({'reply_markup': buttons} if buttons and i == len(parts) - 1 else {}))
             for i, part in enumerate(parts)]
-
 
 # %% ../nbs/70_telegram.ipynb #a8ee2af1
 def _id(value) -> str|None:
@@ -156,7 +154,7 @@ def approval_buttons(text:str, ctx:Context|None) -> dict|None:
     return {'inline_keyboard': [[{'text': 'Approve', 'callback_data': f'pp:a:{t}'}, {'text': 'Deny', 'callback_data': f'pp:d:{t}'}],
                                 [{'text': 'Approve always', 'callback_data': f'pp:A:{t}'}]]}
 
-# %% ../nbs/70_telegram.ipynb #aeb5e1b8
+# %% ../nbs/70_telegram.ipynb #d077899a
 STRANGER_REPLY = "This assistant talks with its owner only."
 STRANGER_WINDOW = 60.0    # seconds: one reply per stranger (chat and sender), and one notice to the owner, per window
 STRANGER_NOTICES = 10     # notices about strangers per window, all strangers together
@@ -175,11 +173,12 @@ class TelegramGateway:
         self.poller = api.fork()   # long polls on connections of their own: closing them ends a poll, not a reply being sent
         self.poll_timeout, self.backoff, self.stranger_window = poll_timeout, backoff, stranger_window
         self.offset, self.strangers, self.callbacks, self.answered, self.notices = 0, OrderedDict(), OrderedDict(), OrderedDict(), []
+        self.seen = OrderedDict()   # the last update ids handled: a replay is recognised by its id
         self.state, self.error, self.failures, self.counts, self.since = 'starting', None, 0, {'updates': 0, 'messages': 0, 'refused': 0}, time.time()
         self.queued = {}   # chat -> messages submitted and not yet run (`submit` wrappers keep it)
     def __repr__(self): return f"TelegramGateway({self.api.base!r}, {len(self.owners)} owners, {self.state})"
 
-# %% ../nbs/70_telegram.ipynb #95125a8a
+# %% ../nbs/70_telegram.ipynb #70bff427
 def _remember(seen:OrderedDict, key, size:int=4096) -> bool:
     "Note `key` in the bounded memory `seen`; False if it was there already."
     if key in seen: return False
@@ -196,19 +195,17 @@ def _say(self:TelegramGateway, chat, text:str, buttons=None, retry:bool=True):
     try: self.api.send(chat, text, buttons) if retry else self.api.call('sendMessage', chat_id=chat, text=split_message(text)[0])
     except Exception as e: self._log('WARNING', f"could not send to chat {chat}: {e}")
 
-
-# %% ../nbs/70_telegram.ipynb #a11acd3f
+# %% ../nbs/70_telegram.ipynb #776a5f43
 @patch
 def handle(self:TelegramGateway, update):
     "Act on one update: the owner's message or button press becomes a signal; anything else is answered or ignored."
     if not isinstance(update, dict) or type(update.get('update_id')) is not int: return self._log('WARNING', "ignored a malformed update")
-    if update['update_id'] < self.offset: return   # seen before: a replayed update does nothing
+    if not _remember(self.seen, update['update_id']): return   # seen before: a replayed update does nothing
     self.offset = update['update_id'] + 1; self.counts['updates'] += 1
     if isinstance(update.get('message'), dict): return self._message(update['message'])
     if isinstance(update.get('callback_query'), dict): return self._callback(update['callback_query'])
 
-
-# %% ../nbs/70_telegram.ipynb #6a22437e
+# %% ../nbs/70_telegram.ipynb #58cef081
 @patch
 def _message(self:TelegramGateway, message:dict):
     "The owner's text becomes a turn in the chat's session; a stranger gets the fixed reply."
@@ -225,8 +222,7 @@ def _message(self:TelegramGateway, message:dict):
     self.counts['messages'] += 1
     self.submit(text_signal(text, source='telegram', session=session_of(chat), chat_id=chat, owner=True, sender=f"telegram user {user}"))
 
-
-# %% ../nbs/70_telegram.ipynb #da020b0c
+# %% ../nbs/70_telegram.ipynb #a173fefd
 def _preview(text) -> str:
     "A stranger's text as the owner's notice quotes it: cleaned, on one line, short."
     text = clean_text(text if isinstance(text, str) else '(not text)').replace('\n', ' ').replace('\t', ' ')
@@ -256,8 +252,7 @@ def notify(self:TelegramGateway, text:str):
     "Tell every owner chat `text`, from the gateway (the agent is not involved)."
     for chat in sorted(self.owners): self._say(chat, text, retry=False)
 
-
-# %% ../nbs/70_telegram.ipynb #9fcd956e
+# %% ../nbs/70_telegram.ipynb #eac5ec51
 @patch
 def _callback(self:TelegramGateway, query:dict):
     "The owner's press on an approval button: answered once, then `approve`/`deny` goes through the approval flow."
@@ -290,8 +285,7 @@ def _say_query(self:TelegramGateway, qid:str, text:str):
     try: self.api.call('answerCallbackQuery', callback_query_id=qid, text=text[:200])
     except Exception as e: self._log('WARNING', f"could not answer a button press: {e}")
 
-
-# %% ../nbs/70_telegram.ipynb #e6d6eb0d
+# %% ../nbs/70_telegram.ipynb #48eb66e7
 @patch
 def deliver(self:TelegramGateway, action, ctx:Context):
     "The agent's `telegram` actuator: send a reply to the chat it belongs to, with approval buttons when it announces a held action."
@@ -301,21 +295,20 @@ def deliver(self:TelegramGateway, action, ctx:Context):
     if chat is None: raise ValueError("this reply has no Telegram chat to go to")
     return self.api.send(chat, action.text or '', approval_buttons(action.text or '', ctx))
 
-
-# %% ../nbs/70_telegram.ipynb #0b78f3f9
+# %% ../nbs/70_telegram.ipynb #e3f49d09
 @patch
 def poll_once(self:TelegramGateway) -> int:
     "Fetch one batch of updates (waiting up to `poll_timeout` seconds) and handle each; how many came."
-    updates = self.poller.call('getUpdates', http_timeout=self.poll_timeout + 10, offset=self.offset, timeout=self.poll_timeout,
-                            allowed_updates=['message', 'callback_query'])
+    wait = self.poll_timeout if self.state == 'running' else 0   # the first poll after a start or a failure answers at once: the state is known
+    updates = self.poller.call('getUpdates', http_timeout=wait + 10, offset=self.offset, timeout=wait,
+                               allowed_updates=['message', 'callback_query'])
     if not isinstance(updates, list): raise TelegramError("getUpdates: the result is not a list")
     for update in updates:
         try: self.handle(update)
         except Exception as e: self._log('ERROR', f"an update could not be handled: {type(e).__name__}: {e}")
     return len(updates)
 
-
-# %% ../nbs/70_telegram.ipynb #beca86d9
+# %% ../nbs/70_telegram.ipynb #e91ee957
 @patch
 def _failed(self:TelegramGateway, error:Exception) -> float:
     "Note a failed poll (logged when the reason changes); the seconds to wait before the next."
@@ -345,7 +338,6 @@ def status(self:TelegramGateway) -> dict:
     "How the gateway fares: its state, the last error, failures in a row, what it has seen."
     return {'state': self.state, 'error': self.error, 'failures': self.failures, 'api': self.api.base,
             'owners': len(self.owners), **self.counts, 'since': round(self.since, 3)}
-
 
 # %% ../nbs/70_telegram.ipynb #3cca0110
 class SerialRunner:
