@@ -11,12 +11,13 @@ __all__ = ['TOKEN_SECRET', 'MAX_MESSAGE', 'MAX_INPUT_CHARS', 'MAX_RETRY_AFTER', 
            'session_of', 'TelegramGateway', 'SerialRunner', 'telegram_gateway', 'run_telegram', 'telegram_service',
            'gateway_services', 'telegram_command']
 
-# %% ../nbs/70_telegram.ipynb #c9c6ad66
-import asyncio, json, re, threading, time, queue, unicodedata
+# %% ../nbs/70_telegram.ipynb #7a9e62f7
+import asyncio, re, threading, time, queue, unicodedata
 from collections import OrderedDict
+import click
 from . import config
 from .errors import PassepartoutError, SetupError
-from .signals import Signal, Context, reply
+from .signals import Signal, Context
 from .perceive import text_signal
 from .approvals import TOKEN_ALPHABET, TOKEN_LENGTH
 from .basics import patch
@@ -108,7 +109,7 @@ def call(self:BotAPI, method:str, http_timeout:float|None=None, **params):
     code = body.get('error_code') if type(body.get('error_code')) is int else r.status_code
     raise TelegramError(f"{method}: {code} {self.scrub(str(body.get('description') or ''))[:300]}", code, wait)
 
-# %% ../nbs/70_telegram.ipynb #abfa6abb
+# %% ../nbs/70_telegram.ipynb #f3ddda24
 @patch
 def _sent(self:BotAPI, method:str, attempts:int=5, **params):
     "`call`, waiting out a 429's `retry_after` (at most `MAX_RETRY_AFTER`) up to `attempts` times."
@@ -122,7 +123,7 @@ def _sent(self:BotAPI, method:str, attempts:int=5, **params):
 def send(self:BotAPI, chat, text:str, buttons:dict|None=None) -> list:
     "Send `text` to `chat`, cut at Telegram's limit; `buttons` (an inline keyboard) go with the last part."
     parts = split_message(text or '(empty)')
-    return [_sent(self, 'sendMessage', chat_id=chat, text=part, **({'reply_markup': buttons} if buttons and i == len(parts) - 1 else {}))
+    return [self._sent('sendMessage', chat_id=chat, text=part, **({'reply_markup': buttons} if buttons and i == len(parts) - 1 else {}))
             for i, part in enumerate(parts)]
 
 # %% ../nbs/70_telegram.ipynb #a8ee2af1
@@ -154,10 +155,10 @@ def approval_buttons(text:str, ctx:Context|None) -> dict|None:
     return {'inline_keyboard': [[{'text': 'Approve', 'callback_data': f'pp:a:{t}'}, {'text': 'Deny', 'callback_data': f'pp:d:{t}'}],
                                 [{'text': 'Approve always', 'callback_data': f'pp:A:{t}'}]]}
 
-# %% ../nbs/70_telegram.ipynb #d077899a
+# %% ../nbs/70_telegram.ipynb #3de254b1
 STRANGER_REPLY = "This assistant talks with its owner only."
 STRANGER_WINDOW = 60.0    # seconds: one reply per stranger (chat and sender), and one notice to the owner, per window
-STRANGER_NOTICES = 10     # notices about strangers per window, all strangers together
+STRANGER_NOTICES = 10     # replies to strangers, and notices about them, per window, all strangers together
 BACKOFF_START, BACKOFF_MAX = 1.0, 300.0
 POLL_TIMEOUT = 30         # seconds a getUpdates call waits for news
 MAX_QUEUED = 100          # messages of the owner waiting at once, per chat
@@ -222,7 +223,7 @@ def _message(self:TelegramGateway, message:dict):
     self.counts['messages'] += 1
     self.submit(text_signal(text, source='telegram', session=session_of(chat), chat_id=chat, owner=True, sender=f"telegram user {user}"))
 
-# %% ../nbs/70_telegram.ipynb #a173fefd
+# %% ../nbs/70_telegram.ipynb #ceb885b9
 def _preview(text) -> str:
     "A stranger's text as the owner's notice quotes it: cleaned, on one line, short."
     text = clean_text(text if isinstance(text, str) else '(not text)').replace('\n', ' ').replace('\t', ' ')
@@ -230,17 +231,17 @@ def _preview(text) -> str:
 
 @patch
 def _stranger(self:TelegramGateway, chat, user, message:dict, text):
-    "Refuse a message not from the owner: one reply per chat and one notice to the owner per window, nothing else."
+    "Refuse a message not from the owner: one reply per sender and chat, and one notice to the owner, per window; nothing else."
     self.counts['refused'] += 1
     key, now = (chat, user), time.monotonic()
     first, missed = self.strangers.get(key, (None, 0))
     if first is not None and now - first < self.stranger_window: self.strangers[key] = (first, missed + 1); return
     self.strangers[key] = (now, 0); self.strangers.move_to_end(key)
     while len(self.strangers) > 4096: self.strangers.popitem(last=False)
-    if chat is not None: self._say(chat, STRANGER_REPLY, retry=False)   # a flood must not hold up polling with retries
     self.notices = [t for t in self.notices if now - t < self.stranger_window]
-    if len(self.notices) >= STRANGER_NOTICES: return   # many strangers at once: the owner is not flooded either
+    if len(self.notices) >= STRANGER_NOTICES: return   # many strangers at once: neither Telegram nor the owner is flooded
     self.notices.append(now)
+    if chat is not None: self._say(chat, STRANGER_REPLY, retry=False)   # a flood must not hold up polling with retries
     who = message.get('from') if isinstance(message.get('from'), dict) else {}
     name = clean_text(str(who.get('username') or who.get('first_name') or '?'))[:64]
     more = f" ({missed} more messages from it were refused meanwhile)" if missed else ''
@@ -402,9 +403,7 @@ def gateway_services(env=None) -> list:
     "The gateways' background services the daemon should run: Telegram when `PASSEPARTOUT_TELEGRAM_OWNERS` is set."
     return [telegram_service] if config.setting('PASSEPARTOUT_TELEGRAM_OWNERS', env).strip() else []
 
-# %% ../nbs/70_telegram.ipynb #76faf6fd
-import click
-
+# %% ../nbs/70_telegram.ipynb #6480ee0a
 @click.command('telegram')
 def telegram_command():
     "Serve the agent on Telegram in the foreground until SIGINT or SIGTERM (the daemon hosts it by itself when configured)."
