@@ -304,3 +304,34 @@ def test_a_gateway_that_cannot_start_leaves_the_daemon_up(server):
         with Client(address=daemon.address, token=token_of(daemon)) as client:
             answer = client.ask({'type': 'REQUEST', 'meta': {'id': 1, 'session': 's'}, 'payload': {'sensor': 'user-input', 'text': 'hi'}})
         assert answer['turn']['reply'] == 's|hi' and daemon.status()['gateways'] == {}
+
+
+def test_a_crowd_of_strangers_gets_a_bounded_number_of_replies(server):
+    from passepartout.telegram import STRANGER_NOTICES
+    agent = agent_with(echo)
+    with serving(agent) as gw:
+        for i in range(40): server.message('hello bot', chat=5000 + i)
+        server.message('mine')
+        server.wait_for(lambda: 'telegram-1001|mine' in server.texts())
+        server.wait_for(lambda: gw.counts['refused'] == 40)
+    assert len([m for m in server.sent if m['text'] == STRANGER_REPLY]) == STRANGER_NOTICES
+    assert len([t for t in server.texts(OWNER) if t.startswith('Telegram: a message from')]) == STRANGER_NOTICES
+
+
+def test_a_group_drives_the_agent_only_when_the_group_and_the_sender_are_listed(server, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_TELEGRAM_OWNERS', f"{OWNER},-100500")
+    agent = agent_with(echo)
+    with serving(agent) as gw:
+        server.message('from a member', chat=-100500, user=777)
+        server.message('from me', chat=-100500, user=OWNER)
+        server.wait_for(lambda: 'telegram--100500|from me' in server.texts())
+    assert [r.signal.text for r in agent.provider.requests] == ['from me'] and gw.counts['refused'] == 1
+
+
+def test_send_message_to_the_owner_goes_through_the_gateway(server):
+    agent = agent_with(tool_call('send_message', {'channel': 'telegram', 'recipient': str(OTHER_OWNER), 'text': 'build finished'},
+                                 explanation='tell the other chat'), reply('told them'))
+    with serving(agent):
+        server.message('tell my other chat the build finished')
+        server.wait_for(lambda: 'told them' in server.texts())
+    assert server.texts(OTHER_OWNER) == ['build finished'] and server.texts(OWNER) == ['told them']
