@@ -11,8 +11,8 @@ __all__ = ['TOKEN_SECRET', 'MAX_MESSAGE', 'MAX_INPUT_CHARS', 'MAX_RETRY_AFTER', 
            'session_of', 'TelegramGateway', 'SerialRunner', 'telegram_gateway', 'run_telegram', 'telegram_service',
            'gateway_services', 'telegram_command']
 
-# %% ../nbs/70_telegram.ipynb #7a9e62f7
-import asyncio, re, threading, time, queue, unicodedata
+# %% ../nbs/70_telegram.ipynb #ceeddef2
+import asyncio, re, signal as signals_module, threading, time, queue, unicodedata
 from collections import OrderedDict
 import click
 from . import config
@@ -23,6 +23,7 @@ from .approvals import TOKEN_ALPHABET, TOKEN_LENGTH
 from .basics import patch
 from .vault import Vault, HANDLE_RE, handle as vault_handle
 from .loop import Agent
+from .app import build_agent
 
 # %% ../nbs/70_telegram.ipynb #8b6269e8
 TOKEN_SECRET = 'TELEGRAM_TOKEN'
@@ -363,12 +364,12 @@ class SerialRunner:
             finally: self._count(signal.meta.get('chat_id'), -1)
     def close(self, timeout:float=30.0): self.queue.put(None); self.thread.join(timeout)
 
-# %% ../nbs/70_telegram.ipynb #fe54db31
-def telegram_gateway(agent:Agent, token:str|None=None, owners=None, api:str|None=None, submit=None, transport=None, **kw) -> TelegramGateway:
+# %% ../nbs/70_telegram.ipynb #f9360e72
+def telegram_gateway(agent:Agent, token:str|None=None, owners=None, base:str|None=None, submit=None, transport=None, **kw) -> TelegramGateway:
     "A gateway for `agent` from the settings (or the arguments), registered as its `telegram` actuator."
     owners = owner_chats() if owners is None else frozenset(map(str, owners))
     if not owners: raise SetupError("PASSEPARTOUT_TELEGRAM_OWNERS is empty: list the chat ids that may talk to the agent", 'PASSEPARTOUT_TELEGRAM_OWNERS', '')
-    gw = TelegramGateway(agent, BotAPI(token or bot_token(agent.vault), api, transport), owners, submit, **kw)
+    gw = TelegramGateway(agent, BotAPI(token or bot_token(agent.vault), base, transport), owners, submit, **kw)
     agent.actuators.register('telegram', gw.deliver, silent=True)
     return gw
 
@@ -403,12 +404,10 @@ def gateway_services(env=None) -> list:
     "The gateways' background services the daemon should run: Telegram when `PASSEPARTOUT_TELEGRAM_OWNERS` is set."
     return [telegram_service] if config.setting('PASSEPARTOUT_TELEGRAM_OWNERS', env).strip() else []
 
-# %% ../nbs/70_telegram.ipynb #6480ee0a
+# %% ../nbs/70_telegram.ipynb #4243534a
 @click.command('telegram')
 def telegram_command():
     "Serve the agent on Telegram in the foreground until SIGINT or SIGTERM (the daemon hosts it by itself when configured)."
-    import signal as signals_module
-    from passepartout.app import build_agent
     agent, stop = build_agent(), threading.Event()
     for sig in (signals_module.SIGINT, signals_module.SIGTERM): signals_module.signal(sig, lambda *_: stop.set())
     ready = lambda gw: click.echo(f"passepartout: serving {len(gw.owners)} Telegram owner ids through {gw.api.base}; Ctrl-C stops", err=True)
