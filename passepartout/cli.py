@@ -11,7 +11,7 @@ __all__ = ['COMMANDS', 'SUMMARIES', 'CHECKS', 'LazyGroup', 'SetupFailed', 'main'
 import importlib, importlib.util, os
 import click
 
-# %% ../nbs/60_cli.ipynb #ae4316e2
+# %% ../nbs/60_cli.ipynb #dbf248fd
 COMMANDS = {
     'demo': 'passepartout.demo:demo_command',
     'send': 'passepartout.daemon_commands:send_command',
@@ -49,7 +49,7 @@ SUMMARIES = {   # what `passepartout --help` lists, without importing a single c
     'configure': 'Write $config/.env, from --set NAME=VALUE flags or interactively.',
     'memory': 'Inspect the agent\'s memory.',
     'tui': 'Talk with the agent in a terminal interface.',
-    'telegram': 'Serve the agent on Telegram in the foreground (the daemon hosts it by itself when configured).',
+    'telegram': 'Serve the agent on Telegram in the foreground until SIGINT or SIGTERM (the daemon hosts it by itself when configured).',
 }
 
 # %% ../nbs/60_cli.ipynb #34178e0e
