@@ -335,3 +335,17 @@ def test_send_message_to_the_owner_goes_through_the_gateway(server):
         server.message('tell my other chat the build finished')
         server.wait_for(lambda: 'told them' in server.texts())
     assert server.texts(OTHER_OWNER) == ['build finished'] and server.texts(OWNER) == ['told them']
+
+
+def test_an_action_held_at_the_terminal_is_approved_from_telegram(server):
+    "Any gateway answers any approval: held in a terminal session, approved by typing in Telegram; the model goes on in that session."
+    agent = agent_with(tool_call('shell', {'command': 'rm -r build'}, explanation='clean up'),
+                       lambda req: reply(f"Done in {req.signal.session}"))
+    (server.workspace / 'build').mkdir()
+    token = agent.send('clean up', source='cli', session='work').pending[0]['token']
+    with serving(agent):
+        server.message(f'approve {token}')
+        server.wait_for(lambda: any(t.startswith(f'Approved {token}') for t in server.texts()))
+    assert not (server.workspace / 'build').exists()
+    assert agent.transcript('work')[-1]['content'] == 'Done in work'    # the terminal's conversation carried on, not the chat's
+    assert [a['data']['channel'] for a in AuditLog().recent(50, kind='approval')] == ['telegram']
