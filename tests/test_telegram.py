@@ -22,6 +22,7 @@ from passepartout.vault import Vault
 from passepartout.telegram import run_telegram, telegram_service, STRANGER_REPLY, MAX_INPUT_CHARS
 
 from telegram_server import BotAPIServer
+from _daemon_support import daemon_in_thread, token_of
 
 ROOT = Path(__file__).resolve().parents[1]
 OWNER, OTHER_OWNER, STRANGER = 1001, 1002, 666
@@ -159,8 +160,6 @@ def test_a_strangers_press_and_a_forged_button_release_nothing(server):
 
 def test_an_action_held_in_telegram_approved_elsewhere_continues_in_the_chat(server):
     "Hosted by the daemon: the CLI approves (the store), the daemon carries it out, the reply reaches the chat."
-    sys.path.insert(0, str(Path(__file__).parent))
-    from _daemon_support import daemon_in_thread
     agent = agent_with(tool_call('shell', {'command': 'rm -r build'}, explanation='clean up'), lambda req: reply(f"Done: {req.messages[-1]['content'][:24]}"))
     with daemon_in_thread(agent, background=[lambda d: telegram_service(d, poll_timeout=1, backoff=(0.02, 0.2))], approval_poll=0.05) as daemon:
         token, _ = held_shell(server, agent)
@@ -294,8 +293,6 @@ def test_the_command_serves_until_sigterm(server):
 
 
 def test_a_gateway_that_cannot_start_leaves_the_daemon_up(server):
-    sys.path.insert(0, str(Path(__file__).parent))
-    from _daemon_support import daemon_in_thread, token_of
     from passepartout.daemon import Client
     Vault().remove('TELEGRAM_TOKEN')
     agent = agent_with(echo)
