@@ -7,7 +7,7 @@ control-character messages, replayed updates and callback queries, and floods ru
 none of the owner's work; a failing Bot API (401, 5xx, a dropped connection, 429) is reported and
 retried, never fatal; the token appears in no log.
 """
-import json, os, threading, subprocess, sys, signal as signals_module
+import os, threading, subprocess, sys, signal as signals_module
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -147,7 +147,7 @@ def test_deny_button_refuses_and_tells_the_model(server):
 
 def test_a_strangers_press_and_a_forged_button_release_nothing(server):
     agent = agent_with(tool_call('shell', {'command': 'rm -r build'}, explanation='clean up'))
-    with serving(agent) as gw:
+    with serving(agent):
         token, held = held_shell(server, agent)
         server.press(f'pp:a:{token}', chat=STRANGER)                       # a stranger's press
         server.press(f'pp:a:{token}', chat=OWNER, user=STRANGER)           # a stranger in the owner's chat
