@@ -35,7 +35,7 @@ def _describe(r:dict) -> str:
     why = f"  the model's reason: {action.explanation!r}" if action.explanation else ''
     return f"{r['token']}  expires in {_ago(left)}  {action!r}" + (f"  ({'; '.join(r['reasons'])})" if r['reasons'] else '') + why + once
 
-# %% ../nbs/60a_approval_commands.ipynb #b9b9e071
+# %% ../nbs/60a_approval_commands.ipynb #d6e7e736
 @click.command('approvals')
 def approvals_command():
     "List the actions waiting for approval."
@@ -80,7 +80,7 @@ def approve_command(token, always):
         return
     agent = _agent()
     store = agent.approvals or ApprovalStore()
-    try: res = resolve_approval(agent, store, token, always)
+    try: res = resolve_approval(agent, store, token, always, channel='cli')
     except ApprovalError as e:
         _echo_turn(carry_on(agent, e.feedback))
         raise click.ClickException(e.message) from None
@@ -88,7 +88,7 @@ def approve_command(token, always):
     _echo_turn(carry_on(agent, res.feedback))
     if not res.ok: raise SystemExit(1)
 
-# %% ../nbs/60a_approval_commands.ipynb #26b79574
+# %% ../nbs/60a_approval_commands.ipynb #6761b569
 @click.command('deny')
 @click.argument('token')
 @click.option('--reason', default='', help="Why (recorded in the audit log).")
@@ -100,7 +100,7 @@ def deny_command(token, reason):
     if replies is not None:
         if ApprovalStore().get(token)['state'] != 'denied': raise click.ClickException(replies[0] if replies else f"approval {token} was not denied")
         return click.echo('\n'.join(replies))
-    try: record = deny_approval(ApprovalStore(), token, reason, AuditLog().append)
+    try: record = deny_approval(ApprovalStore(), token, reason, AuditLog().append, channel='cli')
     except ApprovalError as e: raise click.ClickException(e.message) from None
     click.echo(f"denied {record['token']}: {Action.from_dict(json.loads(record['action']))!r} will not run"
                + (f" (the daemon did not answer ({unreachable}); it tells the model as soon as it notices)" if unreachable else ''))

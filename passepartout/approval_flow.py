@@ -113,8 +113,8 @@ def _resolution(agent:Agent, store:ApprovalStore, record:dict, signal:Signal, fe
         note_release(agent.transcript(outcome.session), outcome)   # at once: the model reads it even if it cannot be asked now
     return Resolution(token, action, output, error, rule, turn, outcome)
 
-# %% ../nbs/32b_approval_flow.ipynb #bbeb3460
-def _resolve(agent:Agent, store:ApprovalStore, token:str, always:bool=False, by:str='the owner') -> Resolution:
+# %% ../nbs/32b_approval_flow.ipynb #2491bad3
+def _resolve(agent:Agent, store:ApprovalStore, token:str, always:bool=False, by:str='the owner', channel:str|None=None) -> Resolution:
     turn = Turn(sink=agent.audit)
     try:
         if always and (held := store.get(token)) is not None and held['state'] in ('pending', 'approved'): _no_rule_for_code(held, _held_action(held))
@@ -124,7 +124,7 @@ def _resolve(agent:Agent, store:ApprovalStore, token:str, always:bool=False, by:
     token = record['token']
     signal = Signal(meta=dict(record['meta']), payload={'sensor': 'approval-command', 'verb': 'approve', 'token': token}, status='handled')
     ctx = Context(signal, agent, turn)
-    turn.record('approval', token=token, digest=record['digest'], action=action.to_dict(), always=always)
+    turn.record('approval', token=token, digest=record['digest'], action=action.to_dict(), always=always, by=by, channel=channel)
     last = agent.gates.verify(action, ctx)
     turn.record('last-mile', decision=last.decision, reasons=last.reasons, trace=[r.to_dict() for r in last.trace], action=action.to_dict())
     if last.decision == DENY:
@@ -138,25 +138,27 @@ def _resolve(agent:Agent, store:ApprovalStore, token:str, always:bool=False, by:
     feedback = act(signal, ctx, Grant(token, record['digest'], action, by, record.get('files') or {}))
     return _resolution(agent, store, record, signal, feedback, rule, turn)
 
-# %% ../nbs/32b_approval_flow.ipynb #449e25ee
+# %% ../nbs/32b_approval_flow.ipynb #69e03df0
 def resolve_approval(agent:Agent, store:ApprovalStore, token:str, always:bool=False,
-                     by:str='the owner') -> Resolution: # who approved, and where (the grant says so)
+                     by:str='the owner', # who approved, and where (the grant says so)
+                     channel:str|None=None) -> Resolution: # the gateway the decision came through (cli, telegram...), for the audit log
     "Release `token`: claim it, re-check the gates, run the action on its actuator, record it all (in one audit transaction, as a turn)."
-    with audit_batch(agent.audit): return _resolve(agent, store, token, always, by)
+    with audit_batch(agent.audit): return _resolve(agent, store, token, always, by, channel)
 
 # %% ../nbs/32b_approval_flow.ipynb #34fa230f
 def carry_on(agent:Agent, feedback:Signal|None):
     "Let the model go on after an owner's decision: process `feedback` (a `Resolution.feedback`) as a turn; None if there is none."
     return agent.process(feedback) if feedback is not None else None
 
-# %% ../nbs/32b_approval_flow.ipynb #2fe5d936
+# %% ../nbs/32b_approval_flow.ipynb #51aa1cb6
 def deny_approval(store:ApprovalStore, token:str, reason:str='', audit=None, # a turn sink such as `AuditLog.append`
-                  carried:bool=False) -> dict: # True: the caller tells the model itself
-    "Refuse `token` and record the refusal in the audit log."
+                  carried:bool=False, # True: the caller tells the model itself
+                  channel:str|None=None) -> dict: # the gateway the refusal came through (cli, telegram...)
+    "Refuse `token` and record the refusal in the audit log, with the channel it came through."
     record = store.deny(token, reason, carried)
     if audit is not None:
         audit({'kind': 'denial', 'token': record['token'], 'digest': record['digest'], 'reason': reason,
-               'action': json.loads(record['action'])})
+               'action': json.loads(record['action']), 'channel': channel})
     return record
 
 # %% ../nbs/32b_approval_flow.ipynb #133e5c91
@@ -181,7 +183,7 @@ def notify_owner(agent:Agent, text:str, ctx:Context|None=None) -> list:
         except Exception as e: delivered.append(f"{name} {addr or ''} failed: {type(e).__name__}: {e}".replace('  ', ' '))
     return delivered
 
-# %% ../nbs/32b_approval_flow.ipynb #d7181511
+# %% ../nbs/32b_approval_flow.ipynb #6f79e61b
 def approval_command(agent:Agent, store:ApprovalStore, signal:Signal) -> Action:
     "Answer an `approve`/`deny` command typed in any gateway, without the model."
     p, audit = signal.payload, agent.audit
@@ -193,11 +195,11 @@ def approval_command(agent:Agent, store:ApprovalStore, signal:Signal) -> Action:
     if verb == 'carry-out': return carry_out(agent, store, token)
     try:
         if verb == 'deny':
-            record = deny_approval(store, token, p.get('reason') or '', audit, carried=True)
+            record = deny_approval(store, token, p.get('reason') or '', audit, carried=True, channel=signal.source)
             refuse(agent, record)
             if (outcome := refused_outcome(record, p.get('reason') or '')) is not None: follow(outcome)
             return reply(f"Denied {record['token']}: {Action.from_dict(json.loads(record['action']))!r} will not run.")
-        res = resolve_approval(agent, store, token, bool(p.get('always')), by=sender_of(signal))
+        res = resolve_approval(agent, store, token, bool(p.get('always')), by=sender_of(signal), channel=signal.source)
         if res.feedback is not None: follow(res.feedback)
         return reply(res.message)
     except ApprovalError as e:

@@ -11,7 +11,7 @@ __all__ = ['COMMANDS', 'SUMMARIES', 'CHECKS', 'LazyGroup', 'SetupFailed', 'main'
 import importlib, importlib.util, os
 import click
 
-# %% ../nbs/60_cli.ipynb #7f846403
+# %% ../nbs/60_cli.ipynb #1b289c77
 COMMANDS = {
     'demo': 'passepartout.demo:demo_command',
     'send': 'passepartout.daemon_commands:send_command',
@@ -29,6 +29,7 @@ COMMANDS = {
     'configure': 'passepartout.doctor:configure_command',
     'memory': 'passepartout.memory_commands:memory_command',
     'tui': 'passepartout.tui:tui_command',
+    'telegram': 'passepartout.telegram:telegram_command',
 }
 
 SUMMARIES = {   # what `passepartout --help` lists, without importing a single command's module
@@ -48,6 +49,7 @@ SUMMARIES = {   # what `passepartout --help` lists, without importing a single c
     'configure': 'Write $config/.env, from --set NAME=VALUE flags or interactively.',
     'memory': 'Inspect the agent\'s memory: list, show, search, snapshot, history, diff, rollback, verify, export, import.',
     'tui': 'Talk with the agent in a terminal interface.',
+    'telegram': 'Serve the agent on Telegram in the foreground until SIGINT or SIGTERM (the daemon hosts it by itself when configured).',
 }
 
 # %% ../nbs/60_cli.ipynb #34178e0e

@@ -61,7 +61,7 @@ def ensure_dirs(p:Paths|None=None, env=None) -> Paths:
         if not os.access(d, os.W_OK | os.X_OK): raise _unusable(d, f"{d} is not writable", "make it writable", env)
     return p
 
-# %% ../nbs/09_config.ipynb #a1285730
+# %% ../nbs/09_config.ipynb #db3a3cf4
 SETTINGS = {
     # name: (default, type, documentation)
     'PASSEPARTOUT_HOME': ('', str, "Directory holding config/, data/ and state/ (default: XDG directories)."),
@@ -107,8 +107,9 @@ SETTINGS = {
     'PASSEPARTOUT_MAX_PENDING_CONNECTIONS': (256, int, "Daemon connections waiting for their handshake at once; past it the one waiting longest is closed."),
     'PASSEPARTOUT_MAX_CONNECTIONS': (256, int, "Authenticated daemon connections at once; past it a new one is refused."),
     'PASSEPARTOUT_SESSION_IDLE_SECONDS': (600.0, float, "Seconds the daemon keeps an unused conversation in memory (it is read back from the session store when needed)."),
-    'PASSEPARTOUT_TELEGRAM_TOKEN': ('', str, "Telegram bot token (store it in the vault; see `passepartout vault`)."),
+    'PASSEPARTOUT_TELEGRAM_TOKEN': ('', str, "Telegram bot token: leave empty and store it in the vault as TELEGRAM_TOKEN (`passepartout vault add TELEGRAM_TOKEN`), or name another secret as {{vault:NAME}}; a token in clear is refused."),
     'PASSEPARTOUT_TELEGRAM_OWNERS': ('', str, "Telegram chat ids allowed to talk to the agent, comma-separated."),
+    'PASSEPARTOUT_TELEGRAM_API': ('https://api.telegram.org', str, "Base URL of the Telegram Bot API (a local Bot API server, or a test server on loopback)."),
     'PASSEPARTOUT_SIGNAL_ACCOUNT': ('', str, "signal-cli account (phone number) for the Signal gateway."),
     'PASSEPARTOUT_SIGNAL_OWNERS': ('', str, "Signal numbers allowed to talk to the agent, comma-separated."),
     'PASSEPARTOUT_DEBUG': (0, int, "1: a setup mistake shows its traceback too (like `passepartout --debug`)."),

@@ -51,7 +51,7 @@ def state_files(state_dir=None) -> dict:
     d = Path(state_dir) if state_dir is not None else config.paths().state
     return {k: d / f'daemon.{k}' for k in ('pid', 'port', 'token', 'log')}
 
-# %% ../nbs/51_daemon.ipynb #4e7a05a3
+# %% ../nbs/51_daemon.ipynb #18266b3a
 class Daemon:
     "An agent served on loopback TCP to clients holding the token."
     def __init__(self, agent=None, # an Agent, or a function returning one (None: `default_agent`)
@@ -80,6 +80,7 @@ class Daemon:
         self.approval_poll, self.approvals_seen, self.carrying, self.watch_error = approval_poll, None, set(), None
         self.session_idle = config.setting('PASSEPARTOUT_SESSION_IDLE_SECONDS') if session_idle is None else session_idle
         self.max_sessions, self.evicted = max_sessions, 0
+        self.gateways = {}   # name -> a gateway a background service hosts (`70_telegram`): its `status()` is in the daemon's
     def __repr__(self): return f"Daemon({self.host}:{self.port}, {'serving' if self.server else 'stopped'})"
 
 # %% ../nbs/51_daemon.ipynb #40396d28
@@ -435,7 +436,7 @@ async def _watch_approvals(self:Daemon):
         await asyncio.sleep(self.approval_poll)
 
 
-# %% ../nbs/51_daemon.ipynb #3fdef50f
+# %% ../nbs/51_daemon.ipynb #5c3d86ef
 def _rss_kb() -> int|None:
     "This process's resident memory in KiB (Linux), or None."
     try:
@@ -450,7 +451,7 @@ def status(self:Daemon) -> dict:
             'uptime': round(time.time() - self.started, 3) if self.started else 0.0,
             'sessions': len(self.seen_sessions), 'active_sessions': len(self.workers), 'evicted_sessions': self.evicted,
             'connections': len(self.connections), 'pending': len(self.pending), 'refused': self.refusals.total,
-            'replies': self.replies, 'memory_kb': _rss_kb()}
+            'replies': self.replies, 'memory_kb': _rss_kb(), 'gateways': {name: g.status() for name, g in self.gateways.items()}}
 
 
 # %% ../nbs/51_daemon.ipynb #cc578f82

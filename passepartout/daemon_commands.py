@@ -8,7 +8,7 @@ Docs: https://passepartout-agent.github.io/passepartout/daemon_commands.html.md"
 __all__ = ['daemon_command', 'start_command', 'stop_command', 'status_command', 'turn_text', 'run_turn', 'send_command',
            'repl_command']
 
-# %% ../nbs/60b_daemon_commands.ipynb #0282564d
+# %% ../nbs/60b_daemon_commands.ipynb #a3b67306
 import asyncio, json, os, signal as signals_module, subprocess, sys, time
 from pathlib import Path
 import click
@@ -18,9 +18,10 @@ from .daemon import (Daemon, default_agent, daemon_running, read_address, state_
                                  log_to_stderr, request, Client)
 from .heartbeat import services, shutdown_hooks
 from .doctor import run_checks, format_report
+from .telegram import gateway_services
 from .app import build_agent
 
-# %% ../nbs/60b_daemon_commands.ipynb #704c6ce8
+# %% ../nbs/60b_daemon_commands.ipynb #59802f89
 @click.group('daemon')
 def daemon_command():
     "Run the agent as a background daemon on loopback."
@@ -31,7 +32,7 @@ def _foreground(port:int|None):
     try: click.echo(format_report(run_checks()), err=True)
     except Exception as e: click.echo(f"doctor could not run ({type(e).__name__}: {e}); starting anyway", err=True)
     daemon = Daemon(default_agent, port=port)
-    daemon.background = services(daemon)
+    daemon.background = services(daemon) + gateway_services()   # Telegram, when PASSEPARTOUT_TELEGRAM_OWNERS is set
     daemon.save_hooks.extend(shutdown_hooks(daemon))
     ready = lambda d: click.echo(f"passepartout daemon {os.getpid()} listening on {d.host}:{d.port}", err=True)
     asyncio.run(daemon.serve(ready))
@@ -58,7 +59,7 @@ def start_command(foreground, port, wait):
     if not daemon_running(): raise click.ClickException(f"the daemon did not start; see {files['log']}")
     click.echo(f"passepartout daemon {proc.pid} listening on {':'.join(map(str, read_address()))}")
 
-# %% ../nbs/60b_daemon_commands.ipynb #830fe7ba
+# %% ../nbs/60b_daemon_commands.ipynb #9d1a1a06
 def _alive(pid:int) -> bool:
     "Does process `pid` still run? (a zombie, exited but not yet reaped by its parent, does not)"
     try: os.kill(pid, 0)
@@ -91,6 +92,8 @@ def status_command(as_json):
     if as_json: return click.echo(json.dumps(st))
     click.echo(f"running: pid {st['pid']} on {st['address']}, up {st['uptime']:.0f} s, {st['sessions']} sessions, "
                f"{st['connections']} connections, {st['memory_kb']} KiB")
+    for name, g in (st.get('gateways') or {}).items():
+        click.echo(f"{name}: {g.get('state')}" + (f" ({g['error']})" if g.get('error') else ''))
 
 # %% ../nbs/60b_daemon_commands.ipynb #359a7767
 def turn_text(turn:dict) -> str:

@@ -20,6 +20,7 @@ LAYERS = {
     3: ('app', 'app'),
     4: ('services', 'heartbeat repl'),
     5: ('daemon', 'protocol daemon'),
+    5.5: ('gateways', 'telegram'),
     6: ('operations', 'doctor'),
     7: ('command line', 'cli approval_commands daemon_commands demo chat memory_commands'),
 }
