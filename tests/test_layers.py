@@ -21,7 +21,7 @@ LAYERS = {
     4: ('services', 'heartbeat repl'),
     5: ('daemon', 'protocol daemon'),
     6: ('operations', 'doctor'),
-    7: ('command line', 'cli approval_commands daemon_commands demo chat'),
+    7: ('command line', 'cli approval_commands daemon_commands demo chat tui'),
 }
 RANK = {m: r for r, (_, names) in LAYERS.items() for m in names.split()}
 
