@@ -95,7 +95,9 @@ def test_starts_the_daemon_streams_and_folds_each_call(home, server):
             assert call.text.startswith("→ shell(command='ls') ✓") and 'notes.txt' in call.text
             assert any(line.startswith('✓ shell') for line in call.detail) and 'notes.txt' in call.result
             widget = app.widgets[call]
-            assert isinstance(widget, Collapsible) and widget.collapsed       # folded by default
+            assert isinstance(widget, Collapsible) and widget.collapsed       # folded by default: its verdicts are not on the screen
+            folded = svg_lines(app.export_screenshot())
+            assert any("▶ → shell(command='ls') ✓" in l for l in folded) and not any('✓ validator' in l for l in folded), folded
             await pilot.click(widget.query_one('CollapsibleTitle'))
             await until(pilot, lambda: not widget.collapsed)
             assert texts(app).count('Let me look around.') == 1             # streamed, not repeated
