@@ -18,13 +18,14 @@ from .basics import patch
 from .errors import PassepartoutError, SetupError
 from .chat import ANSWERS, MARKS, action_text, call_line, result_line, shorten, verdict_reasons
 
-# %% ../nbs/65_tui.ipynb #133b8171
+# %% ../nbs/65_tui.ipynb #1cc51d32
 try:
     from textual.app import App
     from textual.binding import Binding
     from textual.containers import Horizontal, Vertical, VerticalScroll
     from textual.content import Content
     from textual.widgets import Collapsible, Footer, Input, Label, ListItem, ListView, Static
+    from textual.worker import WorkerState
 except ImportError: raise SetupError("`passepartout tui` needs Textual: pip install 'passepartout[tui]'") from None
 
 # %% ../nbs/65_tui.ipynb #2d57175a
@@ -193,7 +194,7 @@ class ApprovalList(ListView):
 class SessionList(ListView):
     "The stored conversations; Enter switches to one."
 
-# %% ../nbs/65_tui.ipynb #5aca7356
+# %% ../nbs/65_tui.ipynb #237d938a
 CSS = """
 #main { height: 1fr; }
 #side { width: 40; border-right: solid $primary-darken-2; }
@@ -217,6 +218,7 @@ class PassepartoutApp(App):
         self.session, self.poll = session or new_session_id('tui'), poll
         self.conversation, self.widgets, self.usage, self.models, self.model = Conversation(), {}, {}, {}, ''
         self.daemon, self.busy, self.turn_worker, self.client, self.quit_armed, self.pending = '', 'starting the daemon…', None, None, False, []
+        self.in_turn = False   # from the line sent to the turn's end (the lists are read again after it)
         self.drawing = asyncio.Lock()
     def compose(self):
         yield Horizontal(Vertical(Label('Sessions  (F2, Enter)', classes='heading'), SessionList(id='sessions'),
@@ -258,7 +260,7 @@ def show(self:PassepartoutApp, *blocks):
 def show_status(self:PassepartoutApp):
     self.query_one('#status', Static).update(Content(status_line(self.session, self.model, self.usage, self.daemon, self.busy)))
 
-# %% ../nbs/65_tui.ipynb #72289372
+# %% ../nbs/65_tui.ipynb #f4ddd68d
 @patch
 def progress(self:PassepartoutApp, payload:dict):
     "A progress frame: a piece of text, or an event."
@@ -273,12 +275,11 @@ def progress(self:PassepartoutApp, payload:dict):
 @patch
 def start_turn(self:PassepartoutApp, text:str, session:str) -> bool:
     "Run `text` as a turn in `session` (False: a turn already runs)."
-    if self.turn_worker is not None and not self.turn_worker.is_finished:
-        self.notify('a turn is running: wait for it, or Ctrl-C to stop it', severity='warning'); return False
-    self.turn_worker = self.run_worker(self.turn(text, session), group='turn')
+    if self.in_turn: self.notify('a turn is running: wait for it, or Ctrl-C to stop it', severity='warning'); return False
+    self.in_turn, self.turn_worker = True, self.run_worker(self.turn(text, session), group='turn')
     return True
 
-# %% ../nbs/65_tui.ipynb #db2cb250
+# %% ../nbs/65_tui.ipynb #de5d638c
 @patch
 async def turn(self:PassepartoutApp, text:str, session:str):
     "One turn: stream it, count what it cost, list what it left waiting."
@@ -290,11 +291,11 @@ async def turn(self:PassepartoutApp, text:str, session:str):
     except asyncio.CancelledError: self.show(self.conversation.add('note', 'stopped', style='note')); raise
     except Exception as e: self.show(self.conversation.add('note', f"the turn failed: {type(e).__name__}: {e}", style='error'))
     finally:
-        self.client, self.busy = None, ''; self.conversation.end_stream(); self.show_status()
+        self.client, self.busy, self.in_turn = None, '', False; self.conversation.end_stream(); self.show_status()
     await self.refresh_lists()
     if self.pending: self.query_one('#approvals').focus()   # asked in place, as the chat does
 
-# %% ../nbs/65_tui.ipynb #eb0e9f63
+# %% ../nbs/65_tui.ipynb #5e2cceca
 @patch
 def on_input_submitted(self:PassepartoutApp, message):
     "A line typed at the prompt: a turn (or /quit)."
@@ -306,9 +307,15 @@ def on_input_submitted(self:PassepartoutApp, message):
 @patch
 def action_stop(self:PassepartoutApp):
     "Ctrl-C: stop the running turn; at rest, twice quits."
-    if self.turn_worker is not None and not self.turn_worker.is_finished: self.turn_worker.cancel(); return
+    if self.in_turn: self.turn_worker.cancel(); return
     if self.quit_armed: return self.exit()
     self.quit_armed = True; self.notify('Ctrl-C again to quit (or Ctrl-Q)')
+
+@patch
+def on_worker_state_changed(self:PassepartoutApp, message):
+    "A turn stopped before it even began (Ctrl-C right after Enter) frees the TUI too."
+    if message.worker is self.turn_worker and message.state in (WorkerState.CANCELLED, WorkerState.ERROR) and self.in_turn:
+        self.in_turn, self.busy, self.client = False, '', None; self.show_status()
 
 # %% ../nbs/65_tui.ipynb #acb496cc
 @patch
@@ -340,19 +347,20 @@ def answer(self:PassepartoutApp, record:dict, key:str):
 def show_approval(self:PassepartoutApp, record:dict):
     self.query_one('#detail', Static).update(Content(approval_shown(record)))
 
-# %% ../nbs/65_tui.ipynb #b4e43d93
+# %% ../nbs/65_tui.ipynb #2f1897e2
 @patch
 async def refresh_lists(self:PassepartoutApp):
     "The sessions list and the approvals panel, read again."
     from passepartout.sessions import list_sessions
     rows = await asyncio.to_thread(list_sessions, 30)
-    if self.session not in [r['id'] for r in rows]: rows.insert(0, {'id': self.session, 'title': '(this session)'})
     async with self.drawing:
-        panel = self.query_one('#sessions', SessionList)
+        session, panel = self.session, self.query_one('#sessions', SessionList)   # the session shown may change while this draws
+        if session not in [r['id'] for r in rows]: rows.insert(0, {'id': session, 'title': '(this session)'})
         await panel.clear()
         for r in rows:
-            item = ListItem(Label(Content(shorten(f"{'▸ ' if r['id'] == self.session else '  '}{r['id']}  {r.get('title') or ''}", 36))))
+            item = ListItem(Label(Content(shorten(f"{'▸ ' if r['id'] == session else '  '}{r['id']}  {r.get('title') or ''}", 36))))
             item.session = r['id']; await panel.append(item)
+        panel.index = [r['id'] for r in rows].index(session)   # ↓ from here reaches the other sessions
     await self.refresh_approvals()
 
 @patch
@@ -365,19 +373,20 @@ async def load_session(self:PassepartoutApp, session:str):
     self.show(*[self.conversation.add('note' if m.get('role') == 'tool' or m.get('tool_calls') else 'answer', message_line(m)) for m in messages])
     self.show_status()
 
-# %% ../nbs/65_tui.ipynb #7ad2221f
+# %% ../nbs/65_tui.ipynb #c3b78945
 @patch
 async def on_list_view_selected(self:PassepartoutApp, message):
     "Enter on a session: switch to it (not while a turn runs)."
     if message.list_view.id != 'sessions': return
-    if self.turn_worker is not None and not self.turn_worker.is_finished: return self.notify('a turn is running', severity='warning')
+    if message.item.session == self.session: return self.query_one('#prompt').focus()   # already on the screen, as it is
+    if self.in_turn: return self.notify('a turn is running', severity='warning')
     await self.load_session(message.item.session); await self.refresh_lists(); self.query_one('#prompt').focus()
 
 @patch
 async def action_new_session(self:PassepartoutApp):
     "Ctrl-N: a new conversation."
     from passepartout.sessions import new_session_id
-    if self.turn_worker is not None and not self.turn_worker.is_finished: return self.notify('a turn is running', severity='warning')
+    if self.in_turn: return self.notify('a turn is running', severity='warning')
     await self.load_session(new_session_id('tui')); await self.refresh_lists(); self.query_one('#prompt').focus()
 
 @patch

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from llm_servers import LLMServer, openai_stream
+from llm_servers import LLMServer, openai_stream, openai_tool
 
 pytest.importorskip('textual')
 ROOT = Path(__file__).resolve().parent.parent
@@ -186,10 +186,35 @@ def test_sessions_are_listed_and_switched(home, server):
             assert texts(app) == []
             sessions = app.query_one('#sessions')
             await until(pilot, lambda: any(getattr(i, 'session', None) == first for i in sessions.children))
-            await pilot.press('f2')
-            sessions.index = next(n for n, i in enumerate(sessions.children) if i.session == first)
-            await pilot.press('enter')
+            assert [i.session for i in sessions.children][:2] == [app.session, first]   # the new one (not stored yet) first
+            await pilot.press('f2', 'enter')                                             # on the current one: nothing changes
+            assert app.session != first and app.focused is app.query_one('#prompt')
+            await pilot.press('f2', 'down', 'enter')
             await until(pilot, lambda: app.session == first and any('First answer.' in t for t in texts(app)))
             assert any('first question' in t for t in texts(app))
             assert app.focused is app.query_one('#prompt')
     run(go())
+
+
+def test_an_action_held_elsewhere_appears_and_is_denied_in_its_own_session(home, server):
+    "An action held from another channel (here `passepartout send`) shows up in the panel; `n` refuses it in the session it came from."
+    from passepartout.tui import PassepartoutApp
+    from passepartout.approvals import ApprovalStore
+    logs = home / 'logs'; logs.mkdir()
+    server.add(openai_tool('shell', {'command': 'rm -r logs'}, text='Removing the logs.'), openai_stream(['Understood, I leave them.']))
+    async def go():
+        app = PassepartoutApp()
+        async with app.run_test(size=(120, 30)) as pilot:
+            await ready(pilot)
+            sent = await asyncio.to_thread(subprocess.run, CLI + ['send', '--session', 'elsewhere', 'clean the logs'],
+                                           capture_output=True, text=True, timeout=120)
+            assert 'approve ' in sent.stdout, sent.stdout + sent.stderr
+            await until(pilot, lambda: [approval['meta'].get('session') for approval in app.pending] == ['elsewhere'])
+            token = app.pending[0]['token']
+            await pilot.press('f3', 'n')
+            await until(pilot, lambda: 'Understood, I leave them.' in texts(app) and app.busy == '')
+            assert 'in session elsewhere:' in texts(app) and f'deny {token}' in texts(app)
+            await until(pilot, lambda: not app.pending)
+        return token
+    token = run(go())
+    assert logs.exists() and ApprovalStore().get(token)['state'] == 'denied'
