@@ -10,8 +10,8 @@ __all__ = ['Finding', 'format_report', 'check_home', 'env_file_problems', 'check
            'check_stores', 'is_private', 'check_permissions', 'run_checks', 'doctor_command', 'write_env',
            'configure_command']
 
-# %% ../nbs/54_doctor.ipynb #682a2f10
-import io, json, os, shutil, sqlite3, stat, sys, time
+# %% ../nbs/54_doctor.ipynb #4a8bf196
+import contextlib, io, json, os, shutil, sqlite3, stat, sys, time
 from dataclasses import dataclass, asdict
 from pathlib import Path
 import click
@@ -286,7 +286,7 @@ def agent_entries(p:config.Paths, env) -> list:
     out = [f for root in (p.config, p.data, p.state) for f in _below(root)]
     return out + ([_vault_key(p, env)] if _vault_key(p, env).is_file() and _vault_key(p, env) not in out else [])
 
-# %% ../nbs/54_doctor.ipynb #53f490c5
+# %% ../nbs/54_doctor.ipynb #5a1aadc5
 _SQLITE_MAGIC = b'SQLite format 3\x00'
 
 def check_stores(data_dir:Path) -> list:
@@ -296,7 +296,7 @@ def check_stores(data_dir:Path) -> list:
         try:
             with open(f, 'rb') as fh:
                 if fh.read(16) != _SQLITE_MAGIC: continue
-            with sqlite3.connect(f"file:{f}?mode=ro", uri=True) as db: result = db.execute('PRAGMA integrity_check').fetchone()[0]
+            with contextlib.closing(sqlite3.connect(f"file:{f}?mode=ro", uri=True)) as db: result = db.execute('PRAGMA integrity_check').fetchone()[0]
         except (OSError, sqlite3.Error) as e: result = f"cannot be read ({e}): it must be yours, mode 0600 (`passepartout doctor --fix`)"
         out.append(Finding('stores', 'ok' if result == 'ok' else 'fail', f"{f.name}: {'healthy' if result == 'ok' else result}"))
     return out or [Finding('stores', 'ok', "no stores yet")]

@@ -10,6 +10,7 @@ from llm_servers import LLMServer
 from passepartout import cli, sandbox
 
 CLI = [sys.executable, '-c', 'from passepartout.cli import main; main()']
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SANDBOX_OK = sandbox.sandbox_problem() is None
 PROVIDER_VARIABLES = ('OPENAI_', 'ANTHROPIC_', 'OLLAMA_', 'OPENROUTER_', 'PASSEPARTOUT_', 'NO_COLOR')
 
@@ -330,3 +331,41 @@ def test_a_secret_in_a_line_that_does_not_parse_is_not_shown(tmp_path, home):
     (tmp_path / 'home' / 'config' / '.env').write_text('OPENAI_API_KEY sk-live-DO-NOT-SHOW\n'); (tmp_path / 'home' / 'config' / '.env').chmod(0o600)
     status, out = doctor(home, '--offline')
     assert 'sk-live-DO-NOT-SHOW' not in out and any('line 1 cannot be parsed' in f for f in lines(out, 'fail', 'config')), out
+
+
+def _open_paths(prefix) -> list:
+    "The files this process holds open whose path starts with `prefix`."
+    fds = '/proc/self/fd'
+    out = []
+    for fd in os.listdir(fds):
+        try: target = os.readlink(f'{fds}/{fd}')
+        except OSError: continue
+        if target.startswith(str(prefix)): out.append(target)
+    return out
+
+
+@pytest.mark.skipif(not os.path.isdir('/proc/self/fd'), reason='needs /proc')
+def test_the_store_check_leaves_no_connection_open(tmp_path):
+    "`daemon start` runs the checks in the daemon's process: a connection left open there hid the daemon's later writes from other processes."
+    import contextlib, sqlite3
+    from passepartout.doctor import check_stores
+    with contextlib.closing(sqlite3.connect(tmp_path / 'sessions.db')) as db:
+        db.execute('PRAGMA journal_mode=WAL'); db.execute('create table t(x)'); db.commit()
+    assert [f.status for f in check_stores(tmp_path)] == ['ok']
+    assert _open_paths(tmp_path) == []
+
+
+def test_a_daemon_started_on_a_home_with_stores_keeps_its_sessions_visible(tmp_path):
+    "The daemon's sessions stay readable by other processes however often they open and close the store (it once lost them)."
+    env = {k: v for k, v in os.environ.items() if not k.startswith(('PASSEPARTOUT_', 'OPENAI_'))}
+    env.update(PASSEPARTOUT_HOME=str(tmp_path / 'home'), PASSEPARTOUT_WORKSPACE=str(tmp_path),
+               PYTHONPATH=os.pathsep.join([str(ROOT), env.get('PYTHONPATH', '')]))
+    run = lambda *a: subprocess.run([*CLI, *a], env=env, capture_output=True, text=True, timeout=120)
+    run('send', '--session', 'before', 'hello')   # the stores exist before the daemon starts (the offline replay answers, or says why not)
+    assert run('daemon', 'start', '--port', '0').returncode == 0
+    try:
+        for name in ('one', 'two', 'three'):
+            run('send', '--session', name, 'hello')
+            listed = run('sessions').stdout                                # opens and closes the store in another process
+            assert name in listed, (name, listed)
+    finally: run('daemon', 'stop')
