@@ -16,10 +16,11 @@ from collections.abc import Callable
 from .signals import Action, Context
 from .basics import patch
 
-# %% ../nbs/04_gates.ipynb #efd1fb77
+# %% ../nbs/04_gates.ipynb #5fcb6c8d
 ALLOW, ASK, DENY = 'allow', 'ask', 'deny'
 _RANK = {ALLOW: 0, ASK: 1, DENY: 2}
 
+# %% ../nbs/04_gates.ipynb #03f21a07
 @dataclass(frozen=True, slots=True)
 class Verdict:
     "One gate's judgement of one action."
@@ -27,20 +28,23 @@ class Verdict:
     reason:str=''            # why (required for ask and deny)
     action:Action|None=None  # for allow: a modified action to hand on
 
+# %% ../nbs/04_gates.ipynb #74d38675
 def allow(reason:str='', action:Action|None=None) -> Verdict: return Verdict(ALLOW, reason, action)
 def ask(reason:str) -> Verdict: return Verdict(ASK, reason)
 def deny(reason:str) -> Verdict: return Verdict(DENY, reason)
 
-# %% ../nbs/04_gates.ipynb #a60770e0
+# %% ../nbs/04_gates.ipynb #4a1c22e8
 class GateRecord(NamedTuple):
     "One line of a gate trace."
     gate:str; decision:str; reason:str; us:float
     def to_dict(self) -> dict: return {'gate': self.gate, 'decision': self.decision, 'reason': self.reason, 'us': self.us}
 
+# %% ../nbs/04_gates.ipynb #15d85659
 def trace_dicts(trace:list) -> list:
     "A gate trace as JSON-ready dicts (twice as fast as calling `to_dict` on each record: it runs on every verdict)."
     return [{'gate': g, 'decision': d, 'reason': r, 'us': us} for g, d, r, us in trace]
 
+# %% ../nbs/04_gates.ipynb #d5019624
 @dataclass(slots=True)
 class Decision:
     "The engine's overall verdict on an action, with the trace that led to it."
@@ -50,39 +54,44 @@ class Decision:
         "`gate: reason` for every record as strict as the decision."
         return [f"{r.gate}: {r.reason}" for r in self.trace if r.decision == self.decision and r.reason]
 
-# %% ../nbs/04_gates.ipynb #769c4144
+# %% ../nbs/04_gates.ipynb #ec85e0d4
 @patch
 def _repr_markdown_(self:Decision) -> str:
     rows = '\n'.join(f"| {r.gate} | {r.decision} | {r.reason} | {r.us:.1f} |" for r in self.trace)
     return f"**{self.decision}** `{self.action!r}`\n\n| gate | verdict | reason | µs |\n|---|---|---|---|\n{rows}"
 
+# %% ../nbs/04_gates.ipynb #30583e42
 @patch
 def __repr__(self:Decision) -> str:
     return f"Decision({self.decision}: {self.action!r}; " + ', '.join(f"{r.gate}={r.decision}" for r in self.trace) + ')'
 
-
-# %% ../nbs/04_gates.ipynb #1c687a67
+# %% ../nbs/04_gates.ipynb #fcf25fef
 Check = Callable[[Action, Context], 'Verdict | None']
 TOOL_CALLS = 'tool calls'   # the scope of a gate that judges every tool call and no reply
 
+# %% ../nbs/04_gates.ipynb #7257b811
 class ToolsExcept(frozenset):
     "The scope of a gate that judges every tool call except calls to the tools named."
     def __repr__(self): return f"ToolsExcept({sorted(self)!r})"
 
+# %% ../nbs/04_gates.ipynb #16501646
 @dataclass(frozen=True, slots=True)
 class Gate:
     "A named check with a priority and the actions it concerns."
     name:str; check:Check; priority:int=0
     scope:frozenset|str|None=None   # None: every action; TOOL_CALLS; the names of the tools it judges; or ToolsExcept(names)
 
-    def concerns(self, action:Action) -> bool:
-        "Must this gate be called for `action`?"
-        scope = self.scope
-        if scope is None or (action.kind == 'tool' and type(action.tool) is not str): return True
-        if action.kind != 'tool': return False
-        if scope == TOOL_CALLS: return True
-        return action.tool not in scope if type(scope) is ToolsExcept else action.tool in scope
+# %% ../nbs/04_gates.ipynb #247e45a2
+@patch
+def concerns(self:Gate, action:Action) -> bool:
+    "Must this gate be called for `action`?"
+    scope = self.scope
+    if scope is None or (action.kind == 'tool' and type(action.tool) is not str): return True
+    if action.kind != 'tool': return False
+    if scope == TOOL_CALLS: return True
+    return action.tool not in scope if type(scope) is ToolsExcept else action.tool in scope
 
+# %% ../nbs/04_gates.ipynb #fbe37dc9
 def _scope(scope) -> frozenset|str|None:
     "A checked scope: None, TOOL_CALLS, a frozenset of tool names, or `ToolsExcept` of tool names."
     if scope is None or scope == TOOL_CALLS: return scope
@@ -90,40 +99,38 @@ def _scope(scope) -> frozenset|str|None:
         raise ValueError(f"a gate's scope is None, TOOL_CALLS, a set of tool names or ToolsExcept(tool names), not {scope!r}")
     return scope if type(scope) is ToolsExcept else frozenset(scope)
 
-# %% ../nbs/04_gates.ipynb #0a192c12
+# %% ../nbs/04_gates.ipynb #6e1b00de
 class GateEngine:
     "Registered gates, run highest priority first."
     def __init__(self, gates=()):
         self.gates, self._plans = (), {}
         for g in gates: self.add(g.name, g.check, g.priority, g.scope)
-
-    def add(self, name:str, check:Check, priority:int=0, scope=None) -> Gate:
-        "Register `check` as gate `name` (for the actions `scope` names); a gate of the same name is replaced."
-        g = Gate(name, check, priority, _scope(scope))
-        rest = [x for x in self.gates if x.name != name]
-        self.gates, self._plans = tuple(sorted([*rest, g], key=lambda x: -x.priority)), {}  # stable sort: equal priorities keep order
-        return g
-
-    def gate(self, priority:int=0, name:str|None=None, scope=None):
-        "Decorator form of `add`."
-        def deco(check): self.add(name or check.__name__, check, priority, scope); return check
-        return deco
-
     def remove(self, name:str): self.gates, self._plans = tuple(g for g in self.gates if g.name != name), {}
     def __len__(self): return len(self.gates)
     def __repr__(self): return 'GateEngine(' + ', '.join(f"{g.name}@{g.priority}" for g in self.gates) + ')'
+
+# %% ../nbs/04_gates.ipynb #bd422378
+@patch
+def add(self:GateEngine, name:str, check:Check, priority:int=0, scope=None) -> Gate:
+    "Register `check` as gate `name` (for the actions `scope` names); a gate of the same name is replaced."
+    g = Gate(name, check, priority, _scope(scope))
+    rest = [x for x in self.gates if x.name != name]
+    self.gates, self._plans = tuple(sorted([*rest, g], key=lambda x: -x.priority)), {}  # stable sort: equal priorities keep order
+    return g
+
+# %% ../nbs/04_gates.ipynb #eb768b86
+@patch
+def gate(self:GateEngine, priority:int=0, name:str|None=None, scope=None):
+    "Decorator form of `add`."
+    def deco(check): self.add(name or check.__name__, check, priority, scope); return check
+    return deco
 
 # %% ../nbs/04_gates.ipynb #bc5a591a
 def plain_plan(engine:GateEngine, action:Action) -> tuple:
     "The reference for `GateEngine.plan`: `(name, check, record if skipped else None)` for every gate, worked out for this very action."
     return tuple((g.name, g.check, None if g.concerns(action) else GateRecord(g.name, ALLOW, '', 0.0)) for g in engine.gates)
 
-# %% ../nbs/04_gates.ipynb #539fe571
-def _unusable(v) -> Verdict:
-    "The deny for a gate that returned something other than a verdict."
-    if type(v) is not Verdict: return deny(f"gate returned {type(v).__name__}, not a verdict")
-    return deny(f"gate returned unknown verdict {v.decision!r}")
-
+# %% ../nbs/04_gates.ipynb #c22d1e0e
 @patch
 def plan(self:GateEngine, action:Action) -> tuple:
     "`(name, check, record if skipped else None)` for every gate, in order, for actions like `action`."
@@ -137,12 +144,19 @@ def plan(self:GateEngine, action:Action) -> tuple:
             self._plans[key] = plan
     return plan
 
-# %% ../nbs/04_gates.ipynb #d0f02801
+# %% ../nbs/04_gates.ipynb #ca05be94
+def _unusable(v) -> Verdict:
+    "The deny for a gate that returned something other than a verdict."
+    if type(v) is not Verdict: return deny(f"gate returned {type(v).__name__}, not a verdict")
+    return deny(f"gate returned unknown verdict {v.decision!r}")
+
+# %% ../nbs/04_gates.ipynb #5f480782
 class _Verifying(threading.local):
     number = 0   # the verification running on this thread; 0 outside one
 
 _verifying, _verification_numbers = _Verifying(), itertools.count(1)
 
+# %% ../nbs/04_gates.ipynb #765bc64d
 def current_verification() -> int:
     "A number unique to the verification running on this thread (0 outside one), for gates that share facts within it."
     return _verifying.number

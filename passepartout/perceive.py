@@ -7,22 +7,25 @@ Docs: https://passepartout-agent.github.io/passepartout/perceive.html.md"""
 # %% auto #0
 __all__ = ['MAX_RAW_ECHO', 'Handler', 'protocol_error', 'text_signal', 'envelope_signal', 'perceive', 'PreReasonHandlers']
 
-# %% ../nbs/03_perceive.ipynb #d55e4223
+# %% ../nbs/03_perceive.ipynb #f5443c87
 import json, re
 from collections.abc import Callable
 from .signals import Signal, Action, SIGNAL_TYPES, reply
+from .basics import patch
 
-# %% ../nbs/03_perceive.ipynb #69bb1f9f
+# %% ../nbs/03_perceive.ipynb #8348269b
 MAX_RAW_ECHO = 200  # characters of bad input kept in a protocol-error signal
 
+# %% ../nbs/03_perceive.ipynb #d2c3315e
 def protocol_error(why:str, raw=None, **meta) -> Signal:
     "A signal reporting input that could not be understood."
     raw = raw if isinstance(raw, str) else repr(raw)
     return Signal('EVENT', meta, {'sensor': 'protocol-error', 'text': why, 'raw': raw[:MAX_RAW_ECHO]})
 
-# %% ../nbs/03_perceive.ipynb #367b900e
+# %% ../nbs/03_perceive.ipynb #5448ff74
 _APPROVAL = re.compile(r'^/?(approve|deny)\s+([A-Za-z0-9_-]{4,64})(\s+--always)?(?:\s+(.*))?$', re.S | re.I)
 
+# %% ../nbs/03_perceive.ipynb #1e5c5f16
 def text_signal(text:str, **meta) -> Signal:
     "A line typed by a person: an approval command or ordinary user input."
     m = _APPROVAL.match(text.strip())
@@ -68,20 +71,26 @@ def perceive(raw, **meta) -> Signal:
     if isinstance(raw, dict): return envelope_signal(raw, **meta)
     return protocol_error(f"expected text or a JSON object, got {type(raw).__name__}", raw, **meta)
 
-# %% ../nbs/03_perceive.ipynb #ec7b18b8
+# %% ../nbs/03_perceive.ipynb #923a37aa
 Handler = Callable[[Signal], Action | None]
 
 class PreReasonHandlers:
     "Deterministic handlers that may claim a sensor before the model is asked."
     def __init__(self): self.by_sensor = {}
-    def register(self, sensor:str, handler:Handler, first:bool=False):
-        "Add `handler` for `sensor` (`first`: ahead of those already registered)."
-        hs = self.by_sensor.setdefault(sensor, [])
-        hs.insert(0, handler) if first else hs.append(handler)
-        return handler
-    def claim(self, signal:Signal) -> Action | None:
-        "The action of the first handler that claims `signal`, or None."
-        for h in self.by_sensor.get(signal.sensor, ()):
-            action = h(signal)
-            if action is not None: return action
-        return None
+
+# %% ../nbs/03_perceive.ipynb #33bffedd
+@patch
+def register(self:PreReasonHandlers, sensor:str, handler:Handler, first:bool=False):
+    "Add `handler` for `sensor` (`first`: ahead of those already registered)."
+    hs = self.by_sensor.setdefault(sensor, [])
+    hs.insert(0, handler) if first else hs.append(handler)
+    return handler
+
+# %% ../nbs/03_perceive.ipynb #526c9e05
+@patch
+def claim(self:PreReasonHandlers, signal:Signal) -> Action | None:
+    "The action of the first handler that claims `signal`, or None."
+    for h in self.by_sensor.get(signal.sensor, ()):
+        action = h(signal)
+        if action is not None: return action
+    return None

@@ -30,13 +30,14 @@ def stand_in_tools() -> Toolbelt:
     for fn in (shell, read_file, write_file, edit_file, list_dir, search_files, http_fetch, send_message): belt.add(fn, effect=effects.get(fn, 'read-only'))
     return belt
 
-# %% ../nbs/23_policy.ipynb #53e69b4c
+# %% ../nbs/23_policy.ipynb #6e6d6bc6
 def policy_tools() -> Toolbelt:
     "The built-in tool belt, or the stand-ins when the tools module is not installed."
     try: from passepartout.builtin_tools import builtin_tools
     except ImportError: return stand_in_tools()
     return builtin_tools()
 
+# %% ../nbs/23_policy.ipynb #7df34e94
 def policy_agent():
     "An agent with the built-in tools, the default gates and the configured workspace; it never acts."
     from passepartout.loop import Agent
@@ -44,7 +45,7 @@ def policy_agent():
     from passepartout import config
     return Agent(tools=policy_tools(), gates=default_gates(), workspace=config.workspace())
 
-# %% ../nbs/23_policy.ipynb #21232e65
+# %% ../nbs/23_policy.ipynb #4ae33a88
 def check_action(action:Action, agent=None,
                  rejections=()): # the reasons earlier attempts of the step were refused (none: a first proposal)
     "The gates' `Decision` on `action`, as Reason would reach it for a model's proposal, without running it."
@@ -52,27 +53,19 @@ def check_action(action:Action, agent=None,
     signal = Signal(meta={'source': 'policy', 'session': 'policy-check'}, payload={'sensor': 'user-input', 'text': 'policy check'})
     return agent.gates.verify(action, Context(signal, agent, rejections=list(rejections)))
 
+# %% ../nbs/23_policy.ipynb #04803160
 def check_again(d, action:Action, agent=None):
     "When `d` sent `action` back for a missing `why`: the decision on the same proposal made again (Reason asks once); else None."
     from passepartout.builtin_gates import WHY_REQUEST
     asked = [r for r in d.reasons if WHY_REQUEST in r]
     return check_action(action, agent, asked) if d.decision == 'deny' and asked else None
 
+# %% ../nbs/23_policy.ipynb #c4616000
 def decision_report(d) -> dict:
     "The JSON form of a decision: decision, action, trace."
     return {'decision': d.decision, 'action': d.action.to_dict(), 'trace': [r.to_dict() for r in d.trace]}
 
-# %% ../nbs/23_policy.ipynb #15343ae0
-def parse_check_input(command:str|None, action_json:str|None,
-                      why:str|None=None) -> Action: # the `why` argument a model would give
-    "The action to check: a shell command, or an action given as JSON, with `why` among its arguments; ValueError when unusable."
-    if (command is None) == (action_json is None): raise ValueError("give either a shell COMMAND or --action JSON (exactly one)")
-    if why is not None and not why.strip(): raise ValueError("--why is empty: give one short sentence, or leave it out")
-    action = _parse_action(command, action_json)
-    if why is None: return action
-    if action.kind != 'tool' or not isinstance(action.args, dict): raise ValueError("--why goes with a tool call (its args an object), not a reply")
-    return dataclasses.replace(action, args={**action.args, 'why': why})
-
+# %% ../nbs/23_policy.ipynb #8a2f71e0
 def _parse_action(command:str|None, action_json:str|None) -> Action:
     if command is not None:
         if not command.strip(): raise ValueError("the command is empty")
@@ -86,6 +79,17 @@ def _parse_action(command:str|None, action_json:str|None) -> Action:
     if action.kind == 'tool' and 'target' not in data: action = tool_call(action.tool, action.args, action.explanation)
     return action
 
+# %% ../nbs/23_policy.ipynb #7f9c8e1b
+def parse_check_input(command:str|None, action_json:str|None,
+                      why:str|None=None) -> Action: # the `why` argument a model would give
+    "The action to check: a shell command, or an action given as JSON, with `why` among its arguments; ValueError when unusable."
+    if (command is None) == (action_json is None): raise ValueError("give either a shell COMMAND or --action JSON (exactly one)")
+    if why is not None and not why.strip(): raise ValueError("--why is empty: give one short sentence, or leave it out")
+    action = _parse_action(command, action_json)
+    if why is None: return action
+    if action.kind != 'tool' or not isinstance(action.args, dict): raise ValueError("--why goes with a tool call (its args an object), not a reply")
+    return dataclasses.replace(action, args={**action.args, 'why': why})
+
 # %% ../nbs/23_policy.ipynb #ac78ac92
 def format_decision(d) -> str:
     "The decision, the action's explanation and the trace as aligned text."
@@ -94,11 +98,12 @@ def format_decision(d) -> str:
     for r in d.trace: lines.append(f"  {r.gate:<{width}}  {r.decision:<5} {r.us:8.1f} µs  {r.reason}".rstrip())
     return '\n'.join(lines)
 
-# %% ../nbs/23_policy.ipynb #a37ec189
+# %% ../nbs/23_policy.ipynb #a7d2b68d
 @click.group('policy')
 def policy_command():
     "See what the gates decide about an action, without running it."
 
+# %% ../nbs/23_policy.ipynb #2129a214
 @policy_command.command('check')
 @click.argument('command', required=False)
 @click.option('--action', 'action_json', metavar='JSON', help='An action as JSON, e.g. {"tool":"write_file","args":{...}}.')

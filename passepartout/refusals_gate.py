@@ -12,11 +12,12 @@ import threading, time
 from .signals import Action, Context
 from .gates import deny as deny_verdict
 
-# %% ../nbs/24_refusals_gate.ipynb #f4001f78
+# %% ../nbs/24_refusals_gate.ipynb #ec0a62cc
 REFUSED_PRIORITY = 87   # just below the authority gate
 
 _refusing = threading.Lock()   # refusals are carried out in the daemon's turn threads, several sessions at once
 
+# %% ../nbs/24_refusals_gate.ipynb #b2ce8657
 def refuse(agent, record:dict):
     "Remember that the owner denied `record`'s action in its session (the `owner-refusals` gate enforces it)."
     refused = agent.refused
@@ -27,6 +28,7 @@ def refuse(agent, record:dict):
         for key in [k for k, (_, end) in refused.items() if end <= now]: del refused[key]
         refused[(record['meta'].get('session') or 'default', record['digest'])] = (record['token'], until)
 
+# %% ../nbs/24_refusals_gate.ipynb #b5dc1d88
 def refusals_gate(action:Action, ctx:Context):
     "Deny an action the owner refused in this session."
     refused = ctx.agent.refused if ctx.agent is not None else None

@@ -17,9 +17,10 @@ from .signals import Action
 from .reason import Proposal, UnusableAnswer
 from .basics import patch
 
-# %% ../nbs/12_replay.ipynb #5fd954e7
+# %% ../nbs/12_replay.ipynb #6be18b1f
 REDACTED = '[REDACTED]'
 
+# %% ../nbs/12_replay.ipynb #59c5b828
 def request_fingerprint(request, content:bool=False) -> dict: # content: a tool result's text too
     "What a recording checks of a live request: the role and gist of the last transcript message."
     m = request.messages[-1] if request.messages else {}
@@ -27,7 +28,7 @@ def request_fingerprint(request, content:bool=False) -> dict: # content: a tool 
         return {'role': 'tool', 'tool': m.get('name'), 'is_error': bool(m.get('is_error')), **({'content': m.get('content')} if content else {})}
     return {'role': m.get('role'), 'content': m.get('content')}
 
-# %% ../nbs/12_replay.ipynb #4271a960
+# %% ../nbs/12_replay.ipynb #ac13eba5
 def fingerprint_matches(recorded, live) -> bool:
     "Does a recorded fingerprint match a live one (`[REDACTED]` in a recorded string matches anything)?"
     if recorded == live: return True
@@ -37,15 +38,17 @@ def fingerprint_matches(recorded, live) -> bool:
         return all(fingerprint_matches(recorded[k], live[k]) for k in recorded)
     return False
 
+# %% ../nbs/12_replay.ipynb #9841c01f
 def _describe(fp:dict) -> str:
     text = str(fp.get('content')).replace(REDACTED, '…')
     text = repr(text[:80] + ('…' if len(text) > 80 else ''))
     if fp.get('role') == 'tool': return f"the result of tool {fp.get('tool')!r}" + (f" reading {text}" if 'content' in fp else '')
     return f"{fp.get('role')} message {text}"
 
-# %% ../nbs/12_replay.ipynb #069cbc2f
+# %% ../nbs/12_replay.ipynb #5f84ffac
 DEFAULT_SESSION = 'data/demo_session.jsonl'  # inside the package
 
+# %% ../nbs/12_replay.ipynb #531c7f5d
 def _record(path:Path, lineno:int, line:str) -> dict|None:
     "One line of a session file, checked; None for a header."
     try: rec = json.loads(line)
@@ -72,24 +75,29 @@ def load_session(path) -> list:
         if line.strip() and (rec := _record(path, n, line)) is not None: calls.append((n, rec))
     return calls
 
-# %% ../nbs/12_replay.ipynb #e1a2b165
+# %% ../nbs/12_replay.ipynb #2993f96b
 class ReplayProvider:
     "Plays a recorded session: one proposal per call, in order, checked against the live requests."
     def __init__(self, path=None, # session file (None: PASSEPARTOUT_REPLAY_FILE, else the packaged demo session)
                  name:str='replay', check:bool=True): # check: compare request fingerprints
         self.path = Path(path) if path else Path(os.environ.get('PASSEPARTOUT_REPLAY_FILE') or resources.files('passepartout') / DEFAULT_SESSION)
         self.name, self.check, self.played, self._calls, self._lock = name, check, 0, None, threading.Lock()
-    def load(self) -> list:
-        "Read the session file now (otherwise it is read at the first call)."
-        if self._calls is None: self._calls = load_session(self.path)
-        return self._calls
     def __repr__(self): return f"ReplayProvider({str(self.path)!r}, played {self.played}{'' if self._calls is None else f' of {len(self._calls)}'})"
-    @property
-    def hint(self) -> str:
-        "What to tell a user who reached this provider without meaning to: the packaged demo answers only the demo."
-        if self.path != resources.files('passepartout') / DEFAULT_SESSION: return ''
-        return (". No live model is configured, so this is the offline demo recording, which only answers the demo's "
-                "questions: set PASSEPARTOUT_PROVIDERS (see `passepartout configure` and `passepartout doctor`)")
+
+# %% ../nbs/12_replay.ipynb #20f7679e
+@patch
+def load(self:ReplayProvider) -> list:
+    "Read the session file now (otherwise it is read at the first call)."
+    if self._calls is None: self._calls = load_session(self.path)
+    return self._calls
+
+# %% ../nbs/12_replay.ipynb #c39722f3
+@patch(as_prop=True)
+def hint(self:ReplayProvider) -> str:
+    "What to tell a user who reached this provider without meaning to: the packaged demo answers only the demo."
+    if self.path != resources.files('passepartout') / DEFAULT_SESSION: return ''
+    return (". No live model is configured, so this is the offline demo recording, which only answers the demo's "
+            "questions: set PASSEPARTOUT_PROVIDERS (see `passepartout configure` and `passepartout doctor`)")
 
 # %% ../nbs/12_replay.ipynb #98ac6b87
 @patch
@@ -115,7 +123,7 @@ def _fill(action:Action, request, where:str, provider:str) -> Action:
     if m.get('role') != 'tool': raise LLMError(f"replay: {where} quotes a tool result, but the session sent {_describe(request_fingerprint(request))}", provider=provider)
     return dataclasses.replace(action, text=action.text.replace('{{result}}', str(m.get('content') or '').strip()))
 
-# %% ../nbs/12_replay.ipynb #4929ffd0
+# %% ../nbs/12_replay.ipynb #ecbc0ae3
 @patch
 def propose(self:ReplayProvider, request, on_token=None) -> Proposal:
     "The next recorded proposal (its reply text goes to `on_token` in one piece)."
@@ -126,11 +134,13 @@ def propose(self:ReplayProvider, request, on_token=None) -> Proposal:
     if on_token is not None and action.kind == 'reply': on_token(action.text)
     return Proposal(action, raw=rec.get('raw', ''), usage=dict(rec.get('usage') or {}), provider=rec.get('provider') or self.name)
 
+# %% ../nbs/12_replay.ipynb #e3d8334e
 @patch
 async def apropose(self:ReplayProvider, request, on_token=None) -> Proposal: return self.propose(request, on_token)
+
+# %% ../nbs/12_replay.ipynb #20bf8c1b
 @patch
 def rewind(self:ReplayProvider): self.played = 0
-
 
 # %% ../nbs/12_replay.ipynb #f64d22d0
 SECRET_PATTERNS = [  # shapes of credentials; each match is replaced, whatever the context
@@ -145,12 +155,13 @@ _SECRET_NAME = re.compile(r'(?i)^' + _SECRET_FIELD + r'$')
 _SECRET_ENV = re.compile(r'(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)')
 _PATTERN = re.compile('|'.join(f"(?:{p})" for p in SECRET_PATTERNS), re.S)
 
-# %% ../nbs/12_replay.ipynb #aa842a4d
+# %% ../nbs/12_replay.ipynb #bd15efa1
 def env_secrets(env=None) -> list:
     "Values of environment variables whose names say they are secret (keys, tokens, passwords)."
     env = os.environ if env is None else env
     return [v for k, v in env.items() if _SECRET_ENV.search(k) and isinstance(v, str) and len(v) >= 8]
 
+# %% ../nbs/12_replay.ipynb #03b34379
 def _redact_text(text:str, secrets:list, vault) -> str:
     if vault is not None:
         text = vault.redact(text)
@@ -184,7 +195,7 @@ class Recorder:
             if f.tell() == 0: f.write(json.dumps({'replay': 1, 'created': time.strftime('%Y-%m-%dT%H:%M:%S%z')}) + '\n')
     def __repr__(self): return f"Recorder({self.provider!r} -> {str(self.path)!r})"
 
-# %% ../nbs/12_replay.ipynb #793a700f
+# %% ../nbs/12_replay.ipynb #56b3e011
 @patch
 def _write(self:Recorder, record:dict, request):
     "Append one call, with every secret removed."
@@ -192,6 +203,7 @@ def _write(self:Recorder, record:dict, request):
     line = json.dumps(redact_secrets(record, self.secrets, vault), ensure_ascii=False)
     with self._lock, open(self.path, 'a', encoding='utf-8') as f: f.write(line + '\n')
 
+# %% ../nbs/12_replay.ipynb #e410a918
 @patch
 def propose(self:Recorder, request, on_token=None) -> Proposal:
     "Propose through the wrapped provider and record the outcome (a failure too, then re-raise it)."
@@ -202,6 +214,7 @@ def propose(self:Recorder, request, on_token=None) -> Proposal:
     self._write({'request': fp, 'action': p.action.to_dict(), 'usage': p.usage, 'provider': p.provider, 'raw': (p.raw or '')[:4000]}, request)
     return p
 
+# %% ../nbs/12_replay.ipynb #18484846
 @patch
 async def apropose(self:Recorder, request, on_token=None) -> Proposal:
     import asyncio

@@ -16,7 +16,7 @@ from .basics import patch
 if TYPE_CHECKING: from passepartout.loop import Agent   # the type of `Context.agent`, for type checkers: signals never imports the loop
 else: Agent = ForwardRef('passepartout.loop.Agent')     # what the hint names when a documentation tool evaluates it
 
-# %% ../nbs/02_signals.ipynb #ec18071e
+# %% ../nbs/02_signals.ipynb #f572d527
 @dataclass(frozen=True, slots=True)
 class Action:
     "What a model proposes: a reply to the user or a call of a tool."
@@ -28,24 +28,30 @@ class Action:
     explanation:str|None=None # why the model wants this (not part of the identity)
     call_id:str|None=None    # the provider's id for a native tool call (not part of the identity)
 
-    def identity(self) -> dict:
-        "The fields that decide what runs."
-        d = {'kind': self.kind}
-        if self.tool is not None: d['tool'] = self.tool
-        if self.kind == 'tool' or self.args: d['args'] = self.args
-        if self.text is not None: d['text'] = self.text
-        if self.target is not None: d['target'] = self.target
-        return d
+# %% ../nbs/02_signals.ipynb #d61fe2eb
+@patch
+def identity(self:Action) -> dict:
+    "The fields that decide what runs."
+    d = {'kind': self.kind}
+    if self.tool is not None: d['tool'] = self.tool
+    if self.kind == 'tool' or self.args: d['args'] = self.args
+    if self.text is not None: d['text'] = self.text
+    if self.target is not None: d['target'] = self.target
+    return d
 
-    def canonical(self) -> str:
-        "The one serialisation of this action's identity: sorted keys, no spaces, UTF-8 text."
-        return json.dumps(self.identity(), sort_keys=True, separators=(',', ':'), ensure_ascii=False, allow_nan=False)
+# %% ../nbs/02_signals.ipynb #41a0782a
+@patch
+def canonical(self:Action) -> str:
+    "The one serialisation of this action's identity: sorted keys, no spaces, UTF-8 text."
+    return json.dumps(self.identity(), sort_keys=True, separators=(',', ':'), ensure_ascii=False, allow_nan=False)
 
-    def digest(self) -> str:
-        "SHA-256 of the canonical form, in hex."
-        return hashlib.sha256(self.canonical().encode()).hexdigest()
+# %% ../nbs/02_signals.ipynb #6e4cae99
+@patch
+def digest(self:Action) -> str:
+    "SHA-256 of the canonical form, in hex."
+    return hashlib.sha256(self.canonical().encode()).hexdigest()
 
-# %% ../nbs/02_signals.ipynb #7dbf75ec
+# %% ../nbs/02_signals.ipynb #cfaee085
 @patch
 def to_dict(self:Action) -> dict:
     "A JSON-ready dict with every field that is set."
@@ -54,6 +60,7 @@ def to_dict(self:Action) -> dict:
     if self.call_id: d['call_id'] = self.call_id
     return d
 
+# %% ../nbs/02_signals.ipynb #98ee217c
 _ACTION_FIELDS = ('kind', 'tool', 'args', 'text', 'target', 'explanation', 'call_id')
 
 @patch(cls_method=True)
@@ -65,27 +72,27 @@ def from_dict(cls:Action, d:dict) -> Action:
     if extra: raise ValueError(f"unknown action fields: {sorted(extra)}")
     return cls(**{k: d[k] for k in _ACTION_FIELDS if k in d and d[k] is not None})
 
-
-# %% ../nbs/02_signals.ipynb #97ab7a22
+# %% ../nbs/02_signals.ipynb #c190a17b
 def reply(text:str, target:str|None=None) -> Action:
     "A plain reply to the user (`target`: a gateway; default the signal's source)."
     return Action('reply', text=text, target=target)
 
+# %% ../nbs/02_signals.ipynb #afeb7852
 def tool_call(tool:str, args:dict|None=None, explanation:str|None=None, call_id:str|None=None) -> Action:
     "A call of `tool` with `args`, dispatched to the tool actuator."
     return Action('tool', tool=tool, args=dict(args or {}), target='tool', explanation=explanation, call_id=call_id)
 
-# %% ../nbs/02_signals.ipynb #6ff71e88
+# %% ../nbs/02_signals.ipynb #9099b782
 @patch
 def __repr__(self:Action) -> str:
     if self.kind == 'reply': return f"reply({self.text!r})"
     args = ', '.join(f"{k}={v!r}" for k, v in self.args.items())
     return f"{self.tool}({args})"
 
-
-# %% ../nbs/02_signals.ipynb #f1110d52
+# %% ../nbs/02_signals.ipynb #326c1dca
 SIGNAL_TYPES = ('EVENT', 'REQUEST', 'RESPONSE', 'LOG', 'STATUS')
 
+# %% ../nbs/02_signals.ipynb #a72657fc
 @dataclass(slots=True)
 class Signal:
     "The unit that flows through the loop."
@@ -97,20 +104,23 @@ class Signal:
     approved_action:Action|None=None # what Act will run
     trace:list=field(default_factory=list)   # gate records of the approved action
 
-    @property
-    def sensor(self) -> str|None: return self.payload.get('sensor')
-    @property
-    def text(self) -> str: return self.payload.get('text') or ''
-    @property
-    def source(self) -> str|None: return self.meta.get('source')
-    @property
-    def session(self) -> str: return self.meta.get('session') or 'default'
+# %% ../nbs/02_signals.ipynb #c15a7331
+@patch(as_prop=True)
+def sensor(self:Signal) -> str|None: return self.payload.get('sensor')
+@patch(as_prop=True)
+def text(self:Signal) -> str: return self.payload.get('text') or ''
+@patch(as_prop=True)
+def source(self:Signal) -> str|None: return self.meta.get('source')
+@patch(as_prop=True)
+def session(self:Signal) -> str: return self.meta.get('session') or 'default'
 
-    def child(self, sensor:str, text:str='', **payload) -> 'Signal':
-        "A feedback signal one level deeper, on the same reply channel."
-        return Signal('EVENT', dict(self.meta), {'sensor': sensor, 'text': text, **payload}, self.depth + 1)
+# %% ../nbs/02_signals.ipynb #e0f9e8b6
+@patch
+def child(self:Signal, sensor:str, text:str='', **payload) -> 'Signal':
+    "A feedback signal one level deeper, on the same reply channel."
+    return Signal('EVENT', dict(self.meta), {'sensor': sensor, 'text': text, **payload}, self.depth + 1)
 
-# %% ../nbs/02_signals.ipynb #28109085
+# %% ../nbs/02_signals.ipynb #0610ab2a
 @patch
 def to_dict(self:Signal) -> dict:
     "The JSON envelope of this signal."
@@ -119,6 +129,7 @@ def to_dict(self:Signal) -> dict:
     if self.approved_action: d['approved_action'] = self.approved_action.to_dict()
     return d
 
+# %% ../nbs/02_signals.ipynb #0defd442
 @patch
 def __repr__(self:Signal) -> str:
     bits = [self.type, self.sensor or '?', f"depth={self.depth}"]
@@ -127,6 +138,7 @@ def __repr__(self:Signal) -> str:
     text = self.text if len(self.text) <= 60 else self.text[:57] + '...'
     return f"Signal({' '.join(bits)}{': ' + repr(text) if text else ''})"
 
+# %% ../nbs/02_signals.ipynb #62a8d85a
 @patch
 def _repr_markdown_(self:Signal) -> str:
     rows = [f"**{self.type}** `{self.sensor}` at depth {self.depth}" + (f" from `{self.source}`" if self.source else '')]
@@ -134,16 +146,17 @@ def _repr_markdown_(self:Signal) -> str:
     if self.status: rows.append(f"status: **{self.status}**" + (f" → `{self.approved_action!r}`" if self.approved_action else ''))
     return '\n\n'.join(rows)
 
-
-# %% ../nbs/02_signals.ipynb #ebd1a52c
+# %% ../nbs/02_signals.ipynb #07a73145
 OWNER_SOURCES = ('cli', 'tui', 'daemon', 'repl', 'cron', 'policy')
 
+# %% ../nbs/02_signals.ipynb #a0c49913
 def from_owner(signal:Signal) -> bool:
     "Did the owner send `signal`? The gateway's `meta['owner']` decides; when it is unset, the local channels are the owner's."
     owner = signal.meta.get('owner')
     if owner is None: return signal.source is None or signal.source in OWNER_SOURCES
     return owner is True or (type(owner) is not str and isinstance(owner, str) and owner == 'owner')
 
+# %% ../nbs/02_signals.ipynb #6ff5d78f
 def sender_of(signal:Signal) -> str:
     "Who sent `signal`, in words: the gateway's sender name, else the source and chat."
     who = signal.payload.get('sender') or signal.meta.get('sender')
@@ -151,34 +164,45 @@ def sender_of(signal:Signal) -> str:
     chat = signal.meta.get('chat_id')
     return f"{signal.source or 'an unnamed gateway'} chat {chat}" if chat is not None else (signal.source or 'an unnamed gateway')
 
-# %% ../nbs/02_signals.ipynb #aa02128a
+# %% ../nbs/02_signals.ipynb #9044ccd6
 class Turn:
     "Everything one user message caused: proposals, verdicts, results, replies, held actions."
     def __init__(self, sink=None, # `sink(event)`: also called for every event (the audit log, a chat's display)
                  on_token=None):       # `on_token(text)`: the model's text as it streams, for a person watching
         self.events, self.replies, self.pending, self.usage, self.sink, self.on_token = [], [], [], {}, sink, on_token
-    def record(self, kind:str, **data):
-        "Append an event of `kind` (proposal, verdict, result, reply, pending, error, dropped, ...)."
-        data['kind'] = kind
-        self.events.append(data)
-        if self.sink is not None: self.sink(data)
-    def of(self, kind:str) -> list: return [e for e in self.events if e['kind'] == kind]
     @property
     def reply(self) -> str|None:
         "The last reply delivered to the user, if any."
         return self.replies[-1] if self.replies else None
-    @property
-    def failed(self) -> bool:
-        "Did the turn end on an error that asking again would not fix (all providers down, budget spent)?"
-        return any(e.get('final') for e in self.of('error'))
-    def to_dict(self) -> dict:
-        "The whole turn as JSON-ready data: proposals, verdicts with gate traces, actions run, held actions, replies, usage."
-        return {'proposals': self.of('proposal'), 'verdicts': self.of('verdict'), 'actions': self.of('result'),
-                'pending': self.pending, 'errors': self.of('error'), 'replies': self.replies, 'reply': self.reply,
-                'usage': self.usage, 'failed': self.failed, 'events': self.events}
     def __repr__(self): return f"Turn({len(self.events)} events, reply={self.reply!r})"
 
-# %% ../nbs/02_signals.ipynb #f0804518
+# %% ../nbs/02_signals.ipynb #6e0f4e00
+@patch
+def record(self:Turn, kind:str, **data):
+    "Append an event of `kind` (proposal, verdict, result, reply, pending, error, dropped, ...)."
+    data['kind'] = kind
+    self.events.append(data)
+    if self.sink is not None: self.sink(data)
+
+# %% ../nbs/02_signals.ipynb #b4c43ce3
+@patch
+def of(self:Turn, kind:str) -> list: return [e for e in self.events if e['kind'] == kind]
+
+# %% ../nbs/02_signals.ipynb #7a31ba5e
+@patch(as_prop=True)
+def failed(self:Turn) -> bool:
+    "Did the turn end on an error that asking again would not fix (all providers down, budget spent)?"
+    return any(e.get('final') for e in self.of('error'))
+
+# %% ../nbs/02_signals.ipynb #261134fd
+@patch
+def to_dict(self:Turn) -> dict:
+    "The whole turn as JSON-ready data: proposals, verdicts with gate traces, actions run, held actions, replies, usage."
+    return {'proposals': self.of('proposal'), 'verdicts': self.of('verdict'), 'actions': self.of('result'),
+            'pending': self.pending, 'errors': self.of('error'), 'replies': self.replies, 'reply': self.reply,
+            'usage': self.usage, 'failed': self.failed, 'events': self.events}
+
+# %% ../nbs/02_signals.ipynb #3c64f031
 @dataclass(frozen=True, slots=True)
 class Grant:
     "The owner's approval of one action, as the approvals code claimed it from its store: set on the context by Act, never by a model."
@@ -188,6 +212,7 @@ class Grant:
     by:str           # who approved, and on which channel
     files:dict=field(default_factory=dict, compare=False) # the files the action executes, with their fingerprints (`32a_executed_files`)
 
+# %% ../nbs/02_signals.ipynb #6c479d29
 @dataclass(slots=True)
 class Context:
     "What a gate or an actuator may consult about the step in progress."

@@ -21,7 +21,7 @@ def _masks() -> tuple:
     masks = changes | self_gone, f.MODIFY | f.ATTRIB | f.CLOSE_WRITE | self_gone, self_gone, f.IGNORED | self_gone | f.Q_OVERFLOW, f.MASK_ADD
     return tuple(map(int, masks))   # worked out once: arithmetic on enum flags costs microseconds a time
 
-# %% ../nbs/09a_watch.ipynb #814fc8b2
+# %% ../nbs/09a_watch.ipynb #25a2e2dd
 _watchers_made = 0
 
 def _new_base() -> int:
@@ -30,6 +30,7 @@ def _new_base() -> int:
     _watchers_made += 1
     return _watchers_made << 40
 
+# %% ../nbs/09a_watch.ipynb #f971ea5f
 class Watcher:
     "One inotify queue for the process, checked without blocking; a generation for every watched path."
     def __init__(self, limit:int=8192): # at most this many watched paths (the kernel's watches are shared by all the user's programs)
@@ -46,15 +47,26 @@ class Watcher:
 
     def close(self): self.inotify.close(); self.watched.clear()
 
-    def ready(self) -> bool:
-        "Are events waiting in the queue? (this thread's own poll object, no timeout)"
-        poller = getattr(self.pollers, 'poller', None)   # a thread-local: unset in a thread that never polled
-        if poller is None:
-            import select
-            poller = self.pollers.poller = select.poll(); poller.register(self.inotify.fileno(), select.POLLIN)
-        return bool(poller.poll(0))
+# %% ../nbs/09a_watch.ipynb #26ff5668
+@patch
+def ready(self:Watcher) -> bool:
+    "Are events waiting in the queue? (this thread's own poll object, no timeout)"
+    poller = getattr(self.pollers, 'poller', None)   # a thread-local: unset in a thread that never polled
+    if poller is None:
+        import select
+        poller = self.pollers.poller = select.poll(); poller.register(self.inotify.fileno(), select.POLLIN)
+    return bool(poller.poll(0))
 
-# %% ../nbs/09a_watch.ipynb #c5123c80
+# %% ../nbs/09a_watch.ipynb #41354860
+def _add(self:Watcher, target:str, mask:int) -> int:
+    "Watch the inode at `target` for `mask`; its watch descriptor (no system call if it already is)."
+    wd, added = self.added.get(target, (None, 0))
+    if wd is None or added & mask != mask:
+        wd = self.inotify.add_watch(target, mask | added | _masks()[4])
+        self.added[target] = (wd, added | mask)
+    return wd
+
+# %% ../nbs/09a_watch.ipynb #ca0b5fdc
 @patch
 def take_events(self:Watcher):
     "Read every queued event: count it against its watch, or move the epoch."
@@ -71,6 +83,7 @@ def take_events(self:Watcher):
             if event.mask & gone:   # an inode left its path, and so did everything below it
                 self.epoch += 1; self.added.clear()
 
+# %% ../nbs/09a_watch.ipynb #61f515da
 @patch
 def generation(self:Watcher, path:str, poll:bool=True) -> tuple|None:
     "The generation of `path` after every queued event (`poll`), or None if `path` is not watched."
@@ -79,16 +92,7 @@ def generation(self:Watcher, path:str, poll:bool=True) -> tuple|None:
         wds = self.watched.get(path)
         return None if wds is None else (self.epoch, self.counts.get(wds[0], 0), self.counts.get(wds[1], 0))
 
-
-# %% ../nbs/09a_watch.ipynb #17131a19
-def _add(self:Watcher, target:str, mask:int) -> int:
-    "Watch the inode at `target` for `mask`; its watch descriptor (no system call if it already is)."
-    wd, added = self.added.get(target, (None, 0))
-    if wd is None or added & mask != mask:
-        wd = self.inotify.add_watch(target, mask | added | _masks()[4])
-        self.added[target] = (wd, added | mask)
-    return wd
-
+# %% ../nbs/09a_watch.ipynb #bff7e08c
 @patch
 def watch(self:Watcher, path:str, file:bool=True) -> tuple|None:
     "Watch `path` (its directory, itself if `file`, the directories above); its generation, or None if it cannot be watched."
@@ -110,8 +114,7 @@ def watch(self:Watcher, path:str, file:bool=True) -> tuple|None:
         self.watched[path] = wds
     return self.generation(path, poll=False)
 
-
-# %% ../nbs/09a_watch.ipynb #40c4fe96
+# %% ../nbs/09a_watch.ipynb #2bede99d
 _watcher, _unavailable = None, False
 
 def _process_watcher() -> Watcher|None:
@@ -122,6 +125,7 @@ def _process_watcher() -> Watcher|None:
         except (ImportError, OSError, AttributeError): _unavailable = True   # not Linux, or no inotify
     return _watcher
 
+# %% ../nbs/09a_watch.ipynb #0c987565
 def _forget_after_fork():
     "A forked child must not share its parent's queue: it starts without a watcher."
     global _watcher
@@ -142,17 +146,19 @@ def watched_state(path:str, file:bool=True) -> tuple:
     while os.path.dirname(above) != above: above = os.path.dirname(above); ups.append(look(above, False))
     return look(path, file), look(folder, True), tuple(ups)
 
-# %% ../nbs/09a_watch.ipynb #d65ff20c
+# %% ../nbs/09a_watch.ipynb #ba7b6dee
 def watch(path, file:bool=True) -> tuple|None:
     "Start watching `path` (`file`: also its contents); its generation, or None when it cannot be watched."
     w = _process_watcher()
     return None if w is None else w.watch(os.fspath(path), file)
 
+# %% ../nbs/09a_watch.ipynb #27416962
 def generation(path, poll:bool=True) -> tuple|None:
     "The current generation of a watched `path` (after taking in queued events if `poll`), or None."
     w = _watcher
     return None if w is None else w.generation(path, poll)
 
+# %% ../nbs/09a_watch.ipynb #2333cebd
 def changes(poll:bool=True) -> int|None:
     "How many events the watcher has seen in all (after taking in queued ones if `poll`); None without a watcher."
     w = _watcher
