@@ -17,9 +17,7 @@ import click
 from . import config
 from .basics import patch
 
-# %% ../nbs/33_audit.ipynb #1b776bcf
-GENESIS = '0' * 64
-
+# %% ../nbs/33_audit.ipynb #fee8acba
 def _finite(obj):
     "`obj` with every NaN or infinite float replaced by its name: JSON has no such numbers."
     if isinstance(obj, float): return obj if math.isfinite(obj) else str(obj)
@@ -27,6 +25,7 @@ def _finite(obj):
     if isinstance(obj, (list, tuple)): return [_finite(v) for v in obj]
     return obj
 
+# %% ../nbs/33_audit.ipynb #6a7a38c0
 _encoder = json.encoder.c_make_encoder and json.encoder.c_make_encoder(   # `json`'s C encoder, made once (`json.dumps` makes one per call)
     None, str, json.encoder.encode_basestring, None, ':', ',', True, False, False)   # no cycle check, default=str, compact, sorted, NaN refused
 
@@ -35,23 +34,29 @@ def _json(obj) -> str:
     try: return ''.join(_encoder(obj, 0)) if _encoder else json.dumps(obj, sort_keys=True, separators=(',', ':'), ensure_ascii=False, default=str, allow_nan=False)
     except ValueError: return json.dumps(_finite(obj), sort_keys=True, separators=(',', ':'), ensure_ascii=False, default=str)
 
+# %% ../nbs/33_audit.ipynb #01e4a9e5
 def canonical_json(obj) -> str:
     "One serialisation per value: sorted keys, no spaces, UTF-8 text, unknown objects as their str, no NaN."
     return _json(obj)
+
+# %% ../nbs/33_audit.ipynb #cef98b33
+GENESIS = '0' * 64
 
 def record_hash(seq:int, at:float, kind:str, data, prev_hash:str) -> str:
     "The chained hash of one record."
     body = canonical_json({'seq': seq, 'time': at, 'kind': kind, 'data': data, 'prev_hash': prev_hash})
     return hashlib.sha256((prev_hash + body).encode()).hexdigest()
 
-# %% ../nbs/33_audit.ipynb #72e09337
+# %% ../nbs/33_audit.ipynb #11e1499d
 def _unique_keys(pairs:list) -> dict:
     keys = [k for k, _ in pairs]
     if len(set(keys)) != len(keys): raise ValueError(f"duplicate key {next(k for k in keys if keys.count(k) > 1)!r}")
     return dict(pairs)
 
+# %% ../nbs/33_audit.ipynb #d0110c11
 def _no_constant(name:str): raise ValueError(f"{name} is not a JSON number")
 
+# %% ../nbs/33_audit.ipynb #635159ad
 def parse_data(text) -> dict:
     "A record's data, parsed strictly: the canonical JSON of an object, without duplicate keys or NaN; else ValueError."
     if not isinstance(text, str): raise ValueError(f"data is {type(text).__name__}, not text")
@@ -60,13 +65,12 @@ def parse_data(text) -> dict:
     if canonical_json(data) != text: raise ValueError("data is not in canonical form")
     return data
 
-# %% ../nbs/33_audit.ipynb #e3954b15
-_HEX64 = re.compile(r'[0-9a-f]{64}')
-
+# %% ../nbs/33_audit.ipynb #108b90c5
 def record_mac(key:bytes, chain_hash:str) -> str:
     "The keyed MAC that anchors a record: HMAC-SHA256 of its chain hash (which covers every record before it)."
     return hmac.digest(key, b'record:' + chain_hash.encode(), 'sha256').hex()
 
+# %% ../nbs/33_audit.ipynb #a33144b2
 def head_check(key:bytes, seq:int, mac:str, since:int) -> str:
     "The MAC that makes a head checkpoint unforgeable without the key."
     return hmac.new(key, f"head:{seq}:{mac}:{since}".encode(), hashlib.sha256).hexdigest()
@@ -84,7 +88,9 @@ def _write_atomic(path:Path, data:bytes, exclusive:bool=False):
         os.close(fd)
         if os.path.exists(tmp): os.unlink(tmp)
 
-# %% ../nbs/33_audit.ipynb #c592f736
+# %% ../nbs/33_audit.ipynb #cea97b46
+_HEX64 = re.compile(r'[0-9a-f]{64}')
+
 def load_key(path:Path) -> bytes|None:
     "The audit key stored in `path`, None if there is none; ValueError if the file does not hold one."
     try: text = Path(path).read_text()
@@ -92,12 +98,13 @@ def load_key(path:Path) -> bytes|None:
     if not _HEX64.fullmatch(text.strip()): raise ValueError(f"the audit key file {path} does not hold a key (edited or replaced)")
     return bytes.fromhex(text.strip())
 
+# %% ../nbs/33_audit.ipynb #ff80d965
 def create_key(path:Path) -> bool:
     "Put a fresh random key in `path` unless one is there (of two racing processes one wins); True if this call created it."
     try: _write_atomic(Path(path), (secrets.token_hex(32) + '\n').encode(), exclusive=True); return True
     except FileExistsError: return False
 
-# %% ../nbs/33_audit.ipynb #5337e18f
+# %% ../nbs/33_audit.ipynb #472be7a7
 _HEAD_FIELDS, HEAD_SIZE = ['check', 'mac', 'seq', 'since'], 256
 
 def head_bytes(key:bytes, seq:int, mac:str, since:int) -> bytes:
@@ -105,6 +112,7 @@ def head_bytes(key:bytes, seq:int, mac:str, since:int) -> bytes:
     body = f'{{"check":"{head_check(key, seq, mac, since)}","mac":"{mac}","seq":{int(seq)},"since":{int(since)}}}'   # canonical_json of the four fields
     return (body.ljust(HEAD_SIZE - 1) + '\n').encode()
 
+# %% ../nbs/33_audit.ipynb #ef4dba2c
 def parse_head(raw:bytes) -> dict:
     "A checkpoint's content, parsed strictly (canonical JSON of exactly its four fields, padded to HEAD_SIZE); else ValueError."
     text = raw.decode()
@@ -115,28 +123,31 @@ def parse_head(raw:bytes) -> dict:
         raise ValueError("it is not a checkpoint")
     return head
 
-# %% ../nbs/33_audit.ipynb #aed062e5
+# %% ../nbs/33_audit.ipynb #8d58a038
 def read_head(path:Path) -> dict|None:
     "The head checkpoint in `path`, None if there is none; ValueError if it is malformed."
     try: raw = Path(path).read_bytes()
     except FileNotFoundError: return None
     return parse_head(raw)
 
+# %% ../nbs/33_audit.ipynb #1627cfdb
 def write_head(path:Path, key:bytes, seq:int, mac:str, since:int):
     "Create or replace the checkpoint in `path` atomically (temporary file, fsync, rename): when anchoring begins and on `reanchor`."
     _write_atomic(Path(path), head_bytes(key, seq, mac, since))
 
+# %% ../nbs/33_audit.ipynb #76d2e5f5
 def overwrite_head(fd:int, content:bytes):
     "Move the checkpoint open on `fd` forward in place: one write of its HEAD_SIZE bytes (`head_bytes`) at offset 0."
     os.pwrite(fd, content, 0)
 
-# %% ../nbs/33_audit.ipynb #dd79140f
+# %% ../nbs/33_audit.ipynb #5c56a11a
 def anchor_files(db:Path) -> tuple:
     "Where the key and the head checkpoint of the log in `db` live: `(config/audit.key, state/audit.head)` for the default log."
     p, db = config.paths(), Path(db).resolve()
     name = 'audit' if db == (p.data / 'audit.db').resolve() else 'audit-' + hashlib.sha256(str(db).encode()).hexdigest()[:16]
     return p.config / f"{name}.key", p.state / f"{name}.head"
 
+# %% ../nbs/33_audit.ipynb #5a0046dc
 @contextlib.contextmanager
 def _flocked(path:Path, shared:bool=False):
     "Hold the lock `path`.lock: checkpoint writers take turns (exclusive), readers wait for a write in progress (shared)."
