@@ -157,12 +157,13 @@ def _flocked(path:Path, shared:bool=False):
     try: fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX); yield
     finally: os.close(fd)
 
-# %% ../nbs/33_audit.ipynb #45b8c400
+# %% ../nbs/33_audit.ipynb #e33476c4
 COLUMNS = ('seq', 'time', 'kind', 'data', 'prev_hash', 'hash', 'mac')
 _SCHEMA = """CREATE TABLE IF NOT EXISTS audit (
     seq INTEGER PRIMARY KEY, time REAL NOT NULL, kind TEXT NOT NULL,
     data TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL, mac TEXT)"""
 
+# %% ../nbs/33_audit.ipynb #78977d56
 def connect(path:Path) -> sqlite3.Connection:
     "A connection safe to share between processes: WAL journal, a busy timeout, autocommit."
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -207,7 +208,7 @@ class AuditLog:
     def __len__(self): return self.db.execute('SELECT count(*) FROM audit').fetchone()[0]
     def __repr__(self): return f"AuditLog({str(self.path)!r}, {len(self)} records)"
 
-# %% ../nbs/33_audit.ipynb #3ba4def7
+# %% ../nbs/33_audit.ipynb #05b11423
 @patch
 def _hash_at(self:AuditLog, seq:int) -> str|None:
     "The chain hash of record `seq` as stored (GENESIS for 0), None if there is no such record."
@@ -215,6 +216,7 @@ def _hash_at(self:AuditLog, seq:int) -> str|None:
     row = self.db.execute('SELECT hash FROM audit WHERE seq = ?', (seq,)).fetchone()
     return row[0] if row else None
 
+# %% ../nbs/33_audit.ipynb #165894e3
 @patch
 def begin_anchoring(self:AuditLog) -> bytes|None:
     "The key, loaded; on a log's first append, created, with a first checkpoint at the current head."
@@ -231,7 +233,6 @@ def begin_anchoring(self:AuditLog) -> bytes|None:
         except (OSError, ValueError) as e: logging.getLogger('passepartout').error(f"audit log: no key, records are not anchored: {e}")
         return self.key
 
-
 # %% ../nbs/33_audit.ipynb #e664338f
 def chain_hash(seq:int, at:float, kind:str, data_text:str, prev_hash:str) -> str:
     "`record_hash` of a record whose data is already canonical JSON text: the body is put together, not serialised again."
@@ -242,19 +243,7 @@ def chain_hash(seq:int, at:float, kind:str, data_text:str, prev_hash:str) -> str
 
 _PLAIN = re.compile(r'[\w .:-]*', re.ASCII)   # text JSON writes as it is, between quotes
 
-# %% ../nbs/33_audit.ipynb #a0fe7478
-@patch
-def append(self:AuditLog, event:dict) -> dict|None:
-    "Append `event` (a dict with a `kind`) as the next chained, MAC'd record, serialised once; inside a batch it is queued (None) and written when the batch ends or `checkpoint()` runs."
-    kind = str(event.get('kind', 'event'))
-    item = (time.time(), kind, canonical_json({k: v for k, v in event.items() if k != 'kind'}))
-    if getattr(self.batches, 'depth', 0):
-        self.batches.queue.append(item); return None
-    record = dict(zip(COLUMNS, self._write([item])[-1]))
-    self.checkpoint()
-    record['data'] = json.loads(record['data'])
-    return record
-
+# %% ../nbs/33_audit.ipynb #b5fe1d1b
 @patch
 def _redacted(self:AuditLog, items:list) -> list:
     "`items` with secrets replaced by their handles; nothing to do, not even a look at each record, while the vault is empty."
@@ -266,25 +255,7 @@ def _redacted(self:AuditLog, items:list) -> list:
         out.append((at, kind, text if clean == text else canonical_json(json.loads(clean))))
     return out
 
-
-# %% ../nbs/33_audit.ipynb #a57524a2
-@patch
-def _write(self:AuditLog, items:list) -> list:
-    "Chain and insert `items` (time, kind, canonical data text) in one transaction, with whatever other threads wait to write; the rows of `items`."
-    ticket = [self._redacted(items), None, None]   # what to write, its rows once written, the error if the transaction failed
-    key = self.key or self.begin_anchoring()
-    with self.waiting_lock: self.waiting.append(ticket)
-    try:
-        with self.lock:
-            if ticket[1] is None and ticket[2] is None:   # not written yet by the thread that held the lock before us
-                with self.waiting_lock: group, self.waiting = self.waiting, []
-                self._commit(group, key)
-    except BaseException:                             # interrupted while waiting: nobody writes these records later
-        with self.waiting_lock: self.waiting = [w for w in self.waiting if w is not ticket]
-        raise
-    if ticket[2] is not None: raise ticket[2]
-    return ticket[1]
-
+# %% ../nbs/33_audit.ipynb #feeaa3d1
 @patch
 def _commit(self:AuditLog, group:list, key:bytes|None):
     "Write every ticket of `group` in one transaction (each ticket's records together, in the order they came); callers hold `lock`."
@@ -309,6 +280,25 @@ def _commit(self:AuditLog, group:list, key:bytes|None):
         return
     if self.pending is None or seq > self.pending[0]: self.pending = (seq, prev, written[-1][6] if written else None)
 
+# %% ../nbs/33_audit.ipynb #97679be5
+@patch
+def _write(self:AuditLog, items:list) -> list:
+    "Chain and insert `items` (time, kind, canonical data text) in one transaction, with whatever other threads wait to write; the rows of `items`."
+    ticket = [self._redacted(items), None, None]   # what to write, its rows once written, the error if the transaction failed
+    key = self.key or self.begin_anchoring()
+    with self.waiting_lock: self.waiting.append(ticket)
+    try:
+        with self.lock:
+            if ticket[1] is None and ticket[2] is None:   # not written yet by the thread that held the lock before us
+                with self.waiting_lock: group, self.waiting = self.waiting, []
+                self._commit(group, key)
+    except BaseException:                             # interrupted while waiting: nobody writes these records later
+        with self.waiting_lock: self.waiting = [w for w in self.waiting if w is not ticket]
+        raise
+    if ticket[2] is not None: raise ticket[2]
+    return ticket[1]
+
+# %% ../nbs/33_audit.ipynb #3d6bba08
 @patch
 def flush(self:AuditLog):
     "Write the records this thread's batch has queued, in one transaction."
@@ -317,8 +307,7 @@ def flush(self:AuditLog):
         self.batches.queue = []
         self._write(queue)
 
-
-# %% ../nbs/33_audit.ipynb #a7c96891
+# %% ../nbs/33_audit.ipynb #9f57b193
 @patch
 def _current_head(self:AuditLog, fd:int, key:bytes) -> dict|None:
     "The checkpoint open on `fd` if it is well-formed and carries the key's MAC (what this log last wrote needs no parsing), else None."
@@ -328,17 +317,7 @@ def _current_head(self:AuditLog, fd:int, key:bytes) -> dict|None:
     except ValueError: return None
     return head if hmac.compare_digest(head_check(key, head['seq'], head['mac'], head['since']), head['check']) else None
 
-@patch
-def checkpoint(self:AuditLog):
-    "Write this thread's queued records, then move the head checkpoint to the last record this log appended, if that extends the chain the checkpoint anchors."
-    self.flush()
-    with self.head_lock:
-        if self.pending is None or self.pending[0] <= self.checkpointed or self.key is None: return
-        try: self._move_head(*self.pending)
-        except OSError as e:
-            import logging
-            logging.getLogger('passepartout').error(f"audit log: the head checkpoint {self.head_file} could not be moved: {e}")
-
+# %% ../nbs/33_audit.ipynb #f4867ec3
 @patch
 @contextlib.contextmanager
 def _head_locked(self:AuditLog):
@@ -350,6 +329,7 @@ def _head_locked(self:AuditLog):
     try: yield
     finally: fcntl.flock(self.lock_fd, fcntl.LOCK_UN)
 
+# %% ../nbs/33_audit.ipynb #990b1e33
 @patch
 def _move_head(self:AuditLog, seq:int, h:str, mac:str|None=None):
     "Under the file lock: move the checkpoint to record `seq` (hash `h`, MAC `mac` if known) if it is well-formed, the key's, behind `seq` and on this chain."
@@ -370,8 +350,32 @@ def _move_head(self:AuditLog, seq:int, h:str, mac:str|None=None):
             self.checkpointed, self.written = seq, (content, new, h)
         finally: os.close(fd)
 
+# %% ../nbs/33_audit.ipynb #6b01b75b
+@patch
+def checkpoint(self:AuditLog):
+    "Write this thread's queued records, then move the head checkpoint to the last record this log appended, if that extends the chain the checkpoint anchors."
+    self.flush()
+    with self.head_lock:
+        if self.pending is None or self.pending[0] <= self.checkpointed or self.key is None: return
+        try: self._move_head(*self.pending)
+        except OSError as e:
+            import logging
+            logging.getLogger('passepartout').error(f"audit log: the head checkpoint {self.head_file} could not be moved: {e}")
 
-# %% ../nbs/33_audit.ipynb #ff0ae07c
+# %% ../nbs/33_audit.ipynb #51a1bd8e
+@patch
+def append(self:AuditLog, event:dict) -> dict|None:
+    "Append `event` (a dict with a `kind`) as the next chained, MAC'd record, serialised once; inside a batch it is queued (None) and written when the batch ends or `checkpoint()` runs."
+    kind = str(event.get('kind', 'event'))
+    item = (time.time(), kind, canonical_json({k: v for k, v in event.items() if k != 'kind'}))
+    if getattr(self.batches, 'depth', 0):
+        self.batches.queue.append(item); return None
+    record = dict(zip(COLUMNS, self._write([item])[-1]))
+    self.checkpoint()
+    record['data'] = json.loads(record['data'])
+    return record
+
+# %% ../nbs/33_audit.ipynb #098c1ab0
 @patch
 @contextlib.contextmanager
 def batch(self:AuditLog):
@@ -384,12 +388,12 @@ def batch(self:AuditLog):
         self.batches.depth = depth
         if depth == 0: self.checkpoint()
 
-
-# %% ../nbs/33_audit.ipynb #b8e60bb9
+# %% ../nbs/33_audit.ipynb #f8422f91
 @patch
 def _rows(self:AuditLog, sql:str='SELECT seq, time, kind, data, prev_hash, hash, mac FROM audit ORDER BY rowid', args=()):
     for row in self.db.execute(sql, args): yield dict(zip(COLUMNS, row))
 
+# %% ../nbs/33_audit.ipynb #b08a71a9
 @patch
 def recent(self:AuditLog, n:int=20, kind:str|None=None) -> list:
     "The last `n` records (of `kind`, if given), oldest first, with their data decoded."
@@ -397,7 +401,6 @@ def recent(self:AuditLog, n:int=20, kind:str|None=None) -> list:
     rows = list(self._rows(f'SELECT seq, time, kind, data, prev_hash, hash, mac FROM audit {where} ORDER BY seq DESC LIMIT ?', args))
     for r in rows: r['data'] = json.loads(r['data'])
     return rows[::-1]
-
 
 # %% ../nbs/33_audit.ipynb #7fa8c4fc
 def _invalid(r:dict) -> str|None:
@@ -412,7 +415,7 @@ def _invalid(r:dict) -> str|None:
     except ValueError as e: return f"data is not strictly valid ({e})"
     return None
 
-# %% ../nbs/33_audit.ipynb #a1b7c410
+# %% ../nbs/33_audit.ipynb #b09113ae
 def _check(r:dict, expect_seq:int, prev:str) -> str|None:
     "What is wrong with record `r` where record number `expect_seq` following hash `prev` should be, or None."
     why = _invalid(r)
@@ -425,6 +428,7 @@ def _check(r:dict, expect_seq:int, prev:str) -> str|None:
     if record_hash(r['seq'], r['time'], r['kind'], json.loads(r['data']), prev) != r['hash']: return f"record #{r['seq']}: content does not match its hash (edited)"
     return None
 
+# %% ../nbs/33_audit.ipynb #82ffd9d2
 def _mac_problem(r:dict, key:bytes|None, bare_allowed:bool) -> str|None:
     "What is wrong with record `r`'s MAC, or None; `bare_allowed`: it may have none (written before anchoring)."
     if r['mac'] is None: return None if bare_allowed else f"record #{r['seq']}: has no MAC (forged, or its MAC was stripped)"
@@ -432,7 +436,7 @@ def _mac_problem(r:dict, key:bytes|None, bare_allowed:bool) -> str|None:
         return f"record #{r['seq']}: its MAC does not match (forged or re-hashed without the key, or the key was replaced)"
     return None
 
-# %% ../nbs/33_audit.ipynb #bf5cc592
+# %% ../nbs/33_audit.ipynb #9c3f55a1
 @patch
 def _schema_problems(self:AuditLog) -> list:
     "What is wrong with the database's schema: other columns, or a trigger, view or table that can hide or change records."
@@ -442,8 +446,7 @@ def _schema_problems(self:AuditLog) -> list:
     if extra: out.append(f"the audit database holds {', '.join(extra)} besides the audit table (a trigger or a view can hide or change records)")
     return out
 
-
-# %% ../nbs/33_audit.ipynb #1353265f
+# %% ../nbs/33_audit.ipynb #0c823a48
 @patch
 def _walk(self:AuditLog, key:bytes|None, head:dict|None) -> tuple:
     "Check every record in storage order: (problems, number of records, last seq, last hash, MAC'd records, hash of the checkpoint's record)."
@@ -458,8 +461,7 @@ def _walk(self:AuditLog, key:bytes|None, head:dict|None) -> tuple:
         prev, expect = r['hash'], max(expect, r['seq']) + 1
     return problems, count, expect - 1, prev, macs, at_head
 
-
-# %% ../nbs/33_audit.ipynb #086cb61d
+# %% ../nbs/33_audit.ipynb #bb00b7c0
 @patch
 def _head_problems(self:AuditLog, key, head, last:int, at_head) -> list:
     "What is wrong between the checkpoint and the records: missing, forged, or anchoring records that are not there."
@@ -473,8 +475,7 @@ def _head_problems(self:AuditLog, key, head, last:int, at_head) -> list:
         return [f"record #{head['seq']} is not the record the checkpoint anchored (an older copy restored, or the log rewritten)"]
     return []
 
-
-# %% ../nbs/33_audit.ipynb #07852dad
+# %% ../nbs/33_audit.ipynb #0d24e21e
 @patch
 def verify(self:AuditLog) -> tuple:
     "Check the chain, every MAC and the head checkpoint: `(ok, problems)`, record problems first; sets `head` and `anchor`."
@@ -498,8 +499,7 @@ def verify(self:AuditLog) -> tuple:
     if not problems: self.anchor = f"anchored by the checkpoint at #{head['seq']}" + (f"; #{head['seq'] + 1} to #{last} appended since" if last > head['seq'] else '')
     return (not problems, problems)
 
-
-# %% ../nbs/33_audit.ipynb #9d2f4016
+# %% ../nbs/33_audit.ipynb #97bda598
 @patch
 def reanchor(self:AuditLog, reason:str='') -> dict:
     "Start a new checkpoint at the head, after appending an `anchor-reset` record with what `verify` found wrong."
@@ -513,7 +513,6 @@ def reanchor(self:AuditLog, reason:str='') -> dict:
         write_head(self.head_file, self.key, record['seq'], record['mac'], since)
         self.checkpointed = max(self.checkpointed, record['seq'])
     return record
-
 
 # %% ../nbs/33_audit.ipynb #28a25926
 def describe(r:dict, width:int=100) -> str:
@@ -542,7 +541,7 @@ def audit_command(ctx, count, kind):
     rows = log.recent(count, kind)
     click.echo('\n'.join(describe(r) for r in rows) if rows else f"the audit log {log.path} is empty")
 
-# %% ../nbs/33_audit.ipynb #0cc837b5
+# %% ../nbs/33_audit.ipynb #9f819007
 @audit_command.command('verify')
 def audit_verify():
     "Check the hash chain, every record's MAC and the head checkpoint; exit 1 naming the first problem, 2 if records are not anchored yet."
@@ -557,6 +556,7 @@ def audit_verify():
         raise SystemExit(2)
     click.echo(f"audit log intact: {seq} records, head #{seq} {h}; {log.anchor}")
 
+# %% ../nbs/33_audit.ipynb #c3bf293a
 @audit_command.command('reanchor')
 @click.option('--reason', default='', help="Why (recorded in the log with the problems found).")
 def audit_reanchor(reason):
