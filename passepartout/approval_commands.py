@@ -21,11 +21,12 @@ from .sessions import SessionStore
 from .app import build_agent
 from .daemon import daemon_running, client_send
 
-# %% ../nbs/60a_approval_commands.ipynb #b1e938aa
+# %% ../nbs/60a_approval_commands.ipynb #696a78a8
 def _agent():
     "The configured agent, for running a released action in this process."
     return build_agent()
 
+# %% ../nbs/60a_approval_commands.ipynb #ac538914
 def _describe(r:dict) -> str:
     left = r['expires'] - time.time()
     action = Action.from_dict(json.loads(r['action']))
@@ -35,13 +36,14 @@ def _describe(r:dict) -> str:
     why = f"  the model's reason: {action.explanation!r}" if action.explanation else ''
     return f"{r['token']}  expires in {_ago(left)}  {action!r}" + (f"  ({'; '.join(r['reasons'])})" if r['reasons'] else '') + why + once
 
-# %% ../nbs/60a_approval_commands.ipynb #d6e7e736
+# %% ../nbs/60a_approval_commands.ipynb #828f1258
 @click.command('approvals')
 def approvals_command():
     "List the actions waiting for approval."
     rows = ApprovalStore().pending()
     click.echo('\n'.join(_describe(r) for r in rows) if rows else "no actions are waiting for approval")
 
+# %% ../nbs/60a_approval_commands.ipynb #b9a0e0c2
 class _Unreachable(Exception): "A daemon runs but did not take the command."
 
 def _via_daemon(store:ApprovalStore, token:str, command:str) -> list|None:
@@ -54,9 +56,11 @@ def _via_daemon(store:ApprovalStore, token:str, command:str) -> list|None:
     try: return client_send(command, session=session, source='cli').get('replies') or []
     except (OSError, PassepartoutError) as e: raise _Unreachable(f"{type(e).__name__}: {e}") from None
 
+# %% ../nbs/60a_approval_commands.ipynb #f8dbf4d6
 def _echo_turn(turn):
     for text in (turn.replies if turn is not None else ()): click.echo(text)
 
+# %% ../nbs/60a_approval_commands.ipynb #c14e81ed
 @click.command('approve')
 @click.argument('token')
 @click.option('--always', is_flag=True, help="Also allow this action from now on (a permission rule).")
@@ -88,7 +92,20 @@ def approve_command(token, always):
     _echo_turn(carry_on(agent, res.feedback))
     if not res.ok: raise SystemExit(1)
 
-# %% ../nbs/60a_approval_commands.ipynb #6761b569
+# %% ../nbs/60a_approval_commands.ipynb #5f47de6d
+def _stored_conversation(record:dict) -> bool:
+    "Is the session `record` was held in a conversation the session store keeps?"
+    return SessionStore(vault=False).get(record['meta'].get('session') or 'default') is not None
+
+# %% ../nbs/60a_approval_commands.ipynb #73d11ac2
+def _tell_refusal(record:dict):
+    "Without a daemon: remember the refusal, tell the model of the held session once, and let it answer (its turn)."
+    agent = _agent()
+    refuse(agent, record)
+    if not (agent.approvals or ApprovalStore()).take_refusal(record['token']): return None
+    return carry_on(agent, refused_outcome(record, record['note']))
+
+# %% ../nbs/60a_approval_commands.ipynb #c94a8450
 @click.command('deny')
 @click.argument('token')
 @click.option('--reason', default='', help="Why (recorded in the audit log).")
@@ -105,14 +122,3 @@ def deny_command(token, reason):
     click.echo(f"denied {record['token']}: {Action.from_dict(json.loads(record['action']))!r} will not run"
                + (f" (the daemon did not answer ({unreachable}); it tells the model as soon as it notices)" if unreachable else ''))
     if unreachable is None and _stored_conversation(record): _echo_turn(_tell_refusal(record))
-
-def _stored_conversation(record:dict) -> bool:
-    "Is the session `record` was held in a conversation the session store keeps?"
-    return SessionStore(vault=False).get(record['meta'].get('session') or 'default') is not None
-
-def _tell_refusal(record:dict):
-    "Without a daemon: remember the refusal, tell the model of the held session once, and let it answer (its turn)."
-    agent = _agent()
-    refuse(agent, record)
-    if not (agent.approvals or ApprovalStore()).take_refusal(record['token']): return None
-    return carry_on(agent, refused_outcome(record, record['note']))

@@ -17,9 +17,7 @@ import click
 from . import config
 from .basics import patch
 
-# %% ../nbs/33_audit.ipynb #1b776bcf
-GENESIS = '0' * 64
-
+# %% ../nbs/33_audit.ipynb #fee8acba
 def _finite(obj):
     "`obj` with every NaN or infinite float replaced by its name: JSON has no such numbers."
     if isinstance(obj, float): return obj if math.isfinite(obj) else str(obj)
@@ -27,6 +25,7 @@ def _finite(obj):
     if isinstance(obj, (list, tuple)): return [_finite(v) for v in obj]
     return obj
 
+# %% ../nbs/33_audit.ipynb #6a7a38c0
 _encoder = json.encoder.c_make_encoder and json.encoder.c_make_encoder(   # `json`'s C encoder, made once (`json.dumps` makes one per call)
     None, str, json.encoder.encode_basestring, None, ':', ',', True, False, False)   # no cycle check, default=str, compact, sorted, NaN refused
 
@@ -35,23 +34,29 @@ def _json(obj) -> str:
     try: return ''.join(_encoder(obj, 0)) if _encoder else json.dumps(obj, sort_keys=True, separators=(',', ':'), ensure_ascii=False, default=str, allow_nan=False)
     except ValueError: return json.dumps(_finite(obj), sort_keys=True, separators=(',', ':'), ensure_ascii=False, default=str)
 
+# %% ../nbs/33_audit.ipynb #01e4a9e5
 def canonical_json(obj) -> str:
     "One serialisation per value: sorted keys, no spaces, UTF-8 text, unknown objects as their str, no NaN."
     return _json(obj)
+
+# %% ../nbs/33_audit.ipynb #cef98b33
+GENESIS = '0' * 64
 
 def record_hash(seq:int, at:float, kind:str, data, prev_hash:str) -> str:
     "The chained hash of one record."
     body = canonical_json({'seq': seq, 'time': at, 'kind': kind, 'data': data, 'prev_hash': prev_hash})
     return hashlib.sha256((prev_hash + body).encode()).hexdigest()
 
-# %% ../nbs/33_audit.ipynb #72e09337
+# %% ../nbs/33_audit.ipynb #11e1499d
 def _unique_keys(pairs:list) -> dict:
     keys = [k for k, _ in pairs]
     if len(set(keys)) != len(keys): raise ValueError(f"duplicate key {next(k for k in keys if keys.count(k) > 1)!r}")
     return dict(pairs)
 
+# %% ../nbs/33_audit.ipynb #d0110c11
 def _no_constant(name:str): raise ValueError(f"{name} is not a JSON number")
 
+# %% ../nbs/33_audit.ipynb #635159ad
 def parse_data(text) -> dict:
     "A record's data, parsed strictly: the canonical JSON of an object, without duplicate keys or NaN; else ValueError."
     if not isinstance(text, str): raise ValueError(f"data is {type(text).__name__}, not text")
@@ -60,13 +65,12 @@ def parse_data(text) -> dict:
     if canonical_json(data) != text: raise ValueError("data is not in canonical form")
     return data
 
-# %% ../nbs/33_audit.ipynb #e3954b15
-_HEX64 = re.compile(r'[0-9a-f]{64}')
-
+# %% ../nbs/33_audit.ipynb #108b90c5
 def record_mac(key:bytes, chain_hash:str) -> str:
     "The keyed MAC that anchors a record: HMAC-SHA256 of its chain hash (which covers every record before it)."
     return hmac.digest(key, b'record:' + chain_hash.encode(), 'sha256').hex()
 
+# %% ../nbs/33_audit.ipynb #a33144b2
 def head_check(key:bytes, seq:int, mac:str, since:int) -> str:
     "The MAC that makes a head checkpoint unforgeable without the key."
     return hmac.new(key, f"head:{seq}:{mac}:{since}".encode(), hashlib.sha256).hexdigest()
@@ -84,7 +88,9 @@ def _write_atomic(path:Path, data:bytes, exclusive:bool=False):
         os.close(fd)
         if os.path.exists(tmp): os.unlink(tmp)
 
-# %% ../nbs/33_audit.ipynb #c592f736
+# %% ../nbs/33_audit.ipynb #cea97b46
+_HEX64 = re.compile(r'[0-9a-f]{64}')
+
 def load_key(path:Path) -> bytes|None:
     "The audit key stored in `path`, None if there is none; ValueError if the file does not hold one."
     try: text = Path(path).read_text()
@@ -92,12 +98,13 @@ def load_key(path:Path) -> bytes|None:
     if not _HEX64.fullmatch(text.strip()): raise ValueError(f"the audit key file {path} does not hold a key (edited or replaced)")
     return bytes.fromhex(text.strip())
 
+# %% ../nbs/33_audit.ipynb #ff80d965
 def create_key(path:Path) -> bool:
     "Put a fresh random key in `path` unless one is there (of two racing processes one wins); True if this call created it."
     try: _write_atomic(Path(path), (secrets.token_hex(32) + '\n').encode(), exclusive=True); return True
     except FileExistsError: return False
 
-# %% ../nbs/33_audit.ipynb #5337e18f
+# %% ../nbs/33_audit.ipynb #472be7a7
 _HEAD_FIELDS, HEAD_SIZE = ['check', 'mac', 'seq', 'since'], 256
 
 def head_bytes(key:bytes, seq:int, mac:str, since:int) -> bytes:
@@ -105,6 +112,7 @@ def head_bytes(key:bytes, seq:int, mac:str, since:int) -> bytes:
     body = f'{{"check":"{head_check(key, seq, mac, since)}","mac":"{mac}","seq":{int(seq)},"since":{int(since)}}}'   # canonical_json of the four fields
     return (body.ljust(HEAD_SIZE - 1) + '\n').encode()
 
+# %% ../nbs/33_audit.ipynb #ef4dba2c
 def parse_head(raw:bytes) -> dict:
     "A checkpoint's content, parsed strictly (canonical JSON of exactly its four fields, padded to HEAD_SIZE); else ValueError."
     text = raw.decode()
@@ -115,28 +123,31 @@ def parse_head(raw:bytes) -> dict:
         raise ValueError("it is not a checkpoint")
     return head
 
-# %% ../nbs/33_audit.ipynb #aed062e5
+# %% ../nbs/33_audit.ipynb #8d58a038
 def read_head(path:Path) -> dict|None:
     "The head checkpoint in `path`, None if there is none; ValueError if it is malformed."
     try: raw = Path(path).read_bytes()
     except FileNotFoundError: return None
     return parse_head(raw)
 
+# %% ../nbs/33_audit.ipynb #1627cfdb
 def write_head(path:Path, key:bytes, seq:int, mac:str, since:int):
     "Create or replace the checkpoint in `path` atomically (temporary file, fsync, rename): when anchoring begins and on `reanchor`."
     _write_atomic(Path(path), head_bytes(key, seq, mac, since))
 
+# %% ../nbs/33_audit.ipynb #76d2e5f5
 def overwrite_head(fd:int, content:bytes):
     "Move the checkpoint open on `fd` forward in place: one write of its HEAD_SIZE bytes (`head_bytes`) at offset 0."
     os.pwrite(fd, content, 0)
 
-# %% ../nbs/33_audit.ipynb #dd79140f
+# %% ../nbs/33_audit.ipynb #5c56a11a
 def anchor_files(db:Path) -> tuple:
     "Where the key and the head checkpoint of the log in `db` live: `(config/audit.key, state/audit.head)` for the default log."
     p, db = config.paths(), Path(db).resolve()
     name = 'audit' if db == (p.data / 'audit.db').resolve() else 'audit-' + hashlib.sha256(str(db).encode()).hexdigest()[:16]
     return p.config / f"{name}.key", p.state / f"{name}.head"
 
+# %% ../nbs/33_audit.ipynb #5a0046dc
 @contextlib.contextmanager
 def _flocked(path:Path, shared:bool=False):
     "Hold the lock `path`.lock: checkpoint writers take turns (exclusive), readers wait for a write in progress (shared)."
@@ -146,12 +157,13 @@ def _flocked(path:Path, shared:bool=False):
     try: fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX); yield
     finally: os.close(fd)
 
-# %% ../nbs/33_audit.ipynb #45b8c400
+# %% ../nbs/33_audit.ipynb #e33476c4
 COLUMNS = ('seq', 'time', 'kind', 'data', 'prev_hash', 'hash', 'mac')
 _SCHEMA = """CREATE TABLE IF NOT EXISTS audit (
     seq INTEGER PRIMARY KEY, time REAL NOT NULL, kind TEXT NOT NULL,
     data TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL, mac TEXT)"""
 
+# %% ../nbs/33_audit.ipynb #78977d56
 def connect(path:Path) -> sqlite3.Connection:
     "A connection safe to share between processes: WAL journal, a busy timeout, autocommit."
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -196,7 +208,7 @@ class AuditLog:
     def __len__(self): return self.db.execute('SELECT count(*) FROM audit').fetchone()[0]
     def __repr__(self): return f"AuditLog({str(self.path)!r}, {len(self)} records)"
 
-# %% ../nbs/33_audit.ipynb #3ba4def7
+# %% ../nbs/33_audit.ipynb #05b11423
 @patch
 def _hash_at(self:AuditLog, seq:int) -> str|None:
     "The chain hash of record `seq` as stored (GENESIS for 0), None if there is no such record."
@@ -204,6 +216,7 @@ def _hash_at(self:AuditLog, seq:int) -> str|None:
     row = self.db.execute('SELECT hash FROM audit WHERE seq = ?', (seq,)).fetchone()
     return row[0] if row else None
 
+# %% ../nbs/33_audit.ipynb #165894e3
 @patch
 def begin_anchoring(self:AuditLog) -> bytes|None:
     "The key, loaded; on a log's first append, created, with a first checkpoint at the current head."
@@ -220,7 +233,6 @@ def begin_anchoring(self:AuditLog) -> bytes|None:
         except (OSError, ValueError) as e: logging.getLogger('passepartout').error(f"audit log: no key, records are not anchored: {e}")
         return self.key
 
-
 # %% ../nbs/33_audit.ipynb #e664338f
 def chain_hash(seq:int, at:float, kind:str, data_text:str, prev_hash:str) -> str:
     "`record_hash` of a record whose data is already canonical JSON text: the body is put together, not serialised again."
@@ -231,19 +243,7 @@ def chain_hash(seq:int, at:float, kind:str, data_text:str, prev_hash:str) -> str
 
 _PLAIN = re.compile(r'[\w .:-]*', re.ASCII)   # text JSON writes as it is, between quotes
 
-# %% ../nbs/33_audit.ipynb #a0fe7478
-@patch
-def append(self:AuditLog, event:dict) -> dict|None:
-    "Append `event` (a dict with a `kind`) as the next chained, MAC'd record, serialised once; inside a batch it is queued (None) and written when the batch ends or `checkpoint()` runs."
-    kind = str(event.get('kind', 'event'))
-    item = (time.time(), kind, canonical_json({k: v for k, v in event.items() if k != 'kind'}))
-    if getattr(self.batches, 'depth', 0):
-        self.batches.queue.append(item); return None
-    record = dict(zip(COLUMNS, self._write([item])[-1]))
-    self.checkpoint()
-    record['data'] = json.loads(record['data'])
-    return record
-
+# %% ../nbs/33_audit.ipynb #b5fe1d1b
 @patch
 def _redacted(self:AuditLog, items:list) -> list:
     "`items` with secrets replaced by their handles; nothing to do, not even a look at each record, while the vault is empty."
@@ -255,25 +255,7 @@ def _redacted(self:AuditLog, items:list) -> list:
         out.append((at, kind, text if clean == text else canonical_json(json.loads(clean))))
     return out
 
-
-# %% ../nbs/33_audit.ipynb #a57524a2
-@patch
-def _write(self:AuditLog, items:list) -> list:
-    "Chain and insert `items` (time, kind, canonical data text) in one transaction, with whatever other threads wait to write; the rows of `items`."
-    ticket = [self._redacted(items), None, None]   # what to write, its rows once written, the error if the transaction failed
-    key = self.key or self.begin_anchoring()
-    with self.waiting_lock: self.waiting.append(ticket)
-    try:
-        with self.lock:
-            if ticket[1] is None and ticket[2] is None:   # not written yet by the thread that held the lock before us
-                with self.waiting_lock: group, self.waiting = self.waiting, []
-                self._commit(group, key)
-    except BaseException:                             # interrupted while waiting: nobody writes these records later
-        with self.waiting_lock: self.waiting = [w for w in self.waiting if w is not ticket]
-        raise
-    if ticket[2] is not None: raise ticket[2]
-    return ticket[1]
-
+# %% ../nbs/33_audit.ipynb #feeaa3d1
 @patch
 def _commit(self:AuditLog, group:list, key:bytes|None):
     "Write every ticket of `group` in one transaction (each ticket's records together, in the order they came); callers hold `lock`."
@@ -298,6 +280,25 @@ def _commit(self:AuditLog, group:list, key:bytes|None):
         return
     if self.pending is None or seq > self.pending[0]: self.pending = (seq, prev, written[-1][6] if written else None)
 
+# %% ../nbs/33_audit.ipynb #97679be5
+@patch
+def _write(self:AuditLog, items:list) -> list:
+    "Chain and insert `items` (time, kind, canonical data text) in one transaction, with whatever other threads wait to write; the rows of `items`."
+    ticket = [self._redacted(items), None, None]   # what to write, its rows once written, the error if the transaction failed
+    key = self.key or self.begin_anchoring()
+    with self.waiting_lock: self.waiting.append(ticket)
+    try:
+        with self.lock:
+            if ticket[1] is None and ticket[2] is None:   # not written yet by the thread that held the lock before us
+                with self.waiting_lock: group, self.waiting = self.waiting, []
+                self._commit(group, key)
+    except BaseException:                             # interrupted while waiting: nobody writes these records later
+        with self.waiting_lock: self.waiting = [w for w in self.waiting if w is not ticket]
+        raise
+    if ticket[2] is not None: raise ticket[2]
+    return ticket[1]
+
+# %% ../nbs/33_audit.ipynb #3d6bba08
 @patch
 def flush(self:AuditLog):
     "Write the records this thread's batch has queued, in one transaction."
@@ -306,8 +307,7 @@ def flush(self:AuditLog):
         self.batches.queue = []
         self._write(queue)
 
-
-# %% ../nbs/33_audit.ipynb #a7c96891
+# %% ../nbs/33_audit.ipynb #9f57b193
 @patch
 def _current_head(self:AuditLog, fd:int, key:bytes) -> dict|None:
     "The checkpoint open on `fd` if it is well-formed and carries the key's MAC (what this log last wrote needs no parsing), else None."
@@ -317,17 +317,7 @@ def _current_head(self:AuditLog, fd:int, key:bytes) -> dict|None:
     except ValueError: return None
     return head if hmac.compare_digest(head_check(key, head['seq'], head['mac'], head['since']), head['check']) else None
 
-@patch
-def checkpoint(self:AuditLog):
-    "Write this thread's queued records, then move the head checkpoint to the last record this log appended, if that extends the chain the checkpoint anchors."
-    self.flush()
-    with self.head_lock:
-        if self.pending is None or self.pending[0] <= self.checkpointed or self.key is None: return
-        try: self._move_head(*self.pending)
-        except OSError as e:
-            import logging
-            logging.getLogger('passepartout').error(f"audit log: the head checkpoint {self.head_file} could not be moved: {e}")
-
+# %% ../nbs/33_audit.ipynb #f4867ec3
 @patch
 @contextlib.contextmanager
 def _head_locked(self:AuditLog):
@@ -339,6 +329,7 @@ def _head_locked(self:AuditLog):
     try: yield
     finally: fcntl.flock(self.lock_fd, fcntl.LOCK_UN)
 
+# %% ../nbs/33_audit.ipynb #990b1e33
 @patch
 def _move_head(self:AuditLog, seq:int, h:str, mac:str|None=None):
     "Under the file lock: move the checkpoint to record `seq` (hash `h`, MAC `mac` if known) if it is well-formed, the key's, behind `seq` and on this chain."
@@ -359,8 +350,32 @@ def _move_head(self:AuditLog, seq:int, h:str, mac:str|None=None):
             self.checkpointed, self.written = seq, (content, new, h)
         finally: os.close(fd)
 
+# %% ../nbs/33_audit.ipynb #6b01b75b
+@patch
+def checkpoint(self:AuditLog):
+    "Write this thread's queued records, then move the head checkpoint to the last record this log appended, if that extends the chain the checkpoint anchors."
+    self.flush()
+    with self.head_lock:
+        if self.pending is None or self.pending[0] <= self.checkpointed or self.key is None: return
+        try: self._move_head(*self.pending)
+        except OSError as e:
+            import logging
+            logging.getLogger('passepartout').error(f"audit log: the head checkpoint {self.head_file} could not be moved: {e}")
 
-# %% ../nbs/33_audit.ipynb #ff0ae07c
+# %% ../nbs/33_audit.ipynb #51a1bd8e
+@patch
+def append(self:AuditLog, event:dict) -> dict|None:
+    "Append `event` (a dict with a `kind`) as the next chained, MAC'd record, serialised once; inside a batch it is queued (None) and written when the batch ends or `checkpoint()` runs."
+    kind = str(event.get('kind', 'event'))
+    item = (time.time(), kind, canonical_json({k: v for k, v in event.items() if k != 'kind'}))
+    if getattr(self.batches, 'depth', 0):
+        self.batches.queue.append(item); return None
+    record = dict(zip(COLUMNS, self._write([item])[-1]))
+    self.checkpoint()
+    record['data'] = json.loads(record['data'])
+    return record
+
+# %% ../nbs/33_audit.ipynb #098c1ab0
 @patch
 @contextlib.contextmanager
 def batch(self:AuditLog):
@@ -373,12 +388,12 @@ def batch(self:AuditLog):
         self.batches.depth = depth
         if depth == 0: self.checkpoint()
 
-
-# %% ../nbs/33_audit.ipynb #b8e60bb9
+# %% ../nbs/33_audit.ipynb #f8422f91
 @patch
 def _rows(self:AuditLog, sql:str='SELECT seq, time, kind, data, prev_hash, hash, mac FROM audit ORDER BY rowid', args=()):
     for row in self.db.execute(sql, args): yield dict(zip(COLUMNS, row))
 
+# %% ../nbs/33_audit.ipynb #b08a71a9
 @patch
 def recent(self:AuditLog, n:int=20, kind:str|None=None) -> list:
     "The last `n` records (of `kind`, if given), oldest first, with their data decoded."
@@ -386,7 +401,6 @@ def recent(self:AuditLog, n:int=20, kind:str|None=None) -> list:
     rows = list(self._rows(f'SELECT seq, time, kind, data, prev_hash, hash, mac FROM audit {where} ORDER BY seq DESC LIMIT ?', args))
     for r in rows: r['data'] = json.loads(r['data'])
     return rows[::-1]
-
 
 # %% ../nbs/33_audit.ipynb #7fa8c4fc
 def _invalid(r:dict) -> str|None:
@@ -401,7 +415,7 @@ def _invalid(r:dict) -> str|None:
     except ValueError as e: return f"data is not strictly valid ({e})"
     return None
 
-# %% ../nbs/33_audit.ipynb #a1b7c410
+# %% ../nbs/33_audit.ipynb #b09113ae
 def _check(r:dict, expect_seq:int, prev:str) -> str|None:
     "What is wrong with record `r` where record number `expect_seq` following hash `prev` should be, or None."
     why = _invalid(r)
@@ -414,6 +428,7 @@ def _check(r:dict, expect_seq:int, prev:str) -> str|None:
     if record_hash(r['seq'], r['time'], r['kind'], json.loads(r['data']), prev) != r['hash']: return f"record #{r['seq']}: content does not match its hash (edited)"
     return None
 
+# %% ../nbs/33_audit.ipynb #82ffd9d2
 def _mac_problem(r:dict, key:bytes|None, bare_allowed:bool) -> str|None:
     "What is wrong with record `r`'s MAC, or None; `bare_allowed`: it may have none (written before anchoring)."
     if r['mac'] is None: return None if bare_allowed else f"record #{r['seq']}: has no MAC (forged, or its MAC was stripped)"
@@ -421,7 +436,7 @@ def _mac_problem(r:dict, key:bytes|None, bare_allowed:bool) -> str|None:
         return f"record #{r['seq']}: its MAC does not match (forged or re-hashed without the key, or the key was replaced)"
     return None
 
-# %% ../nbs/33_audit.ipynb #bf5cc592
+# %% ../nbs/33_audit.ipynb #9c3f55a1
 @patch
 def _schema_problems(self:AuditLog) -> list:
     "What is wrong with the database's schema: other columns, or a trigger, view or table that can hide or change records."
@@ -431,8 +446,7 @@ def _schema_problems(self:AuditLog) -> list:
     if extra: out.append(f"the audit database holds {', '.join(extra)} besides the audit table (a trigger or a view can hide or change records)")
     return out
 
-
-# %% ../nbs/33_audit.ipynb #1353265f
+# %% ../nbs/33_audit.ipynb #0c823a48
 @patch
 def _walk(self:AuditLog, key:bytes|None, head:dict|None) -> tuple:
     "Check every record in storage order: (problems, number of records, last seq, last hash, MAC'd records, hash of the checkpoint's record)."
@@ -447,8 +461,7 @@ def _walk(self:AuditLog, key:bytes|None, head:dict|None) -> tuple:
         prev, expect = r['hash'], max(expect, r['seq']) + 1
     return problems, count, expect - 1, prev, macs, at_head
 
-
-# %% ../nbs/33_audit.ipynb #086cb61d
+# %% ../nbs/33_audit.ipynb #bb00b7c0
 @patch
 def _head_problems(self:AuditLog, key, head, last:int, at_head) -> list:
     "What is wrong between the checkpoint and the records: missing, forged, or anchoring records that are not there."
@@ -462,8 +475,7 @@ def _head_problems(self:AuditLog, key, head, last:int, at_head) -> list:
         return [f"record #{head['seq']} is not the record the checkpoint anchored (an older copy restored, or the log rewritten)"]
     return []
 
-
-# %% ../nbs/33_audit.ipynb #07852dad
+# %% ../nbs/33_audit.ipynb #0d24e21e
 @patch
 def verify(self:AuditLog) -> tuple:
     "Check the chain, every MAC and the head checkpoint: `(ok, problems)`, record problems first; sets `head` and `anchor`."
@@ -487,8 +499,7 @@ def verify(self:AuditLog) -> tuple:
     if not problems: self.anchor = f"anchored by the checkpoint at #{head['seq']}" + (f"; #{head['seq'] + 1} to #{last} appended since" if last > head['seq'] else '')
     return (not problems, problems)
 
-
-# %% ../nbs/33_audit.ipynb #9d2f4016
+# %% ../nbs/33_audit.ipynb #97bda598
 @patch
 def reanchor(self:AuditLog, reason:str='') -> dict:
     "Start a new checkpoint at the head, after appending an `anchor-reset` record with what `verify` found wrong."
@@ -502,7 +513,6 @@ def reanchor(self:AuditLog, reason:str='') -> dict:
         write_head(self.head_file, self.key, record['seq'], record['mac'], since)
         self.checkpointed = max(self.checkpointed, record['seq'])
     return record
-
 
 # %% ../nbs/33_audit.ipynb #28a25926
 def describe(r:dict, width:int=100) -> str:
@@ -531,7 +541,7 @@ def audit_command(ctx, count, kind):
     rows = log.recent(count, kind)
     click.echo('\n'.join(describe(r) for r in rows) if rows else f"the audit log {log.path} is empty")
 
-# %% ../nbs/33_audit.ipynb #0cc837b5
+# %% ../nbs/33_audit.ipynb #9f819007
 @audit_command.command('verify')
 def audit_verify():
     "Check the hash chain, every record's MAC and the head checkpoint; exit 1 naming the first problem, 2 if records are not anchored yet."
@@ -546,6 +556,7 @@ def audit_verify():
         raise SystemExit(2)
     click.echo(f"audit log intact: {seq} records, head #{seq} {h}; {log.anchor}")
 
+# %% ../nbs/33_audit.ipynb #c3bf293a
 @audit_command.command('reanchor')
 @click.option('--reason', default='', help="Why (recorded in the log with the problems found).")
 def audit_reanchor(reason):

@@ -21,27 +21,30 @@ def use_colour(stream, env=None) -> bool:
     isatty = getattr(stream, 'isatty', None)   # any file-like object will do: not every one has isatty
     return bool(isatty and isatty()) and not env.get('NO_COLOR') and env.get('TERM') != 'dumb'
 
-# %% ../nbs/63_chat.ipynb #18148533
+# %% ../nbs/63_chat.ipynb #aee2292d
 def shorten(text, width:int=100) -> str:
     "`text` on one line, cut to `width` characters."
     line = ' '.join(str(text).split())
     return line if len(line) <= width else line[:width - 1] + '…'
 
+# %% ../nbs/63_chat.ipynb #6147a49a
 def action_text(action:dict) -> str:
     "An action as the call it is: `shell(command='ls')`."
     from passepartout.signals import Action
     try: return repr(Action.from_dict(action))
     except (ValueError, TypeError, KeyError, AttributeError): return str(action)
 
-# %% ../nbs/63_chat.ipynb #589b41fb
+# %% ../nbs/63_chat.ipynb #b03ac70f
 MARKS = {'allow': '✓', 'ask': '?', 'deny': '✗'}
 STYLES = {'allow': 'green', 'ask': 'yellow', 'deny': 'red', 'result': 'dim', 'error': 'red', 'note': 'dim'}
 
+# %% ../nbs/63_chat.ipynb #1c1ae812
 def verdict_reasons(verdict:dict) -> list:
     "The reasons of the gates whose decision is the verdict's (a parser's complaint when there was no action)."
     decided = [f"{t['gate']}: {t['reason']}" for t in verdict.get('trace') or () if t.get('decision') == verdict.get('decision') and t.get('reason')]
     return decided or list(verdict.get('reasons') or ())
 
+# %% ../nbs/63_chat.ipynb #a0f76319
 def call_line(verdict:dict, width:int=120) -> str:
     "One line: the action proposed and what the gates said (`✓`, `?` needs approval, `✗` refused, with why)."
     mark, action = MARKS.get(verdict.get('decision'), '·'), verdict.get('action')
@@ -73,7 +76,7 @@ class Screen:
         "Print one line (in `style` when colour is on)."
         with self.lock: self._end_stream(); self.console.print(text, style=STYLES.get(style, style))
 
-# %% ../nbs/63_chat.ipynb #7f394c86
+# %% ../nbs/63_chat.ipynb #1d507065
 @patch
 def waiting(self:Screen, what:str|None='thinking…'):
     "Show the waiting indicator with `what` (None: hide it); only on a terminal."
@@ -81,6 +84,7 @@ def waiting(self:Screen, what:str|None='thinking…'):
         if self.spinner is not None: self.spinner.stop(); self.spinner = None
         if what and self.live: self.spinner = self.console.status(what, spinner='dots'); self.spinner.start()
 
+# %% ../nbs/63_chat.ipynb #a9ff1209
 @patch
 def token(self:Screen, text:str):
     "A piece of the model's text, shown as it arrives (unless it is a JSON action being written)."
@@ -91,6 +95,7 @@ def token(self:Screen, text:str):
         self.shown += text
         self.out.write(text); self.out.flush()
 
+# %% ../nbs/63_chat.ipynb #e9daaa3a
 @patch
 def _end_stream(self:Screen) -> str:
     "Close the line the streamed text was written on; return that text."
@@ -98,8 +103,7 @@ def _end_stream(self:Screen) -> str:
     if shown: self.out.write('\n'); self.out.flush()
     return shown
 
-
-# %% ../nbs/63_chat.ipynb #3bf8e129
+# %% ../nbs/63_chat.ipynb #1762b53f
 @patch
 def event(self:Screen, e:dict):
     "Draw one event of the turn: a verdict's line, a result's line, a reply not already streamed."
@@ -117,8 +121,7 @@ def event(self:Screen, e:dict):
             if (e.get('text') or '').strip() != self.last_stream: self.say(e.get('text') or '')
             self.last_stream = None
 
-
-# %% ../nbs/63_chat.ipynb #3129059c
+# %% ../nbs/63_chat.ipynb #85e112f1
 def read_line(prompt:str='') -> str:
     "A line of standard input without its newline (`input` on a terminal); `EOFError` at its end."
     if sys.stdin.isatty(): return input(prompt)
@@ -126,6 +129,7 @@ def read_line(prompt:str='') -> str:
     if not line: raise EOFError
     return line.rstrip('\n')
 
+# %% ../nbs/63_chat.ipynb #b379965c
 class Chat:
     "One conversation in the terminal: its session, the agent (here, or the daemon's), what it cost."
     def __init__(self, session:str='default', screen:Screen|None=None, ask=read_line): # ask(prompt): read a line
@@ -134,14 +138,14 @@ class Chat:
         self.idle = threading.Event(); self.idle.set()   # cleared while a turn (even a stopped one) still runs
         self.interactive = sys.stdin.isatty()
 
+# %% ../nbs/63_chat.ipynb #5d8903d5
 @patch
 def _daemon(self:Chat) -> bool:
     "Does a daemon serve this home? (checked per turn: it may start or stop while we chat)"
     from passepartout.daemon import daemon_running
     return daemon_running()
 
-
-# %% ../nbs/63_chat.ipynb #ed3edc88
+# %% ../nbs/63_chat.ipynb #5f211343
 @patch
 def _send(self:Chat, text:str, stop:threading.Event) -> dict:
     "One turn, through the daemon when it runs, else in this process; the turn as JSON data."
@@ -159,12 +163,12 @@ def _send(self:Chat, text:str, stop:threading.Event) -> dict:
     return self.agent.send(text, source='cli', session=self.session, on_token=token if self.screen.live else None,
                            on_event=event, stop=stop).to_dict()
 
+# %% ../nbs/63_chat.ipynb #f73543ab
 def hang_up(client):
     "Close a daemon client's connection now, even while another thread waits on it (`close` alone would not wake it)."
     try: client.sock.shutdown(socket.SHUT_RDWR)
     except OSError: pass
     client.close()
-
 
 # %% ../nbs/63_chat.ipynb #e1435f06
 @contextlib.contextmanager
@@ -178,7 +182,14 @@ def no_echo(terminal:bool):
     try: yield
     finally: termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
-# %% ../nbs/63_chat.ipynb #a9c19876
+# %% ../nbs/63_chat.ipynb #885972b5
+@patch
+def _count(self:Chat, turn:dict) -> dict:
+    self.turns += 1
+    for k, v in (turn.get('usage') or {}).items(): self.usage[k] = self.usage.get(k, 0) + v
+    return turn
+
+# %% ../nbs/63_chat.ipynb #0aca5482
 @patch
 def run(self:Chat, text:str) -> dict|None:
     "Run one turn in a worker thread while the screen shows it; Ctrl-C stops it (None: stopped)."
@@ -204,17 +215,11 @@ def run(self:Chat, text:str) -> dict|None:
     if 'error' in box: self.screen.say(f"the turn failed: {type(box['error']).__name__}: {box['error']}", 'error'); return None
     return self._count(box['turn'])
 
-@patch
-def _count(self:Chat, turn:dict) -> dict:
-    self.turns += 1
-    for k, v in (turn.get('usage') or {}).items(): self.usage[k] = self.usage.get(k, 0) + v
-    return turn
-
-
-# %% ../nbs/63_chat.ipynb #900d8da2
+# %% ../nbs/63_chat.ipynb #4426f56d
 ANSWERS = {'y': 'approve {token}', 'yes': 'approve {token}', 'a': 'approve {token} --always', 'always': 'approve {token} --always',
            'n': 'deny {token}', 'no': 'deny {token}'}
 
+# %% ../nbs/63_chat.ipynb #3a4b6b0f
 @patch
 def approve_in_place(self:Chat, pending:dict) -> str|None:
     "Ask the owner about a held action; the approval command to send, or None to leave it waiting."
@@ -231,26 +236,25 @@ def approve_in_place(self:Chat, pending:dict) -> str|None:
         if not answer: s.say(f"left waiting: `approve {token}` or `deny {token}` from any channel, or /approvals", 'note'); return None
         s.say("answer y, n, a, s, or Enter to decide later", 'note')
 
-
-# %% ../nbs/63_chat.ipynb #9f6ce56d
-def _help(chat, arg): chat.screen.say('\n'.join(f"{name:<11} {what}" for name, (what, _) in LOCAL.items()) +
-                                      "\n/approve T  approve the held action T (/deny T refuses it)\nCtrl-C      stop the turn (twice at the prompt: quit)")
-
+# %% ../nbs/63_chat.ipynb #dc38d5f6
 def new_session() -> str:
     "A fresh session id, from the session store."
     from passepartout.sessions import new_session_id
     return new_session_id()
 
+# %% ../nbs/63_chat.ipynb #55c7e185
 def _clear(chat, arg):
     chat.session = new_session()
     chat.screen.say(f"new session {chat.session}", 'note')
 
+# %% ../nbs/63_chat.ipynb #ce56dbed
 def _model(chat, arg):
     from passepartout.cascade import provider_from_env
     provider = chat.agent.provider if chat.agent is not None else provider_from_env()
     members = getattr(provider, 'providers', None) or [provider]   # a cascade has members, a single provider is its own
     chat.screen.say('\n'.join(repr(m) for m in members) + ("\n(answered by the running daemon, configured the same way)" if chat._daemon() else ''))
 
+# %% ../nbs/63_chat.ipynb #1b7c64f0
 def _cost(chat, arg):
     from passepartout.cascade import usd as money   # cents, or the digits of a sub-cent amount
     u = chat.usage
@@ -258,25 +262,31 @@ def _cost(chat, arg):
     budget = chat.agent.budget if chat.agent is not None else None
     chat.screen.say(line + (f"; budget {money(budget.remaining)} left of {money(budget.cap)}" if budget is not None and budget.cap > 0 else ''))
 
-# %% ../nbs/63_chat.ipynb #fb0ba55f
+# %% ../nbs/63_chat.ipynb #3ac9de93
 def _approvals(chat, arg):
     from passepartout.approvals import ApprovalStore
     from passepartout.approval_commands import _describe
     rows = ApprovalStore().pending()
     chat.screen.say('\n'.join(_describe(r) for r in rows) if rows else "no actions are waiting for approval")
 
+# %% ../nbs/63_chat.ipynb #fb60f9ce
 def _sessions(chat, arg):
     from passepartout.sessions import list_sessions, session_line
     rows = list_sessions(20)
     chat.screen.say('\n'.join(session_line(r) for r in rows) if rows else "no conversations are stored yet")
     chat.screen.say(f"this chat is session {chat.session!r}; `passepartout chat --session ID` continues another", 'note')
 
+# %% ../nbs/63_chat.ipynb #9f91013a
+def _help(chat, arg): chat.screen.say('\n'.join(f"{name:<11} {what}" for name, (what, _) in LOCAL.items()) +
+                                      "\n/approve T  approve the held action T (/deny T refuses it)\nCtrl-C      stop the turn (twice at the prompt: quit)")
+
+
 LOCAL = {'/help': ("these commands", _help), '/clear': ("start a new session (the model forgets this one)", _clear),
          '/model': ("the model providers answering", _model), '/cost': ("tokens and money spent in this chat", _cost),
          '/approvals': ("actions waiting for approval", _approvals), '/sessions': ("the conversations kept", _sessions),
          '/quit': ("leave (also /exit, Ctrl-D)", None), '/exit': ("leave", None)}
 
-# %% ../nbs/63_chat.ipynb #51381d76
+# %% ../nbs/63_chat.ipynb #dfe1d919
 @patch
 def local(self:Chat, line:str) -> bool|None:
     "Run a local `/command`: True to quit, False when handled, None when `line` is for the agent."
@@ -289,8 +299,21 @@ def local(self:Chat, line:str) -> bool|None:
     except Exception as e: self.screen.say(f"{word} failed: {type(e).__name__}: {e}", 'error')
     return False
 
+# %% ../nbs/63_chat.ipynb #767136a4
+@patch
+def _turn(self:Chat, line:str) -> bool:
+    "Run the turn of `line`, then ask about each action it held (on a terminal); True when a turn was stopped."
+    turn = self.run(line)
+    while turn is not None and self.interactive and turn.get('pending'):
+        commands = [c for c in (self.approve_in_place(p) for p in turn['pending']) if c]
+        if not commands: return False
+        turn = self.run(commands[0])
+        for command in commands[1:]:
+            if turn is None: break
+            turn = self.run(command)
+    return turn is None
 
-# %% ../nbs/63_chat.ipynb #aef66bfe
+# %% ../nbs/63_chat.ipynb #0b0fb321
 @patch
 def talk(self:Chat):
     "Read lines until end of input, `/quit` or a second Ctrl-C at the prompt; each line is a turn or a local command."
@@ -312,20 +335,6 @@ def talk(self:Chat):
         handled = self.local(line)
         if handled: break
         if handled is None: interrupted = self._turn(line)
-
-@patch
-def _turn(self:Chat, line:str) -> bool:
-    "Run the turn of `line`, then ask about each action it held (on a terminal); True when a turn was stopped."
-    turn = self.run(line)
-    while turn is not None and self.interactive and turn.get('pending'):
-        commands = [c for c in (self.approve_in_place(p) for p in turn['pending']) if c]
-        if not commands: return False
-        turn = self.run(commands[0])
-        for command in commands[1:]:
-            if turn is None: break
-            turn = self.run(command)
-    return turn is None
-
 
 # %% ../nbs/63_chat.ipynb #07428db2
 @click.command('chat')

@@ -21,11 +21,12 @@ from .doctor import run_checks, format_report
 from .telegram import gateway_services
 from .app import build_agent
 
-# %% ../nbs/60b_daemon_commands.ipynb #59802f89
+# %% ../nbs/60b_daemon_commands.ipynb #524b30d0
 @click.group('daemon')
 def daemon_command():
     "Run the agent as a background daemon on loopback."
 
+# %% ../nbs/60b_daemon_commands.ipynb #d56d9a44
 def _foreground(port:int|None):
     "Run the daemon in this process until SIGINT or SIGTERM."
     config.ensure_dirs(); log_to_stderr()
@@ -59,7 +60,7 @@ def start_command(foreground, port, wait):
     if not daemon_running(): raise click.ClickException(f"the daemon did not start; see {files['log']}")
     click.echo(f"passepartout daemon {proc.pid} listening on {':'.join(map(str, read_address()))}")
 
-# %% ../nbs/60b_daemon_commands.ipynb #9d1a1a06
+# %% ../nbs/60b_daemon_commands.ipynb #c8cda495
 def _alive(pid:int) -> bool:
     "Does process `pid` still run? (a zombie, exited but not yet reaped by its parent, does not)"
     try: os.kill(pid, 0)
@@ -68,6 +69,7 @@ def _alive(pid:int) -> bool:
     try: return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0] != 'Z'
     except (OSError, IndexError): return True
 
+# %% ../nbs/60b_daemon_commands.ipynb #8c36007f
 @daemon_command.command('stop')
 @click.option('--wait', type=float, default=30.0, help='Seconds to wait for the daemon to exit.')
 def stop_command(wait):
@@ -82,6 +84,7 @@ def stop_command(wait):
         time.sleep(0.05)
     raise click.ClickException(f"daemon {pid} did not exit within {wait} s")
 
+# %% ../nbs/60b_daemon_commands.ipynb #f9043f15
 @daemon_command.command('status')
 @click.option('--json', 'as_json', is_flag=True, help='Print the status as JSON.')
 def status_command(as_json):
@@ -118,12 +121,13 @@ def send_command(text, as_json, session):
     else: click.echo(turn_text(turn))
     sys.exit(1 if turn.get('failed') else 0)
 
-# %% ../nbs/60b_daemon_commands.ipynb #4fb34449
+# %% ../nbs/60b_daemon_commands.ipynb #28715fee
 def _ask(client, code:str) -> str:
     payload = client.ask(request(code, session='repl', source='cli', sensor='repl'))
     if payload.get('sensor') != 'turn': return f"error: {payload.get('text')}"
     return payload['turn'].get('reply') or ''
 
+# %% ../nbs/60b_daemon_commands.ipynb #ac27b532
 @click.command('repl')
 @click.argument('code', required=False)
 def repl_command(code):

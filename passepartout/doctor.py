@@ -22,7 +22,7 @@ from .daemon import daemon_running, read_address, write_secret
 from .providers import ProviderError
 from .cascade import PROVIDER_KINDS, make_provider
 
-# %% ../nbs/54_doctor.ipynb #867e13de
+# %% ../nbs/54_doctor.ipynb #ecdf180f
 @dataclass(frozen=True, slots=True)
 class Finding:
     "One result of one check."
@@ -30,6 +30,7 @@ class Finding:
     status:str  # ok, warn, fail, skip (not checked, and why) or fixed (repaired by --fix)
     detail:str  # one readable sentence; a failure names the path or setting and the fix
 
+# %% ../nbs/54_doctor.ipynb #ef33062a
 def format_report(findings:list, width:int|None=None) -> str:
     "The findings as aligned lines (wrapped to `width` columns if given), then a summary line."
     import re, textwrap
@@ -42,14 +43,16 @@ def format_report(findings:list, width:int|None=None) -> str:
     more = (f", {n['fixed']} fixed" if n['fixed'] else '') + (f", {n['skip']} skipped" if n['skip'] else '')
     return '\n'.join(lines + [f"doctor: {n['fail']} failed, {n['warn']} warnings, {n['ok']} ok{more}"])
 
-# %% ../nbs/54_doctor.ipynb #cd01faa4
+# %% ../nbs/54_doctor.ipynb #9f3d9fac
 def _nearest(path:Path) -> Path:
     "The nearest part of `path` that exists: itself or an ancestor."
     while not os.path.lexists(path) and path != path.parent: path = path.parent
     return path
 
+# %% ../nbs/54_doctor.ipynb #e0facf1d
 def _writable(d:Path) -> bool: return os.access(d, os.W_OK | os.X_OK)   # mode bits, ACLs and read-only mounts alike
 
+# %% ../nbs/54_doctor.ipynb #ae23f463
 def _missing_dir(what:str, d:Path, fix:bool) -> Finding:
     "A missing directory: created by `fix` when its parent allows, else why not and what to do."
     base = _nearest(d)
@@ -110,7 +113,7 @@ def env_file_problems(f:Path) -> list:
     return [f"{f}: line{'s' * (len(bad) > 1)} {', '.join(bad)} cannot be parsed and {'are' if len(bad) > 1 else 'is'} ignored: "
             "write NAME=VALUE, with quotes around a value that has spaces"] if bad else []
 
-# %% ../nbs/54_doctor.ipynb #22b4a046
+# %% ../nbs/54_doctor.ipynb #167d51f7
 _KIND = {'int': 'a whole number', 'float': 'a number'}
 
 def _bad_setting(name:str, error:ValueError, env_file) -> str:
@@ -119,6 +122,7 @@ def _bad_setting(name:str, error:ValueError, env_file) -> str:
     default, typ, _ = config.SETTINGS[name]
     return f"{error}: set {name} to {_KIND.get(typ.__name__, typ.__name__)} such as {default} (the default) in {env_file} or the environment, or remove it"
 
+# %% ../nbs/54_doctor.ipynb #68fb5cff
 def check_config(env, env_file:Path|None=None) -> list:
     "`env_file` (the `.env`, if given) can be read and parses; every PASSEPARTOUT_* setting parses; an unknown PASSEPARTOUT_* name is probably a typo."
     out = [Finding('config', 'fail', why) for why in env_file_problems(env_file)] if env_file else []
@@ -178,11 +182,12 @@ def check_daemon(p:config.Paths, env) -> list:
                                               "cannot start: set PASSEPARTOUT_DAEMON_PORT to 0 (any free port) or to a free port")]
     return [Finding('daemon', 'ok', f"the daemon is not running; port {port} is free for it")]
 
-# %% ../nbs/54_doctor.ipynb #3cb1c424
+# %% ../nbs/54_doctor.ipynb #1b4bb6f9
 class Ping:
     "The smallest request a provider can be sent: one short user message, no tools, no agent."
     system, messages, tools, agent = 'Answer in one word.', [{'role': 'user', 'content': 'Say ok.'}], [], None
 
+# %% ../nbs/54_doctor.ipynb #4694d311
 def ask_once(provider) -> float:
     "Send `provider` one minimal request through its own wire format, headers and key; the seconds its answer took."
     url, headers, content = provider._prepare(Ping(), None, False)
@@ -220,7 +225,7 @@ def probe_provider(spec:str, p, timeout:float) -> Finding:
     finally: p.close()
     return Finding('providers', 'ok', f"{spec}: ready ({p.model} at {p.url} answered a 1-token request in {took:.1f} s)")
 
-# %% ../nbs/54_doctor.ipynb #d98b6489
+# %% ../nbs/54_doctor.ipynb #a3f2fede
 def _offline_provider(spec:str, p) -> Finding:
     "A provider with no server (the replay provider): ready when its recorded session can be read."
     try: calls = len(p.load())
@@ -230,6 +235,7 @@ def _offline_provider(spec:str, p) -> Finding:
     demo = ': the packaged demo, which answers only the demo; set PASSEPARTOUT_PROVIDERS for a live model' if getattr(p, 'hint', '') else ''   # only the packaged demo's replay has a hint
     return Finding('providers', 'ok', f"{spec}: ready offline ({calls} recorded calls in {p.path}{demo})")
 
+# %% ../nbs/54_doctor.ipynb #7e994b42
 def _unknown_provider(spec:str, error:Exception) -> Finding:
     "A cascade entry `make_provider` refused, with the nearest known name if there is one."
     import difflib
@@ -274,13 +280,15 @@ def check_sandbox() -> list:
                            "a sweep after each command removes setuid/setgid bits from the workspace instead"))
     return out
 
-# %% ../nbs/54_doctor.ipynb #3a56c3de
+# %% ../nbs/54_doctor.ipynb #58c2ca50
 def _below(root:Path) -> list:
     "Every file and directory below `root`, symlinks aside (nothing if `root` is not a directory)."
     return [Path(d) / n for d, dirs, files in os.walk(root) for n in dirs + files if not os.path.islink(Path(d) / n)]
 
+# %% ../nbs/54_doctor.ipynb #7e557751
 def _vault_key(p:config.Paths, env) -> Path: return Path(config.setting('PASSEPARTOUT_VAULT_KEY_FILE', env) or p.config / 'vault.key').expanduser()
 
+# %% ../nbs/54_doctor.ipynb #b7279aad
 def agent_entries(p:config.Paths, env) -> list:
     "Every file and directory below the config, data and state directories (not the three themselves), and the vault key wherever it is."
     out = [f for root in (p.config, p.data, p.state) for f in _below(root)]
@@ -336,7 +344,7 @@ def run_checks(env=None, fix:bool=False, timeout:float=3.0, network:bool=False) 
         except Exception as e: out.append(Finding(name, 'fail', f"the check itself failed: {type(e).__name__}: {e}"))
     return out
 
-# %% ../nbs/54_doctor.ipynb #a00d3fab
+# %% ../nbs/54_doctor.ipynb #0d0c4fe9
 _COLOURS = {'fail': 'red', 'warn': 'yellow', 'fixed': 'cyan', 'skip': 'blue', 'ok': 'green'}
 
 def _coloured(report:str) -> str:
@@ -345,6 +353,7 @@ def _coloured(report:str) -> str:
     return '\n'.join(click.style(line[:5], fg=_COLOURS[word(line)], bold=word(line) == 'fail') + line[5:] if word(line) in _COLOURS else line
                      for line in report.splitlines())
 
+# %% ../nbs/54_doctor.ipynb #aeaf4d67
 @click.command('doctor')
 @click.option('--fix', is_flag=True, help='Create missing directories (0700) and remove permission bits that others must not have; nothing else.')
 @click.option('--offline', is_flag=True, help='Send no request to any provider (their checks are reported as skipped).')
@@ -360,16 +369,18 @@ def doctor_command(fix, offline, timeout, as_json):
         click.echo(_coloured(report) if terminal and not os.environ.get('NO_COLOR') else report)
     sys.exit(1 if any(f.status == 'fail' for f in findings) else 0)
 
-# %% ../nbs/54_doctor.ipynb #6bc3cfb7
+# %% ../nbs/54_doctor.ipynb #8b532760
 def _check_value(name:str, value:str):
     "Refuse an unknown name or a value its setting cannot parse."
     if name in config.SETTINGS: config.setting(name, {name: value}); return
     if name not in config.PROVIDER_SETTINGS: raise ValueError(f"unknown setting {name!r} (see .env.example)")
     if '\n' in value: raise ValueError(f"{name}: a value cannot contain a newline")
 
+# %% ../nbs/54_doctor.ipynb #1449e8c4
 def _quote(value:str) -> str:
     return value if value and all(c.isalnum() or c in '-_./:,@+' for c in value) else json.dumps(value)
 
+# %% ../nbs/54_doctor.ipynb #fdc63c5c
 def write_env(updates:dict, path:Path|None=None) -> Path:
     "Merge `updates` into `.env` (default `$config/.env`), keeping other lines; validate first; mode 0600."
     for name, value in updates.items(): _check_value(name, value)
@@ -382,7 +393,7 @@ def write_env(updates:dict, path:Path|None=None) -> Path:
     lines += [f"{name}={_quote(value)}" for name, value in left.items()]
     return write_secret(path, '\n'.join(lines) + '\n')
 
-# %% ../nbs/54_doctor.ipynb #a7692317
+# %% ../nbs/54_doctor.ipynb #ad6d209f
 _KEYS = {'openai': ('OPENAI_API_KEY', 'OPENAI_MODEL'), 'anthropic': ('ANTHROPIC_API_KEY', 'ANTHROPIC_MODEL'),
          'openrouter': ('OPENROUTER_API_KEY', 'OPENROUTER_MODEL'), 'ollama': ('OLLAMA_HOST', 'OLLAMA_MODEL')}
 
@@ -399,6 +410,7 @@ def _interactive() -> dict:
     answers['PASSEPARTOUT_WORKSPACE'] = click.prompt('Workspace (directory tools may write)', default=str(config.workspace()))
     return {k: v for k, v in answers.items() if v != ''}
 
+# %% ../nbs/54_doctor.ipynb #ff0a1847
 @click.command('configure')
 @click.option('--set', 'pairs', multiple=True, metavar='NAME=VALUE', help='A setting to write (repeatable).')
 def configure_command(pairs):

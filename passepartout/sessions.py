@@ -6,7 +6,7 @@ Docs: https://passepartout-agent.github.io/passepartout/sessions.html.md"""
 
 # %% auto #0
 __all__ = ['Transcript', 'changes', 'SessionStore', 'new_session_id', 'list_sessions', 'latest_session', 'session_line',
-           'sessions_command', 'message_line', 'show_command', 'forget_command']
+           'message_line', 'sessions_command', 'show_command', 'forget_command']
 
 # %% ../nbs/34_sessions.ipynb #c5e8dfa5
 import json, operator, os, secrets, threading, time
@@ -40,7 +40,7 @@ def changes(t:Transcript) -> tuple:
     moved = any(map(operator.is_not, t, t.saved))   # in C: the usual turn only appends
     return [(t.base + i, m) for i, (m, was) in enumerate(zip(t, t.saved)) if m is not was] if moved else [], list(t[len(t.saved):])
 
-# %% ../nbs/34_sessions.ipynb #89cd2642
+# %% ../nbs/34_sessions.ipynb #917762c2
 _SCHEMA = ("""CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, created REAL NOT NULL, used REAL NOT NULL,
                messages INTEGER NOT NULL DEFAULT 0, version INTEGER NOT NULL DEFAULT 0, title TEXT NOT NULL DEFAULT '',
                source TEXT NOT NULL DEFAULT '')""",
@@ -48,6 +48,7 @@ _SCHEMA = ("""CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, created 
                PRIMARY KEY (session, seq)) WITHOUT ROWID""",
            "CREATE INDEX IF NOT EXISTS sessions_by_use ON sessions (used)")
 
+# %% ../nbs/34_sessions.ipynb #a114d7eb
 def _private(path:Path):
     "Create `path` with mode 0600, or make an existing one 0600 (SQLite gives its -wal and -shm files the same mode)."
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -55,6 +56,7 @@ def _private(path:Path):
     try: os.fchmod(fd, 0o600)
     finally: os.close(fd)
 
+# %% ../nbs/34_sessions.ipynb #33c28e67
 class SessionStore:
     "Every session's transcript, in SQLite, shared by every process of the user."
     def __init__(self, path=None, # the SQLite file (default `$data/sessions.db`)
@@ -67,7 +69,7 @@ class SessionStore:
     def close(self): self.db.close()
     def __repr__(self): return f"SessionStore({str(self.path)!r}, {self.db.execute('SELECT count(*) FROM sessions').fetchone()[0]} sessions)"
 
-# %% ../nbs/34_sessions.ipynb #764271d6
+# %% ../nbs/34_sessions.ipynb #40bfdc49
 _dump = json.encoder.c_make_encoder and json.encoder.c_make_encoder(   # `json.dumps(m, ensure_ascii=False, separators=(',', ':'), default=str)`'s encoder, made once
     None, str, json.encoder.encode_basestring, None, ':', ',', False, False, True)
 
@@ -81,13 +83,13 @@ def _redacted(self:SessionStore, message:dict, secrets:bool=True) -> str: # secr
     except ValueError: return json.dumps({k: redact(v, self._vault) if isinstance(v, str) else v for k, v in message.items()},
                                          ensure_ascii=False, default=str)
 
+# %% ../nbs/34_sessions.ipynb #da9e945f
 def _message(body:str) -> dict:
     "A stored message, or a note saying it could not be read (a damaged row must not end the conversation)."
     try: m = json.loads(body)
     except ValueError: m = None
     if isinstance(m, dict) and m.get('role') in ('user', 'assistant', 'tool'): return m
     return {'role': 'user', 'owner': False, 'content': '[a message of this conversation could not be read back from the store]'}
-
 
 # %% ../nbs/34_sessions.ipynb #8eb07719
 def _title(messages) -> str:
@@ -98,7 +100,39 @@ def _title(messages) -> str:
             return line if len(line) <= 80 else line[:79] + '…'
     return ''
 
-# %% ../nbs/34_sessions.ipynb #8bf87646
+# %% ../nbs/34_sessions.ipynb #5f4a449d
+_SAVE_ROW = ('INSERT INTO sessions VALUES (?,?,?,?,?,?,?) ON CONFLICT (id) DO UPDATE SET '   # a row updated in place: its index entries by id stay
+             'used = excluded.used, messages = excluded.messages, version = excluded.version, title = excluded.title')
+
+@patch
+def _write(self:SessionStore, t:Transcript, replaced:list, bodies:list, source:str,
+           plain:list|None=None) -> tuple: # the added messages, when redaction left them as they are
+    "One turn's statements (inside `_commit`'s transaction): replace in place, append after the last stored message, move the version; `(created, version, in_step)`."
+    row = self.db.execute('SELECT created, messages, version, title, source FROM sessions WHERE id = ?', (t.session,)).fetchone()
+    created, count, version, title, began = row or (time.time(), 0, 0, '', source)
+    if replaced and row is not None and created == t.created:   # the same session (not forgotten and begun again): replace in place
+        self.db.executemany('UPDATE messages SET body = ? WHERE session = ? AND seq = ?', [(b, t.session, s) for b, s in replaced])
+    self.db.executemany('INSERT INTO messages VALUES (?,?,?)', [(t.session, count + i, b) for i, b in enumerate(bodies)])
+    self.db.execute(_SAVE_ROW, (t.session, created, time.time(), count + len(bodies),
+                    version + 1, title or _title(plain if plain is not None else (json.loads(b) for b in bodies)), began))
+    return created, version + 1, ((created, version) == (t.created, t.version) if row else t.created is None)
+
+# %% ../nbs/34_sessions.ipynb #d95ee18c
+@patch
+def _commit(self:SessionStore, group:list):
+    "Write the turns of `group` (tickets of `save`) in one transaction, in the order they came; callers hold `lock`."
+    try:
+        self.db.execute('BEGIN IMMEDIATE')
+        try:
+            outcomes = [self._write(*ticket[0]) for ticket in group]
+            self.db.execute('COMMIT')
+        except BaseException: self.db.execute('ROLLBACK'); raise
+    except BaseException as e:
+        for ticket in group: ticket[2] = e
+        return
+    for ticket, outcome in zip(group, outcomes): ticket[1] = outcome
+
+# %% ../nbs/34_sessions.ipynb #e9b052af
 @patch
 def save(self:SessionStore, t:Transcript, source:str='') -> bool:
     "Write what `t` added or replaced since it was loaded or saved, in one transaction; False when another writer had moved the session."
@@ -122,38 +156,7 @@ def save(self:SessionStore, t:Transcript, source:str='') -> bool:
     if in_step: t.saved, t.created, t.version = list(t), created, version
     return in_step
 
-_SAVE_ROW = ('INSERT INTO sessions VALUES (?,?,?,?,?,?,?) ON CONFLICT (id) DO UPDATE SET '   # a row updated in place: its index entries by id stay
-             'used = excluded.used, messages = excluded.messages, version = excluded.version, title = excluded.title')
-
-@patch
-def _commit(self:SessionStore, group:list):
-    "Write the turns of `group` (tickets of `save`) in one transaction, in the order they came; callers hold `lock`."
-    try:
-        self.db.execute('BEGIN IMMEDIATE')
-        try:
-            outcomes = [self._write(*ticket[0]) for ticket in group]
-            self.db.execute('COMMIT')
-        except BaseException: self.db.execute('ROLLBACK'); raise
-    except BaseException as e:
-        for ticket in group: ticket[2] = e
-        return
-    for ticket, outcome in zip(group, outcomes): ticket[1] = outcome
-
-@patch
-def _write(self:SessionStore, t:Transcript, replaced:list, bodies:list, source:str,
-           plain:list|None=None) -> tuple: # the added messages, when redaction left them as they are
-    "One turn's statements (inside `_commit`'s transaction): replace in place, append after the last stored message, move the version; `(created, version, in_step)`."
-    row = self.db.execute('SELECT created, messages, version, title, source FROM sessions WHERE id = ?', (t.session,)).fetchone()
-    created, count, version, title, began = row or (time.time(), 0, 0, '', source)
-    if replaced and row is not None and created == t.created:   # the same session (not forgotten and begun again): replace in place
-        self.db.executemany('UPDATE messages SET body = ? WHERE session = ? AND seq = ?', [(b, t.session, s) for b, s in replaced])
-    self.db.executemany('INSERT INTO messages VALUES (?,?,?)', [(t.session, count + i, b) for i, b in enumerate(bodies)])
-    self.db.execute(_SAVE_ROW, (t.session, created, time.time(), count + len(bodies),
-                    version + 1, title or _title(plain if plain is not None else (json.loads(b) for b in bodies)), began))
-    return created, version + 1, ((created, version) == (t.created, t.version) if row else t.created is None)
-
-
-# %% ../nbs/34_sessions.ipynb #378166a4
+# %% ../nbs/34_sessions.ipynb #690b6e26
 _LOAD = """SELECT s.created, s.messages, s.version, m.seq, m.body FROM sessions s
            LEFT JOIN messages m ON m.session = s.id AND m.seq >= max(0, s.messages - ?) WHERE s.id = ? ORDER BY m.seq"""
 
@@ -168,14 +171,14 @@ def load(self:SessionStore, session:str, limit:int=200) -> Transcript:
     cut = next((i for i, m in enumerate(messages) if m['role'] == 'user'), len(messages))
     return Transcript(messages[cut:], session, rows[cut][0] if cut < len(rows) else count, created, version)
 
+# %% ../nbs/34_sessions.ipynb #3d59f4c2
 @patch
 def current(self:SessionStore, t:Transcript) -> bool:
     "Has nobody else written `t`'s session since `t` was loaded or saved?"
     with self.lock: row = self.db.execute('SELECT created, version FROM sessions WHERE id = ?', (t.session,)).fetchone()
     return (row is None and t.created is None) or (row is not None and (row[0], row[1]) == (t.created, t.version))
 
-
-# %% ../nbs/34_sessions.ipynb #cc1c5f88
+# %% ../nbs/34_sessions.ipynb #7ec3f2f7
 _LISTED = ('id', 'created', 'used', 'messages', 'title', 'source')
 
 @patch
@@ -186,18 +189,21 @@ def sessions(self:SessionStore, limit:int|None=None, source:str|None=None) -> li
                                            (*args, -1 if limit is None else limit)).fetchall()
     return [dict(zip(_LISTED, r)) for r in rows]
 
+# %% ../nbs/34_sessions.ipynb #52c3e7c1
 @patch
 def get(self:SessionStore, session:str) -> dict|None:
     "One session's row (as `sessions` lists it), or None."
     with self.lock: row = self.db.execute(f"SELECT {', '.join(_LISTED)} FROM sessions WHERE id = ?", (session,)).fetchone()
     return dict(zip(_LISTED, row)) if row else None
 
+# %% ../nbs/34_sessions.ipynb #b1eb0e1c
 @patch
 def messages(self:SessionStore, session:str) -> list:
     "Every stored message of `session`, in order."
     with self.lock: rows = self.db.execute('SELECT body FROM messages WHERE session = ? ORDER BY seq', (session,)).fetchall()
     return [_message(b) for b, in rows]
 
+# %% ../nbs/34_sessions.ipynb #adb83e6c
 @patch
 def forget(self:SessionStore, session:str) -> bool:
     "Delete `session` and all its messages; False if there was no such session."
@@ -210,37 +216,30 @@ def forget(self:SessionStore, session:str) -> bool:
         except BaseException: self.db.execute('ROLLBACK'); raise
     return gone == 1
 
-
-# %% ../nbs/34_sessions.ipynb #e3879abb
+# %% ../nbs/34_sessions.ipynb #58ca5004
 def new_session_id(prefix:str='chat') -> str:
     "A fresh session id, readable and sortable: `chat-20261124-2105-4f1c`."
     return f"{prefix}-{datetime.now().strftime('%Y%m%d-%H%M')}-{secrets.token_hex(2)}"
 
+# %% ../nbs/34_sessions.ipynb #d2ecff36
 def list_sessions(limit:int|None=None, source:str|None=None) -> list:
     "The sessions stored under the data directory, most recently used first."
     return SessionStore(vault=False).sessions(limit, source)
 
+# %% ../nbs/34_sessions.ipynb #496db120
 def latest_session(source:str|None='cli') -> str|None:
     "The id of the most recently used session begun from `source` (None: any), or None if there is none."
     rows = list_sessions(1, source)
     return rows[0]['id'] if rows else None
 
-# %% ../nbs/34_sessions.ipynb #1dcb4067
+# %% ../nbs/34_sessions.ipynb #aa5c8350
 def _when(t:float) -> str: return datetime.fromtimestamp(t).strftime('%Y-%m-%d %H:%M')
 
 def session_line(s:dict) -> str:
     "One stored session for a list: id, last used, how many messages, title."
     return f"{s['id']}  {_when(s['used'])}  {s['messages']:>4} messages  {s['title'] or '(no message from you)'}"
 
-@click.group('sessions', invoke_without_command=True)
-@click.pass_context
-def sessions_command(ctx):
-    "List the stored conversations, most recent first (`sessions show ID`, `sessions forget ID`)."
-    if ctx.invoked_subcommand is not None: return
-    rows = list_sessions()
-    click.echo('\n'.join(session_line(s) for s in rows) if rows else "no conversations are stored yet")
-
-# %% ../nbs/34_sessions.ipynb #b8d50534
+# %% ../nbs/34_sessions.ipynb #087b7d24
 def message_line(m:dict) -> str:
     "One message for a person: who spoke (or which tool was called or answered), then the text, later lines indented."
     if m['role'] == 'tool': head, text = f"  [{m.get('name')} {'failed' if m.get('is_error') else 'returned'}]", m.get('content')
@@ -250,6 +249,16 @@ def message_line(m:dict) -> str:
     else: head, text = 'you>' if m.get('owner') else 'them>' if m['role'] == 'user' else 'agent>', m.get('content')
     return f"{head} {text or ''}".rstrip().replace('\n', '\n    ')
 
+# %% ../nbs/34_sessions.ipynb #2cc2e197
+@click.group('sessions', invoke_without_command=True)
+@click.pass_context
+def sessions_command(ctx):
+    "List the stored conversations, most recent first (`sessions show ID`, `sessions forget ID`)."
+    if ctx.invoked_subcommand is not None: return
+    rows = list_sessions()
+    click.echo('\n'.join(session_line(s) for s in rows) if rows else "no conversations are stored yet")
+
+# %% ../nbs/34_sessions.ipynb #f384bc07
 @sessions_command.command('show')
 @click.argument('session')
 def show_command(session):
@@ -258,6 +267,7 @@ def show_command(session):
     if store.get(session) is None: raise click.ClickException(f"no session {session!r} (see `passepartout sessions`)")
     click.echo('\n'.join(message_line(m) for m in store.messages(session)))
 
+# %% ../nbs/34_sessions.ipynb #fcf3b3bc
 @sessions_command.command('forget')
 @click.argument('session')
 def forget_command(session):
