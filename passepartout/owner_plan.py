@@ -8,12 +8,12 @@ Docs: https://passepartout-agent.github.io/passepartout/owner_plan.html.md"""
 __all__ = ['PLAN_TOOL', 'PRIVATE', 'Plan', 'propose_plan', 'plan_in_force', 'owner_plan_gate', 'plan', 'add_plan_tool',
            'with_owner_plan']
 
-# %% ../nbs/26_owner_plan.ipynb #b735e643
+# %% ../nbs/26_owner_plan.ipynb #4add42b7
 import re, threading
 from .config import World, owner_world
 from .gates import GateEngine, Verdict, ask, deny
 from .signals import Action, Context
-from .tools import Toolbelt, EFFECT_CLASS
+from .tools import Toolbelt, EFFECT_CLASS, STEERING_KINDS
 from .validation_gates import tool_of
 from .permission_gates import allowed_by_rule
 from .provenance_gates import session_values
@@ -48,20 +48,21 @@ def _mine(flow, world:World, kind:str, value) -> bool:
     forms = value_forms(kind, str(value))
     return bool(forms) and (owned(flow, forms) or bool(forms & world_forms(world)[0]))
 
-# %% ../nbs/26_owner_plan.ipynb #559ced9c
-def _sources(spec, belt, flow, world, where:str, dropped:list) -> list:
-    "The `(tool, args)` sources of a `from` spec that are read-only tools with arguments the owner wrote."
+# %% ../nbs/26_owner_plan.ipynb #b66d45a9
+def _sources(spec, belt, planned:set, flow, world, where:str, dropped:list) -> list:
+    "The `(tool, args)` sources of a `from` spec: tools that read, or steps of the plan, called with arguments the owner wrote."
     out = []
     for src in (spec if isinstance(spec, list) else [spec]):
         name, args = (src, {}) if isinstance(src, str) else (src.get('tool'), src.get('args') or {}) if isinstance(src, dict) else (None, {})
         tool = belt.by_name.get(name) if isinstance(name, str) else None
-        if tool is None or tool.effect != 'read-only' or not isinstance(args, dict): dropped.append(f"{where}: a source that is not a tool that reads"); continue
-        bad = [a for a, v in args.items() if not _mine(flow, world, 'steering', v)]
+        if tool is None or (tool.effect != 'read-only' and name not in planned) or not isinstance(args, dict):
+            dropped.append(f"{where}: a source that is neither a tool that reads nor a step of the plan"); continue
+        bad = [a for a, v in args.items() if not _mine(flow, world, 'object', v)]
         if bad: dropped.append(f"{where}: a source whose {', '.join(bad)} you did not write"); continue
         out.append((name, {a: _norm(v) for a, v in args.items()}))
     return out
 
-# %% ../nbs/26_owner_plan.ipynb #64b9ece2
+# %% ../nbs/26_owner_plan.ipynb #4a21d5ca
 def propose_plan(agent, session:str, steps) -> tuple:
     "Record the owner's plan for `session`'s current request; `(Plan or None, the answer for the model)`."
     sv = session_values(agent.transcript(session), agent, session)
@@ -69,16 +70,18 @@ def propose_plan(agent, session:str, steps) -> tuple:
     if late: return None, ("Not accepted: a plan must be made from the owner's request before anything else is read; "
                            "the plan in force, if any, is unchanged.")
     flow, world, belt, dropped, plan = flow_of(sv), getattr(agent, 'world', None) or owner_world(), agent.tools, [], {}
-    for step in steps if isinstance(steps, list) else []:
-        name = step.get('tool') if isinstance(step, dict) else None
+    steps = [s for s in steps if isinstance(s, dict)] if isinstance(steps, list) else []
+    planned = {s.get('tool') for s in steps if isinstance(s.get('tool'), str)}
+    for step in steps:
+        name = step.get('tool')
         tool = belt.by_name.get(name) if isinstance(name, str) else None
         if tool is None or name == PLAN_TOOL: dropped.append(f"a step for {str(name)[:40]!r}: no such tool"); continue
         kinds = declared_kinds(tool, Action(kind='tool', tool=name, args=dict(step.get('args') or {})))
         specs = {}
         for arg, spec in (step.get('args') or {}).items():
             if isinstance(spec, dict) and 'from' in spec:
-                if (srcs := _sources(spec['from'], belt, flow, world, f"{name} {arg}", dropped)): specs[arg] = ('from', srcs)
-            elif _mine(flow, world, kinds.get(arg, 'steering'), spec): specs[arg] = ('owner', _norm(spec))
+                if (srcs := _sources(spec['from'], belt, planned, flow, world, f"{name} {arg}", dropped)): specs[arg] = ('from', srcs)
+            elif _mine(flow, world, kind if (kind := kinds.get(arg, 'steering')) in STEERING_KINDS else 'object', spec): specs[arg] = ('owner', _norm(spec))
             else: dropped.append(f"{name} {arg}: a value you did not write")
         plan.setdefault(name, []).append(specs)
     made = Plan(plan, owner, dropped)
@@ -94,12 +97,12 @@ def plan_in_force(agent, session:str, sv=None) -> Plan|None:
     sv = sv or session_values(agent.transcript(session), agent, session)
     return plan if sv.owner and sv.owner[-1][0] == plan.owner else None
 
-# %% ../nbs/26_owner_plan.ipynb #b5f8d70c
+# %% ../nbs/26_owner_plan.ipynb #d7818e9d
 def _matches(sources:list, name:str, args:dict) -> bool:
     return any(tool == name and all(_norm(args.get(a, '')) == v for a, v in want.items()) for tool, want in sources)
 
 def _source_outputs(plan:Plan, sources:list, transcript:list, sv) -> list:
-    "`(forms, normalised text)` of each output, in this request, of a call that `sources` name."
+    "`(forms, normalised text, forms of its fields)` of each output, in this request, of a call that `sources` name."
     out, calls, last = [], {}, {}
     for m in transcript[max(plan.owner - (sv.next - len(transcript)), 0):]:
         if m.get('role') == 'assistant':
@@ -110,27 +113,40 @@ def _source_outputs(plan:Plan, sources:list, transcript:list, sv) -> list:
             if not _matches(sources, name, args if args is not None else last.get(name, {})): continue
             with plan.lock:
                 hit = plan.read.get(id(m))
-                if hit is None or hit[0] is not m: hit = plan.read[id(m)] = (m, forms_in(m['content']), _normal_text(m['content']))
+                if hit is None or hit[0] is not m: hit = plan.read[id(m)] = (m, forms_in(m['content']), _normal_text(m['content']), _field_forms(m['content']))
             out.append(hit[1:])
     return out
 
-# %% ../nbs/26_owner_plan.ipynb #3e861344
+# %% ../nbs/26_owner_plan.ipynb #65d0a20b
+_KEY = re.compile(r"[\w .'-]{1,40}")
+
 def _form_class(form:str) -> str|None:
-    "Which kind of identity a form is (an account, a phone number, an e-mail, a URL), for counting candidates."
-    if form[:5] in ('acct:', 'tel:'): return form[:5]
+    "Which kind of identity a form is (an account, a phone number, a URL, an e-mail address), or None."
+    if form.startswith(('acct:', 'tel:')): return form[:form.index(':') + 1]
     if '://' in form: return 'url'
     if '@' in form and ':' not in form: return 'email'
     return None
 
+def _field_forms(text:str) -> frozenset:
+    "The identities (e-mails, accounts, phones, URLs) that are a whole field of `text`: a line, a list item, or the value of a `key: value` line."
+    out = set()
+    for line in text.splitlines():
+        v = line.strip()
+        if v[:2] == '- ': v = v[2:].strip()
+        key, sep, rest = v.partition(': ')
+        if sep and _KEY.fullmatch(key): v = rest.strip()
+        v = v.strip('\'"').rstrip('.,;')
+        if v and len(v) <= 200: out |= value_forms('recipient', v)
+    return frozenset(f for f in out if _form_class(f))
+
 def _in_outputs(steer:Steer, outputs:list) -> bool:
-    return any(f in forms or (f[:5] == 'text:' and _phrase_in(f[5:], text)) for forms, text in outputs for f in steer.forms)
+    return any(f in forms or (f[:5] == 'text:' and _phrase_in(f[5:], text)) for forms, text, _ in outputs for f in steer.forms)
 
-def _candidates(steer:Steer, outputs:list, world:World) -> int:
-    "How many values of `steer`'s form class the outputs hold, the owner's own aside."
-    classes, own = {c for f in steer.forms if (c := _form_class(f))}, world_forms(world)[0]
-    return len({f for forms, _ in outputs for f in forms if _form_class(f) in classes} - own) if classes else 1
+def _as_field(steer:Steer, outputs:list) -> bool:
+    "Is `steer`'s value a whole field of one of the outputs, not a word inside a text?"
+    return any(steer.forms & fields for _, _, fields in outputs)
 
-# %% ../nbs/26_owner_plan.ipynb #6a37fb73
+# %% ../nbs/26_owner_plan.ipynb #8aa2e59f
 PRIVATE = re.compile(r"acct:|tel:|num:\d{4}|[^:]*@")   # the forms of private data in a body: accounts, phones, codes, e-mails
 
 def _plan_sources(plan:Plan|None, tool:str, arg:str) -> list:
@@ -146,12 +162,12 @@ def _outward_content(action, kinds, steers, flow, sv, plan, transcript) -> Verdi
         for f in forms_in(v):
             if not PRIVATE.match(f) or owned_form(flow, f) or not (where := traced_form(flow, sv, f)): continue
             if outputs is None: outputs = _source_outputs(plan, srcs, transcript, sv) if plan and (srcs := _plan_sources(plan, action.tool, arg)) else []
-            if any(f in forms for forms, _ in outputs): continue
+            if any(f in forms for forms, _, _ in outputs): continue
             return ask(f"{arg} carries {f.split(':', 1)[-1][:60]!r}, read in {where}, to {unnamed[0].value[:60]!r}, whom you did not name: "
                        "check it before it is sent")
     return None
 
-# %% ../nbs/26_owner_plan.ipynb #5d5a18ce
+# %% ../nbs/26_owner_plan.ipynb #c0281f7f
 def _refusal(action:Action, steer:Steer, where:str, plan:Plan) -> str:
     steps = plan.steps.get(action.tool)
     allows = (f"has no step that calls {action.tool}" if not steps else
@@ -184,9 +200,9 @@ def owner_plan_gate(action:Action, ctx:Context) -> Verdict|None:
             if (why := judge(steer, flow, sv, action, ctx)): return ask(why)           # nobody's recipient: as without a plan
             continue
         if (srcs := _plan_sources(plan, action.tool, steer.arg)) and _in_outputs(steer, outputs := _source_outputs(plan, srcs, transcript, sv)):
-            if steer.kind in POSITIVE_KINDS and (n := _candidates(steer, outputs, world)) > 1:
-                return ask(f"{steer.arg} {steer.value[:80]!r} is one of {n} in {' or '.join(t for t, _ in srcs)}: your request names "
-                           "the source, not which one; check it before it is used")
+            if steer.kind in POSITIVE_KINDS and not _as_field(steer, outputs):
+                return deny(f"{steer.arg} {steer.value[:80]!r} is in {' or '.join(t for t, _ in srcs)} only inside a text, not as one of "
+                            "its fields, so the plan does not cover it: refused. If the owner's request needs it, ask the owner to name it.")
             continue
         if steer.kind == 'link': return ask(judge(steer, flow, sv, action, ctx))
         return deny(_refusal(action, steer, where, plan))
