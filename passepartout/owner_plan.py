@@ -146,8 +146,9 @@ def _as_field(steer:Steer, outputs:list) -> bool:
     "Is `steer`'s value a whole field of one of the outputs, not a word inside a text?"
     return any(steer.forms & fields for _, _, fields in outputs)
 
-# %% ../nbs/26_owner_plan.ipynb #8aa2e59f
+# %% ../nbs/26_owner_plan.ipynb #6c46c9b5
 PRIVATE = re.compile(r"acct:|tel:|num:\d{4}|[^:]*@")   # the forms of private data in a body: accounts, phones, codes, e-mails
+_PRIVATE_HINT = re.compile(r"@|\d{4}|\d[\d .()/-]{5,}\d")                 # a text without these holds none of them
 
 def _plan_sources(plan:Plan|None, tool:str, arg:str) -> list:
     return [src for step in (plan.steps.get(tool) or ()) if (spec := step.get(arg)) and spec[0] == 'from' for src in spec[1]] if plan else []
@@ -167,7 +168,7 @@ def _outward_content(action, kinds, steers, flow, sv, plan, transcript) -> Verdi
                        "check it before it is sent")
     return None
 
-# %% ../nbs/26_owner_plan.ipynb #c0281f7f
+# %% ../nbs/26_owner_plan.ipynb #4f6a377d
 def _refusal(action:Action, steer:Steer, where:str, plan:Plan) -> str:
     steps = plan.steps.get(action.tool)
     allows = (f"has no step that calls {action.tool}" if not steps else
@@ -186,6 +187,8 @@ def owner_plan_gate(action:Action, ctx:Context) -> Verdict|None:
     plan = plan_in_force(agent, session) if session in (vars(agent).get('_owner_plans') or ()) else None
     if plan is None and ((verdict := information_flow_gate(action, ctx)) is not None or effect != 'outward'): return verdict
     kinds = declared_kinds(tool, action)
+    if plan is None and not any(k == 'content' and isinstance(v := action.args.get(a), str) and _PRIVATE_HINT.search(v) for a, k in kinds.items()):
+        return None                                                                     # no private data in what is sent: rule 5 has nothing to do
     if effect != 'outward': kinds = {k: v for k, v in kinds.items() if v != 'content'}
     world = getattr(agent, 'world', None) or owner_world()
     steers = steering_values(action, kinds, world if any(k in _WORLDLY for k in kinds.values()) else World())
