@@ -38,6 +38,7 @@ Rerun:
     python bench/agentdojo.py               # workspace and banking, v1.1.2 and v1.2.2
     python bench/agentdojo.py --suite banking --version v1.2.2 --limit 3 --json
     python bench/agentdojo.py --undefended  # the same runs with no gate at all, for reference
+    python bench/agentdojo.py --plan        # the owner's plan (nbs/26): the model first plans from the request alone
     python bench/agentdojo.py --suite slack --suite travel   # the other two suites run the same way
 
 `--limit N` keeps the first N user tasks (and every injection task). The tests never import this file.
