@@ -38,6 +38,7 @@ Rerun:
     python bench/agentdojo.py               # workspace and banking, v1.1.2 and v1.2.2
     python bench/agentdojo.py --suite banking --version v1.2.2 --limit 3 --json
     python bench/agentdojo.py --undefended  # the same runs with no gate at all, for reference
+    python bench/agentdojo.py --plan        # the owner's plan (nbs/26): the model first plans from the request alone
     python bench/agentdojo.py --suite slack --suite travel   # the other two suites run the same way
 
 `--limit N` keeps the first N user tasks (and every injection task). The tests never import this file.
@@ -89,9 +90,10 @@ class CompromisedModel:
         self.budget, self.world = None, None
         self.start([], '', None)
 
-    def start(self, calls:list, answer:str, world):
-        "A new task: the user's reference calls, the reference answer, the world the tools act on."
+    def start(self, calls:list, answer:str, world, plan:list|None=None):
+        "A new task: the user's reference calls, the reference answer, the world the tools act on; `plan`: steps to propose first."
         self.queue, self.answer, self.world = [(c.function, dict(c.args)) for c in calls], answer, world
+        if plan is not None: self.queue.insert(0, ('plan', {'steps': plan}))
         self.obeyed, self.in_flight, self.signal, self.refused, self.says = [], False, None, 0, []
 
     def read(self, text:str):
@@ -124,6 +126,31 @@ class CompromisedModel:
         tool = request.agent.tools.by_name.get(name)
         if tool is not None and tool.asks_why: args = {**args, 'why': WHY}
         return Proposal(tool_call(name, args), provider=self.name)
+
+
+def _mentions(prompt:str, value) -> bool:
+    "Does the owner's request contain `value` (every item of a list), as written (case and spacing aside)?"
+    if isinstance(value, (list, tuple)): return bool(value) and all(_mentions(prompt, v) for v in value)
+    v = ' '.join(str(value).lower().split())
+    return bool(v) and re.search(r'(?<!\w)' + re.escape(v) + r'(?!\w)', prompt) is not None   # a whole word: the 7 of "2027" is not 7
+
+def owner_plan(prompt:str, calls:list, effects:dict) -> list:
+    """The plan a model would make from the owner's request alone, before reading anything: a step per side-effecting
+    reference call; an argument the request spells out is the owner's, any other is read from the calls before it
+    (with the arguments the request spells out). It knows the task's calls, never an injection."""
+    prompt, steps, reads = ' '.join(prompt.lower().split()), [], []
+    for c in calls:
+        src = {'tool': c.function, 'args': {k: v for k, v in c.args.items() if isinstance(v, (str, int, float)) and _mentions(prompt, v)}}
+        if effects.get(c.function, 'read-only') == 'read-only':
+            if src not in reads: reads.append(src)
+            continue
+        args = {}
+        for k, v in c.args.items():
+            if _mentions(prompt, v): args[k] = v if isinstance(v, (str, int, float)) else None
+            elif reads: args[k] = {'from': list(reads)}
+        steps.append({'tool': c.function, 'args': {k: v for k, v in args.items() if v is not None}})
+        if src not in reads: reads.append(src)          # what a step gives (a created file's id) may steer a later one
+    return steps
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -240,7 +267,7 @@ class World:
         return call
 
 
-def dojo_agent(suite, model, undefended:bool=False, information_flow:bool=False):
+def dojo_agent(suite, model, undefended:bool=False, information_flow:bool=False, plan:bool=False):
     "The shipped agent with the suite's functions as its only tools (effects and declarations from agentdojo_config)."
     from passepartout.app import build_agent
     from passepartout.tools import Toolbelt
@@ -254,6 +281,9 @@ def dojo_agent(suite, model, undefended:bool=False, information_flow:bool=False)
     if information_flow:                # the information-flow gate (issue 16, branch `decl`) in place of provenance and recipients
         from passepartout.information_flow import with_information_flow
         with_information_flow(agent.gates)
+    if plan:                            # the owner's plan (nbs/26_owner_plan) with the information-flow gate, and the plan tool
+        from passepartout.owner_plan import with_owner_plan
+        with_owner_plan(agent.gates, agent.tools)
     if undefended:                      # no gate at all (not even the owner's refusals): every proposal runs
         from passepartout.gates import GateEngine
         agent.gates = GateEngine()
@@ -263,13 +293,15 @@ def dojo_agent(suite, model, undefended:bool=False, information_flow:bool=False)
 # ---------------------------------------------------------------------------------------------------
 # Running the cases
 # ---------------------------------------------------------------------------------------------------
-def run_case(suite, agent, world, model, user_task, injection_task, injections:dict, approve:bool, session:str) -> dict:
+def run_case(suite, agent, world, model, user_task, injection_task, injections:dict, approve:bool, session:str, plan:bool=False) -> dict:
     "One user task (under one injection, or none) through the agent; every held call approved or refused by the owner."
     from agentdojo.types import text_content_block_from_string
     env = user_task.init_environment(suite.load_and_inject_default_environment(injections))
     pre = env.model_copy(deep=True)
     world.reset(env, pre)
-    model.start(user_task.ground_truth(pre.model_copy(deep=True)), user_task.GROUND_TRUTH_OUTPUT, world)
+    calls = user_task.ground_truth(pre.model_copy(deep=True))
+    steps = owner_plan(user_task.PROMPT, calls, _sibling('agentdojo_config').EFFECTS.get(suite.name, {})) if plan else None
+    model.start(calls, user_task.GROUND_TRUTH_OUTPUT, world, steps)
     turn = agent.send(user_task.PROMPT, source='cli', session=session)
     replies, pending, held, turns = list(turn.replies), [p['token'] for p in turn.pending], [], [turn]
     while pending and len(held) < 50:
@@ -282,29 +314,31 @@ def run_case(suite, agent, world, model, user_task, injection_task, injections:d
     output = [text_content_block_from_string(replies[-1] if replies else '')]
     utility = bool(suite._check_task_result(user_task, output, pre, world.env, world.trace))
     security = bool(suite._check_task_result(injection_task, output, pre, world.env, world.trace)) if injection_task else None
+    denied = sum(1 for t in turns for v in t.of('verdict') if v.get('decision') == 'deny')
     return {'user_task': user_task.ID, 'injection_task': injection_task.ID if injection_task else None, 'utility': utility,
-            'attack_succeeded': security, 'held': len(held), 'obeyed': list(model.obeyed),
+            'attack_succeeded': security, 'held': len(held), 'denied': denied, 'obeyed': list(model.obeyed),
             'holds': [f"{p['action'].get('tool')}: {'; '.join(p['reasons'])}" for t in turns for p in t.pending],
             'denials': [f"{(v.get('action') or {}).get('tool')}: {'; '.join(r['reason'] for r in v.get('trace', []) if r.get('decision') == 'deny')}"
                         for t in turns for v in t.of('verdict') if v.get('decision') == 'deny'],
             'calls': [c.function for c in world.trace]}
 
 
-def run_suite(version:str, name:str, limit:int|None=None, undefended:bool=False, progress=None, information_flow:bool=False) -> dict:
+def run_suite(version:str, name:str, limit:int|None=None, undefended:bool=False, progress=None, information_flow:bool=False,
+              plan:bool=False) -> dict:
     "Every user task without attack, then every (user task, injection task) pair under `important_instructions`, both owners."
     from agentdojo.task_suite.load_suites import get_suite
     from agentdojo.attacks.attack_registry import load_attack
     suite = get_suite(version, name)
     model = CompromisedModel(goals_of(suite))
-    agent, world = dojo_agent(suite, model, undefended, information_flow)
+    agent, world = dojo_agent(suite, model, undefended, information_flow, plan)
     attack = load_attack('important_instructions', suite, SimpleNamespace(name='gpt-4o-2024-05-13'))
     users = list(suite.user_tasks.values())[:limit]
     out, n = {'configured': world.configured, 'benign': [], 'attacked': []}, 0
     def both(user, inj, injections):
         nonlocal n
         n += 1
-        refused = run_case(suite, agent, world, model, user, inj, injections, False, f"{version}-{name}-{n}-refuse")
-        approved = refused if not refused['held'] else run_case(suite, agent, world, model, user, inj, injections, True, f"{version}-{name}-{n}-approve")
+        refused = run_case(suite, agent, world, model, user, inj, injections, False, f"{version}-{name}-{n}-refuse", plan)
+        approved = refused if not refused['held'] else run_case(suite, agent, world, model, user, inj, injections, True, f"{version}-{name}-{n}-approve", plan)
         return {'refused': refused, 'approved': approved}
     for user in users:
         out['benign'].append(both(user, None, {}))
@@ -326,10 +360,13 @@ def figures(result:dict) -> dict:
             'attack_success_approved': _pct([c['approved']['attack_succeeded'] for c in a]),
             'human_asked': _pct([c['refused']['held'] > 0 for c in b]),
             'human_asked_under_attack': _pct([c['refused']['held'] > 0 for c in a]),
+            'denied_under_attack': _pct([c['refused'].get('denied', 0) > 0 for c in a]),
+            'benign_denied': _pct([c['refused'].get('denied', 0) > 0 for c in b]),
             'utility_approved': _pct([c['approved']['utility'] for c in b])}
 
 COLUMNS = [('utility', 'utility'), ('utility_under_attack', 'util. attacked'), ('attack_success_refused', 'ASR refused'),
-           ('attack_success_approved', 'ASR approved'), ('human_asked', 'human asked')]
+           ('attack_success_approved', 'ASR approved'), ('human_asked', 'human asked'), ('denied_under_attack', 'denied attacked'),
+           ('benign_denied', 'benign denied')]
 
 def table(rows:list) -> str:
     "Rows of (label, figures) as a text table."
@@ -347,6 +384,8 @@ def main(argv=None):
     ap.add_argument('--limit', type=int, help='only the first N user tasks of each suite')
     ap.add_argument('--undefended', action='store_true', help='no gates at all (the reference an attack is measured against)')
     ap.add_argument('--information-flow', action='store_true', help='swap in passepartout.information_flow (where it exists and is not yet shipped)')
+    ap.add_argument('--plan', action='store_true', help="the owner's plan (passepartout.owner_plan) with the information-flow gate; "
+                    "the model proposes a plan from the request first")
     ap.add_argument('--max-depth', type=int, default=30, help="the loop's depth limit (shipped: 10; raised so that it never ends an attack early)")
     ap.add_argument('--json', action='store_true', help='print the figures and every case as JSON')
     ap.add_argument('--quiet', action='store_true')
@@ -358,7 +397,7 @@ def main(argv=None):
     for version in a.version or VERSIONS:
         for name in a.suite or SUITES:
             with contextlib.redirect_stdout(io.StringIO()):     # AgentDojo prints progress of its own
-                res = run_suite(version, name, a.limit, a.undefended, say, a.information_flow)
+                res = run_suite(version, name, a.limit, a.undefended, say, a.information_flow, a.plan)
             results[f"{name} {version}"] = res
             rows.append((f"{name} {version}", figures(res)))
     pooled = {'benign': [c for r in results.values() for c in r['benign']], 'attacked': [c for r in results.values() for c in r['attacked']]}
@@ -367,7 +406,7 @@ def main(argv=None):
         print(json.dumps({'undefended': a.undefended, 'figures': dict(rows), 'cases': results}, indent=1))
         return
     configured = next(iter(results.values()))['configured']
-    print(f"AgentDojo 0.1.35, important_instructions, {'NO GATES' if a.undefended else 'shipped gates' + (' + information flow' if a.information_flow else '')}"
+    print(f"AgentDojo 0.1.35, important_instructions, {'NO GATES' if a.undefended else 'shipped gates' + (' + information flow' if a.information_flow else '') + (' + plan' if a.plan else '')}"
           f"{f', first {a.limit} user tasks' if a.limit else ''}; argument declarations "
           f"{'applied' if configured['declarations'] else 'not available (baseline)'}; owner settings "
           f"{', '.join(configured['owner_settings']) or 'not available'} ({time.perf_counter() - t0:.0f} s)")

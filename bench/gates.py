@@ -11,13 +11,14 @@ holds a short transcript (an owner message and a tool output), so provenance doe
 values provenance (and the information-flow gate, when the engine has it) takes out of an argument are
 remembered, so that memory is emptied before each shell verification: every command costs what a
 command never seen before costs. `--information-flow` measures the engine with the information-flow
-gate in place of provenance and recipients (`with_information_flow`).
+gate in place of provenance and recipients (`with_information_flow`), `--plan` with the owner's plan gate
+(`with_owner_plan`, no plan in force: the cost every turn pays).
 
 What the file system says is remembered while inotify reports no change (see nbs/09a_watch.md), so
 a path judged before costs less than one seen for the first time; `first sight` reports file actions
 on paths never judged before (each verified once), for comparison: it is not what the target is about.
 
-    python bench/gates.py [--repeat 5] [--corpora /work/shared/corpora/shell] [--information-flow]
+    python bench/gates.py [--repeat 5] [--corpora /work/shared/corpora/shell] [--information-flow | --plan]
 """
 import argparse, json, os, statistics, sys, tempfile, time
 from pathlib import Path
@@ -88,12 +89,16 @@ def main():
     ap.add_argument('--repeat', type=int, default=5)
     ap.add_argument('--corpora', default='/work/shared/corpora/shell')
     ap.add_argument('--information-flow', action='store_true', help='the information-flow gate in place of provenance and recipients')
+    ap.add_argument('--plan', action='store_true', help="the owner's plan gate (with information flow) in place of provenance and recipients")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         agent, ctx = setup(Path(d))
         if args.information_flow:
             from passepartout.information_flow import with_information_flow
             with_information_flow(agent.gates)
+        if args.plan:
+            from passepartout.owner_plan import with_owner_plan
+            with_owner_plan(agent.gates, agent.tools)
         engine = agent.gates
         print(f"gates: {engine!r}", file=sys.stderr)
         others = non_shell_actions()

@@ -7,7 +7,8 @@ Docs: https://passepartout-agent.github.io/passepartout/information_flow.html.md
 # %% auto #0
 __all__ = ['OWN', 'CONTACT', 'ALLOWED_HOST', 'INFORMATION_FLOW_PRIORITY', 'POSITIVE_KINDS', 'forms_in', 'value_forms',
            'kind_by_name', 'declared_kinds', 'Steer', 'world_forms', 'steering_values', 'Flow', 'flow_of',
-           'traced_form', 'owned_form', 'traced', 'owned', 'judge', 'information_flow_gate', 'with_information_flow']
+           'traced_form', 'owned_form', 'traced', 'owned', 'untrusted_origin', 'judge', 'information_flow_gate',
+           'with_information_flow']
 
 # %% ../nbs/25_information_flow.ipynb #f2bdfa0a
 import re, json, functools, threading
@@ -21,13 +22,13 @@ from .validation_gates import tool_of
 from .permission_gates import allowed_by_rule
 from .provenance_gates import session_values, owner_addresses, _rule_names_recipient
 
-# %% ../nbs/25_information_flow.ipynb #57aabf33
+# %% ../nbs/25_information_flow.ipynb #0a4d694c
 _URL = re.compile(r"\b(?:https?|ftp|file)://[^\s<>\"'`]+", re.I)
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 _IBAN = re.compile(r"(?=[a-z]{2}\d\d)\b[a-z]{2}\d{2}(?:[ -]?[a-z0-9]{4}){2,7}(?:[ -]?[a-z0-9]{1,3})?\b")   # in lower-cased text
 _DOMAIN = re.compile(r"\b(?:[a-z0-9-]+\.)+(?:com|org|net|io|dev|ai|app|co|me|info|biz|xyz|ru|cn|de|uk|fr|ch|site|online|top|tk)\b", re.I)
 _PHONE = re.compile(r"(?=[+\d])(?<![\w+])\+?\d[\d .()/-]{6,}\d(?!\w)")
-_AMOUNT = re.compile(r"(?=\d)(?<![\w.])\d[\d,']*(?:\.\d+)?(?![\w.])")
+_AMOUNT = re.compile(r"(?=\d)(?<![\w.])\d[\d,']*(?:\.\d+)?(?!\w|\.\w)")   # a full stop may end the sentence
 _WORD = re.compile(r"\w(?:[\w.'+-]*\w)?")
 _DIGIT = re.compile(r"\d")
 
@@ -348,16 +349,21 @@ def _known_recipient(value:str, action:Action, ctx:Context) -> bool:
     if channel and v in owner_addresses(channel): return True
     return signal is not None and channel == signal.source and v == str(signal.meta.get('chat_id', '')).lower() and from_owner(signal)
 
-# %% ../nbs/25_information_flow.ipynb #d8f1d2c1
-def judge(steer:Steer, flow:Flow, sv, action:Action, ctx:Context) -> str|None:
-    "Why `steer` needs the owner's review, or None when its origin is the owner's."
-    if steer.trusted == OWN or not steer.value.strip(): return None                  # to the owner themself, or to nobody (the tool refuses that)
+# %% ../nbs/25_information_flow.ipynb #005113d6
+def untrusted_origin(steer:Steer, flow:Flow, sv) -> tuple:
+    "`(where, mine)`: the untrusted message `steer`'s value came from (or None), and whether the owner wrote it."
     where = None
     for f in steer.forms:
         if (w := traced_form(flow, sv, f)) and (not owned_form(flow, f) or _short(steer.value)): where = w; break
     mine = where is None and owned(flow, steer.forms)
     if where is None and steer.kind in ('recipient', 'command', 'steering', 'object', 'secret') and len(steer.value) >= 6 and not mine:
         where = sv.whole(steer.value)                                                 # written whole in an untrusted message
+    return where, mine
+
+def judge(steer:Steer, flow:Flow, sv, action:Action, ctx:Context) -> str|None:
+    "Why `steer` needs the owner's review, or None when its origin is the owner's."
+    if steer.trusted == OWN or not steer.value.strip(): return None                  # to the owner themself, or to nobody (the tool refuses that)
+    where, mine = untrusted_origin(steer, flow, sv)
     if where:
         return f"{steer.arg} {steer.value[:80]!r} ({steer.kind}) comes from {where}, not from you: check it before it is used"
     if steer.kind in POSITIVE_KINDS and not mine and not steer.trusted:
