@@ -193,13 +193,13 @@ def _save_sessions(self:Agent, touched:dict):
             self.syslog.log('ERROR', f"session {session!r}: could not be saved (kept in memory, tried again next turn): {type(e).__name__}: {e}"); continue
         if not in_step and self.transcripts.get(session) is held: del self.transcripts[session]   # another writer moved it: read it again
 
-# %% ../nbs/08_loop.ipynb #08a0f9e9
+# %% ../nbs/08_loop.ipynb #7a5f412f
+@patch
 def _checkpoint(self:Agent):
     "Save memory before a chain starts (`agent.checkpoint`); a failure is logged, never the chain's end."
     try: self.checkpoint()
     except Exception as e: self.syslog.log('ERROR', f"memory checkpoint failed: {type(e).__name__}: {e}")
 
-Agent._checkpoint = _checkpoint
 
 # %% ../nbs/08_loop.ipynb #00f2b7cd
 @patch
