@@ -374,7 +374,7 @@ async def load_session(self:PassepartoutApp, session:str):
     self.show(*[self.conversation.add('note' if m.get('role') == 'tool' or m.get('tool_calls') else 'answer', message_line(m)) for m in messages])
     self.show_status()
 
-# %% ../nbs/65_tui.ipynb #c3b78945
+# %% ../nbs/65_tui.ipynb #b811ee85
 @patch
 async def on_list_view_selected(self:PassepartoutApp, message):
     "Enter on a session: switch to it (not while a turn runs)."
@@ -391,7 +391,9 @@ async def action_new_session(self:PassepartoutApp):
     await self.load_session(new_session_id('tui')); await self.refresh_lists(); self.query_one('#prompt').focus()
 
 @patch
-def action_focus(self:PassepartoutApp, name:str): self.query_one(f'#{name}').focus()
+def action_focus(self:PassepartoutApp, name:str):
+    "Move the keyboard focus to the panel with id `name` (`sessions`, `approvals`, `prompt`)."
+    self.query_one(f'#{name}').focus()
 
 # %% ../nbs/65_tui.ipynb #87197559
 @click.command('tui')
