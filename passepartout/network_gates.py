@@ -33,8 +33,9 @@ def allowlist_plain(raw:str) -> tuple:
         except UnicodeError: log.warning("PASSEPARTOUT_NETWORK_ALLOW: skipping unusable host %r", h)
     return tuple(hosts)
 
-# %% ../nbs/20g_network_gates.ipynb #2ed5ed4b
+# %% ../nbs/20g_network_gates.ipynb #a57b01cd
 _allow_cache = {}
+
 def network_allowlist(raw:str|None=None) -> tuple:
     "The hosts of PASSEPARTOUT_NETWORK_ALLOW, IDNA-encoded and lower case (`*.x.org` keeps its star)."
     raw = config.setting('PASSEPARTOUT_NETWORK_ALLOW') if raw is None else raw
@@ -112,8 +113,9 @@ def secret_in_plain(s:str):
     "The reference for `_secret_in`: the first secret-looking match in `s` (every pattern of `SECRET_PATTERNS` tried), or None."
     return _SECRET.search(s)
 
-# %% ../nbs/20g_network_gates.ipynb #1de3710c
+# %% ../nbs/20g_network_gates.ipynb #8113fd7f
 _SECRET_MARKS = ('PRIVATE KEY', 'AKIA', 'ASIA', 'ABIA', 'ACCA', 'sk-', 'ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_', 'github_pat_', 'xox', 'AIza', 'k_live_')
+
 def _secret_in(s:str):
     "The first secret-looking match in `s`, or None; a literal prefilter skips the regex for ordinary text."
     if not ('A' in s or 'P' in s or '-' in s or '_' in s): return None   # every mark holds one of these

@@ -31,8 +31,9 @@ class PermissionsError(ValueError):
 RULE_KEYS = {'tool', 'match', 'args', 'decision', 'note'}
 _COMPOUND = re.compile(r"[;&|<>`\n\r]|\$\(")
 
-# %% ../nbs/20f_permission_gates.ipynb #00f0ed51
+# %% ../nbs/20f_permission_gates.ipynb #f0cf22a2
 _permission_paths = {}
+
 def _rules_path() -> str:
     "`$config/permissions.toml` as an absolute string, worked out once per environment."
     key = env_key()
@@ -112,8 +113,9 @@ def load_rules_plain(path) -> list:
     path = os.fspath(path)
     return [] if _stamp(path) is None else _parse_rules(path)
 
-# %% ../nbs/20f_permission_gates.ipynb #1aee3808
+# %% ../nbs/20f_permission_gates.ipynb #df626904
 _rules_cache = {}   # path: (watch generation or None, file stamp or None when missing, rules, watcher's change count)
+
 def load_rules(path:Path) -> list:
     "The rules in `path` (none if it is missing), re-read only when it changes."
     path = os.fspath(path)

@@ -37,8 +37,9 @@ def protection_plain() -> tuple:
     names = frozenset(os.path.basename(d) for d in above) - {''}
     return places, tuple(root for root, *_ in places), above, names
 
-# %% ../nbs/20e_self_protection_gates.ipynb #79d4506f
+# %% ../nbs/20e_self_protection_gates.ipynb #f4c393a9
 _protected_cache = {}
+
 def _protection() -> tuple:
     "(protected places, their roots as one tuple, {directory above a place: what it leads to}, those directories' names), worked out once per environment."
     key = env_key()
@@ -73,8 +74,9 @@ def home_places_plain(ws:str) -> tuple:
     "The reference for the `_homes` cache of `autorun_why`: (the owner's real home, the home relative to the workspace `ws` or None)."
     return os.path.realpath(os.path.expanduser('~')), home_within(ws)
 
-# %% ../nbs/20e_self_protection_gates.ipynb #35f017e7
+# %% ../nbs/20e_self_protection_gates.ipynb #9a19be0e
 _homes = {}   # (workspace, HOME): (the owner's real home, the home relative to the workspace or None)
+
 def autorun_why(real:str, ws:str, venv:bool=True) -> str|None:
     "Why writing the real path `real` plants code a program of the owner's runs on the host later, or None."
     key = (ws, os.environ.get('HOME'))
@@ -130,8 +132,9 @@ def _identity(path:str) -> tuple|None:
     except OSError: return None
     return st.st_dev, st.st_ino
 
-# %% ../nbs/20e_self_protection_gates.ipynb #fd2b6f21
+# %% ../nbs/20e_self_protection_gates.ipynb #1db150eb
 _pins = {}   # env_key(): [(path, what, identity, watch generation or None)]
+
 def pin_home() -> list:
     "Record, once per environment, which directories the agent's config, data and state are (creating them if missing)."
     key = env_key()
@@ -160,8 +163,9 @@ def home_problem_plain() -> str|None:
         if _identity(path) != identity: return _not_the_same(path, what)
     return None
 
-# %% ../nbs/20e_self_protection_gates.ipynb #dcc336a1
+# %% ../nbs/20e_self_protection_gates.ipynb #e18d7e4c
 _quiet = [None, None]   # (pins, the watcher's change count) when they were last found intact
+
 def home_problem() -> str|None:
     "Why the agent's config, data or state directory is no longer the one it started with, or None."
     pins, changes = pin_home(), watch.changes()
