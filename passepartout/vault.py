@@ -22,22 +22,25 @@ from . import config
 from .tools import BUILTIN_EFFECTS
 from .basics import patch
 
-# %% ../nbs/22_vault.ipynb #4bfa10ad
+# %% ../nbs/22_vault.ipynb #aad9bf2d
 class VaultError(PassepartoutError):
     "The vault cannot be read, or a secret it was asked for is not there."
 
+# %% ../nbs/22_vault.ipynb #a90f9dd1
 NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_.-]{0,63}$')
 HANDLE_RE = re.compile(r'\{\{vault:([A-Za-z_][A-Za-z0-9_.-]{0,63})\}\}')
 HANDLE_MARK = '{{vault:'
 MIN_SECRET_CHARS = 4
 
+# %% ../nbs/22_vault.ipynb #4e13795e
 def handle(name:str) -> str:
     "The text that stands for secret `name`."
     return HANDLE_MARK + name + '}}'
 
-# %% ../nbs/22_vault.ipynb #1c9da62e
+# %% ../nbs/22_vault.ipynb #4ed17d02
 _BAD_URL_CHARS = re.compile(r"[\s\x00-\x1f\x7f\\\u0085\u2028\u2029]")
 
+# %% ../nbs/22_vault.ipynb #1d69680e
 def url_host(url) -> str|None:
     "The lower-case ASCII host an http(s) `url` goes to, or None when it has none or could be read two ways."
     if type(url) is not str or _BAD_URL_CHARS.search(url): return None
@@ -48,12 +51,13 @@ def url_host(url) -> str|None:
     try: return (host if host.isascii() else host.encode('idna').decode()) or None
     except UnicodeError: return None
 
-# %% ../nbs/22_vault.ipynb #c1ae8450
+# %% ../nbs/22_vault.ipynb #d38a22af
 _CHANNEL_RE = re.compile(r'([a-z][a-z0-9_-]{0,31}):(\S(?:[^\r\n]*\S)?)')
 _LABEL = r'[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?'
 _HOST_RE = re.compile(rf'(?:\*\.)?(?:{_LABEL}\.)*{_LABEL}')
 DESTINATION_FORMS = "a host (api.github.com, *.github.com), CHANNEL:RECIPIENT (telegram:1001) or tool:NAME (tool:shell)"
 
+# %% ../nbs/22_vault.ipynb #264d5554
 def _host(text:str) -> str|None:
     "`text` as a canonical host or `*.domain`, or None."
     try: return str(ipaddress.ip_address(text.strip('[]')))
@@ -80,11 +84,12 @@ def matches(binding:str, dest:str) -> bool:
     if binding == dest: return True
     return binding.startswith('*.') and ':' not in dest and dest.endswith(binding[1:])
 
-# %% ../nbs/22_vault.ipynb #d49791d6
+# %% ../nbs/22_vault.ipynb #1598562c
 def key_file(key_path=None) -> Path:
     "Where the vault key lives: `key_path`, else PASSEPARTOUT_VAULT_KEY_FILE, else `$config/vault.key`."
     return Path(key_path or config.setting('PASSEPARTOUT_VAULT_KEY_FILE') or config.paths().config / 'vault.key').expanduser()
 
+# %% ../nbs/22_vault.ipynb #d5277216
 def _write_private(path:Path, data:bytes):
     "Write `data` to `path` atomically, readable by the owner only."
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -162,7 +167,7 @@ def _load(self:Vault) -> dict:
     return self._secrets
 
 
-# %% ../nbs/22_vault.ipynb #8a602ff0
+# %% ../nbs/22_vault.ipynb #181ca1c7
 @patch
 def _save(self:Vault, secrets:dict, bindings:dict):
     "Encrypt and write `secrets` with their `bindings` (an unbound secret is stored as a plain string)."
@@ -170,6 +175,7 @@ def _save(self:Vault, secrets:dict, bindings:dict):
     _write_private(self.path, _fernet(self.key_path, create=True).encrypt(json.dumps(blob, sort_keys=True).encode()))
     self._stamp = None
 
+# %% ../nbs/22_vault.ipynb #5371dd57
 @patch
 def add(self:Vault, name:str, value:str,
         destinations=None): # where it may go without asking; None keeps those of the secret it replaces
@@ -182,7 +188,7 @@ def add(self:Vault, name:str, value:str,
     self._save({**secrets, name: value}, bindings)
 
 
-# %% ../nbs/22_vault.ipynb #2f349ca6
+# %% ../nbs/22_vault.ipynb #2fb78712
 @patch
 def get(self:Vault, name:str) -> str:
     "The value of secret `name`."
@@ -190,6 +196,7 @@ def get(self:Vault, name:str) -> str:
     if name not in secrets: raise VaultError(f"no secret named {name!r} in the vault")
     return secrets[name]
 
+# %% ../nbs/22_vault.ipynb #8aff5147
 @patch
 def remove(self:Vault, name:str):
     "Forget secret `name` and its destinations."
@@ -197,19 +204,21 @@ def remove(self:Vault, name:str):
     if secrets.pop(name, None) is None: raise VaultError(f"no secret named {name!r} in the vault")
     self._save(secrets, self._bindings)
 
+# %% ../nbs/22_vault.ipynb #b2b83f70
 @patch
 def names(self:Vault) -> list:
     "The names of the stored secrets, sorted (never their values)."
     return sorted(self._load())
 
 
-# %% ../nbs/22_vault.ipynb #b5b8fc25
+# %% ../nbs/22_vault.ipynb #7cd11b8f
 @patch
 def destinations(self:Vault, name:str) -> tuple:
     "Where secret `name` may go without asking (canonical forms, sorted)."
     self.get(name)
     return self._bindings.get(name, ())
 
+# %% ../nbs/22_vault.ipynb #dc2ce61c
 @patch
 def allow(self:Vault, name:str, *dests) -> tuple:
     "Let secret `name` also go to `dests` without asking; the destinations it now has."
@@ -218,7 +227,7 @@ def allow(self:Vault, name:str, *dests) -> tuple:
     return self.destinations(name)
 
 
-# %% ../nbs/22_vault.ipynb #328a1db0
+# %% ../nbs/22_vault.ipynb #57bee9c1
 @patch
 def revoke(self:Vault, name:str, *dests) -> tuple:
     "Stop secret `name` going to `dests` without asking; the destinations it still has."
@@ -228,6 +237,7 @@ def revoke(self:Vault, name:str, *dests) -> tuple:
     self._save(self._secrets, {**self._bindings, name: tuple(sorted(have - gone))})
     return self.destinations(name)
 
+# %% ../nbs/22_vault.ipynb #002d8861
 @patch
 def bound(self:Vault, name:str, dest:str) -> bool:
     "Whether secret `name` may go to destination `dest` (as `action_destination` gives it) without asking."
