@@ -327,7 +327,7 @@ def _coded_forms(value:str) -> set:
             forms.add(''.join(fmt.format(int.from_bytes(data[i:i + size], 'little')) for i in range(skip, len(data) - size + 1, size)))
     return forms
 
-# %% ../nbs/22_vault.ipynb #1ec5f713
+# %% ../nbs/22_vault.ipynb #a4d08f9e
 def chance_bits(needle:bytes) -> float:
     "How unlikely `needle` is to occur by chance at a given place, in bits: its length times its alphabet's bits."
     chars = set(needle)
@@ -335,6 +335,7 @@ def chance_bits(needle:bytes) -> float:
         if chars <= set(alphabet): return len(needle) * bits
     return len(needle) * 5.17                                  # 36 letters and digits, case folded
 
+# %% ../nbs/22_vault.ipynb #2294ccdd
 def _spread_needles(value:str) -> set:
     "Every form of a secret, squeezed, when unlikely enough (SPREAD_MIN_BITS) not to be met by chance."
     return {n for n in (squeeze(f.encode()) for f in _forms(value) | _coded_forms(value)) if chance_bits(n) >= SPREAD_MIN_BITS}
@@ -356,8 +357,9 @@ class _View:
         self.data, self.segments = data, segments
         self.text = squeeze(data[segments[0][0]:segments[0][1]] if len(segments) == 1 else b''.join([data[s:e] for s, e in segments]))
 
-# %% ../nbs/22_vault.ipynb #c03109b0
-def _origins(self:_View, positions) -> dict:
+# %% ../nbs/22_vault.ipynb #f7c093c1
+@patch
+def origins(self:_View, positions) -> dict:
     "The index in `data` of the view's bytes at each of `positions`, in one pass."
     out, data, seps, segments = {}, self.data, _SEPARATOR_SET, iter(self.segments)
     i = end = kept = 0                                        # at data[i] of the segment ending at `end`, `kept` view bytes before
@@ -368,9 +370,7 @@ def _origins(self:_View, positions) -> dict:
         out[p] = i
     return out
 
-_View.origins = _origins
-
-# %% ../nbs/22_vault.ipynb #83d3dfd3
+# %% ../nbs/22_vault.ipynb #7c514523
 def _segments_between(spans, size:int) -> list:
     "The parts of `range(size)` outside `spans` (sorted, disjoint)."
     out, at = [], 0
@@ -379,6 +379,7 @@ def _segments_between(spans, size:int) -> list:
         at = e
     return out + [(at, size)] if at < size else out
 
+# %% ../nbs/22_vault.ipynb #5290da87
 def _views(data:bytes) -> tuple:
     "The squeezed views of `data` to search, and whether it has line offsets."
     offsets = _offsets(data)
@@ -399,7 +400,7 @@ def _spread_spans(data:bytes, rx, by_needle:dict) -> tuple:
             spans += [(at[s], at[e - 1] + 1, h) for s, e, h in hits]
     return spans, offsets
 
-# %% ../nbs/22_vault.ipynb #2bdab8dd
+# %% ../nbs/22_vault.ipynb #f32c7ff5
 def _char_spans(text:str, data:bytes, spans:list) -> list:
     "Byte spans of `data` (the UTF-8 of `text`) as character spans of `text`."
     if len(data) == len(text): return spans                  # ASCII: bytes are characters
@@ -408,6 +409,7 @@ def _char_spans(text:str, data:bytes, spans:list) -> list:
         c += len(data[b:p].decode('utf-8', 'surrogatepass')); b = p; at[p] = c
     return [(at[s], at[e], h) for s, e, h in spans]
 
+# %% ../nbs/22_vault.ipynb #edfa5d5c
 def _replace(text:str, spans:list) -> str:
     "`text` with each span, merged with those it overlaps, replaced by its handles."
     out, at, cur = [], 0, None
