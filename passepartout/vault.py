@@ -440,7 +440,7 @@ def _redactor(self:Vault) -> tuple:
     return built[1]
 
 
-# %% ../nbs/22_vault.ipynb #1d4a235c
+# %% ../nbs/22_vault.ipynb #9fb1a19d
 def secret_spans_plain(text:str, vault:Vault) -> list:
     "The reference for `_secret_spans`: the vault decrypted and its patterns built on every call, and every pattern tried."
     exact, by_form, spread, by_needle, short = redaction_patterns(read_vault_plain(vault)[0])
@@ -450,6 +450,7 @@ def secret_spans_plain(text:str, vault:Vault) -> list:
     spans += [(m.start(), m.end(), by_form[m.group()]) for m in exact.finditer(data.lower())]
     return _char_spans(text, data, spans)
 
+# %% ../nbs/22_vault.ipynb #326ef0d0
 def redact_plain(text, vault:Vault|None) -> str:
     "The reference for `redact`."
     if vault is None or not text: return text
@@ -467,15 +468,17 @@ def _secret_spans(text:str, vault:Vault) -> list:
     spans += [(m.start(), m.end(), by_form[m.group()]) for m in exact.finditer(data.lower())]   # ASCII case folded, bytes in place
     return _char_spans(text, data, spans)
 
-# %% ../nbs/22_vault.ipynb #a55baece
+# %% ../nbs/22_vault.ipynb #ec5cb8f1
 def redact(text, vault:Vault|None) -> str:
     "`text` with every secret value of `vault` (exact, encoded, spread out or dumped, in any case) replaced by its handle."
     if vault is None or not text: return text
     spans = _secret_spans(text, vault)
     return _replace(text, spans) if spans else text
 
+# %% ../nbs/22_vault.ipynb #f428bab3
 _INVISIBLE = re.compile('[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]')
 
+# %% ../nbs/22_vault.ipynb #180b5f88
 def secrets_in(text, vault:Vault|None) -> list:
     "The names of the secrets of `vault` that `text` holds, in any form `redact` would replace, also once percent- or HTML-decoded, or read without invisible characters and with full-width ones as ASCII."
     if vault is None or not text: return []
