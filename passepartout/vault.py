@@ -10,8 +10,8 @@ __all__ = ['NAME_RE', 'HANDLE_RE', 'HANDLE_MARK', 'MIN_SECRET_CHARS', 'DESTINATI
            'matches', 'key_file', 'Vault', 'read_vault_plain', 'substitute', 'base64_cores', 'base32_cores',
            'trie_pattern', 'squeeze', 'chance_bits', 'redaction_patterns', 'secret_spans_plain', 'redact_plain',
            'redact', 'secrets_in', 'action_destination', 'vault_gate_plain', 'vault_gate', 'tool_effect',
-           'withholds_output', 'withheld', 'vault_command', 'vault_add', 'vault_list', 'vault_remove', 'vault_allow',
-           'vault_revoke']
+           'withholds_output', 'withheld', 'vault_command', 'vault_add', 'vault_allow', 'vault_revoke', 'vault_list',
+           'vault_remove']
 
 # %% ../nbs/22_vault.ipynb #0e6992eb
 import base64, html, ipaddress, json, os, re, shlex, sys, tempfile, unicodedata, urllib.parse
@@ -503,9 +503,10 @@ def action_destination(action) -> str|None:
         return None if HANDLE_MARK in where or '\n' in where else where
     return f"tool:{action.tool}"
 
-# %% ../nbs/22_vault.ipynb #148cd45d
+# %% ../nbs/22_vault.ipynb #5717e8bc
 VAULT_PRIORITY = 74   # below the secrets gate (75), above the network gate (70)
 
+# %% ../nbs/22_vault.ipynb #2894a8b2
 def _holds_handle(value) -> bool:
     "Whether a nested argument value holds a handle anywhere."
     if type(value) is str: return HANDLE_MARK in value
@@ -513,6 +514,7 @@ def _holds_handle(value) -> bool:
     if isinstance(value, (list, tuple)): return any(_holds_handle(x) for x in value)
     return False
 
+# %% ../nbs/22_vault.ipynb #d267be7d
 def _handles(value) -> set:
     "The secret names of every handle in a nested argument value."
     if type(value) is str: return set(HANDLE_RE.findall(value))
@@ -565,29 +567,33 @@ def _unclear_destination(action, vault) -> str|None:
         return f"would make the URL ambiguous once substituted (its host would no longer plainly be {dest})"
     return None
 
-# %% ../nbs/22_vault.ipynb #52f84949
+# %% ../nbs/22_vault.ipynb #9fe08a9d
 SEALED_RUNS_PER_TURN = 4   # calls with withheld output one secret may make in a turn before the owner is asked
 WITHHELD = 'output withheld'
 
+# %% ../nbs/22_vault.ipynb #2653440f
 def tool_effect(action, ctx) -> str|None:
     "The declared effect of the action's tool: in the agent's tool belt, else a built-in's (None when it cannot be told)."
     agent = ctx.agent if ctx is not None else None
     if agent is not None: return t.effect if (t := agent.tools.by_name.get(action.tool)) is not None else None
     return BUILTIN_EFFECTS.get(action.tool)
 
+# %% ../nbs/22_vault.ipynb #73ed1876
 def withholds_output(action, ctx) -> bool:
     "Whether the model must not see what tool call `action` returns: a secret is substituted into it, and its tool is not outward."
     return action.kind == 'tool' and _holds_handle(action.args) and bool(_handles(action.args)) and tool_effect(action, ctx) != 'outward'
 
-# %% ../nbs/22_vault.ipynb #c33303af
+# %% ../nbs/22_vault.ipynb #79c79138
 _EXIT = re.compile(r'\[exit (?P<code>\d+)\b')
 
+# %% ../nbs/22_vault.ipynb #167356c8
 def _succeeded(action, result) -> bool:
     "Whether a call that returned `result` succeeded: for the shell, the command exited with status 0."
     if action.tool != 'shell': return True
     m = _EXIT.match(result) if isinstance(result, str) else None
     return m is not None and m['code'] == '0'
 
+# %% ../nbs/22_vault.ipynb #e9b6ab33
 def withheld(action, ctx, result=None, error=None) -> str|None:
     "What the model is told instead of a sealed call's output or error; None when the call is not sealed (its output is redacted)."
     if not withholds_output(action, ctx): return None
@@ -613,15 +619,17 @@ def _unsealed_risk(action, ctx, names:list) -> str|None:
         return f"{used} calls in this turn already used it with their output withheld, and each still tells a little (success, duration)"
     return None
 
-# %% ../nbs/22_vault.ipynb #df1f2bb1
+# %% ../nbs/22_vault.ipynb #71bea50d
 def _bound_to(dests) -> str:
     "How `vault list` and friends show a secret's destinations."
     return ', '.join(dests) if dests else '(nothing: every use asks)'
 
+# %% ../nbs/22_vault.ipynb #6d1396e0
 @click.group('vault')
 def vault_command():
     "Store secrets the agent may use by handle {{vault:NAME}}, without the model ever seeing them, and say where each may go."
 
+# %% ../nbs/22_vault.ipynb #317387f5
 @vault_command.command('add')
 @click.argument('name')
 @click.option('--for', 'dests', multiple=True, metavar='DEST',
@@ -636,23 +644,7 @@ def vault_add(name, dests):
     except VaultError as e: raise click.ClickException(e.message) from None
     click.echo(f"stored {name}; use it as {handle(name)}\nit may go to: {_bound_to(bound)}")
 
-# %% ../nbs/22_vault.ipynb #64b0a291
-@vault_command.command('list')
-def vault_list():
-    "The names of the stored secrets and where each may go (never their values)."
-    try: vault = Vault(); rows = [(n, vault.destinations(n)) for n in vault.names()]
-    except VaultError as e: raise click.ClickException(e.message) from None
-    click.echo('\n'.join(f"{n}  {handle(n)}  for: {_bound_to(d)}" for n, d in rows) if rows else "the vault is empty")
-
-@vault_command.command('remove')
-@click.argument('name')
-def vault_remove(name):
-    "Forget secret NAME."
-    try: Vault().remove(name)
-    except VaultError as e: raise click.ClickException(e.message) from None
-    click.echo(f"removed {name}")
-
-# %% ../nbs/22_vault.ipynb #1cc6ebdd
+# %% ../nbs/22_vault.ipynb #a5dd8f9c
 @vault_command.command('allow')
 @click.argument('name')
 @click.argument('dests', nargs=-1, required=True, metavar='DEST...')
@@ -662,6 +654,7 @@ def vault_allow(name, dests):
     except VaultError as e: raise click.ClickException(e.message) from None
     click.echo(f"{name} may go to: {_bound_to(now)}")
 
+# %% ../nbs/22_vault.ipynb #5ec25733
 @vault_command.command('revoke')
 @click.argument('name')
 @click.argument('dests', nargs=-1, required=True, metavar='DEST...')
@@ -670,3 +663,20 @@ def vault_revoke(name, dests):
     try: now = Vault().revoke(name, *dests)
     except VaultError as e: raise click.ClickException(e.message) from None
     click.echo(f"{name} may go to: {_bound_to(now)}")
+
+# %% ../nbs/22_vault.ipynb #0c6d0888
+@vault_command.command('list')
+def vault_list():
+    "The names of the stored secrets and where each may go (never their values)."
+    try: vault = Vault(); rows = [(n, vault.destinations(n)) for n in vault.names()]
+    except VaultError as e: raise click.ClickException(e.message) from None
+    click.echo('\n'.join(f"{n}  {handle(n)}  for: {_bound_to(d)}" for n, d in rows) if rows else "the vault is empty")
+
+# %% ../nbs/22_vault.ipynb #e8a38db9
+@vault_command.command('remove')
+@click.argument('name')
+def vault_remove(name):
+    "Forget secret NAME."
+    try: Vault().remove(name)
+    except VaultError as e: raise click.ClickException(e.message) from None
+    click.echo(f"removed {name}")
