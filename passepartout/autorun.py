@@ -12,12 +12,13 @@ __all__ = ['AUTORUN', 'VENV_NAMES', 'DEEP_ROWS', 'MAX_DEEP', 'autorun_rows_plain
 import os, re, glob, fnmatch
 from pathlib import Path
 
-# %% ../nbs/20a_autorun.ipynb #1d831961
+# %% ../nbs/20a_autorun.ipynb #17d35bd9
 _GIT = "git obeys it on the owner's next git command in that repository (a prompt showing git status runs one at every cd): core.fsmonitor, core.pager, core.hooksPath, aliases and filter drivers run programs, and hooks run at commit, checkout and merge"
 _SHELL = "the owner's shell runs it at start (login, new terminal, ssh)"
 _PATH = "it is on the owner's PATH: a program planted there under a common name (git, ls, python) runs instead of the real one"
 _PY = "Python runs .pth files and sitecustomize/usercustomize at every start of that interpreter, and imports the packages there"
 
+# %% ../nbs/20a_autorun.ipynb #a8b6d94e
 AUTORUN = (  # (pattern, parts of a matching directory the sandbox freezes ('' the whole), why it runs code on the host)
     ('**/.git', ('config', 'config.worktree', 'commondir', 'hooks', 'info', 'modules', 'worktrees'), _GIT),
     ('**/.gitattributes', '', "names the filter and diff drivers git runs on matching files"),
@@ -77,13 +78,14 @@ AUTORUN = (  # (pattern, parts of a matching directory the sandbox freezes ('' t
     ('~/.mavenrc', '', "the mvn script sources it before every build"),
 )
 
-# %% ../nbs/20a_autorun.ipynb #7a97bf7f
+# %% ../nbs/20a_autorun.ipynb #0adb69f5
 def _compile(pattern:str) -> tuple:
     "`(anchor, parts)`: anchor '**' (any depth), '~' (the home) or '' (the workspace root)."
     for anchor in ('**/', '~/'):
         if pattern.startswith(anchor): return anchor[:-1 if anchor == '~/' else 2], tuple(pattern[len(anchor):].split('/'))
     return '', tuple(pattern.split('/'))
 
+# %% ../nbs/20a_autorun.ipynb #3ee3154d
 _ROWS = tuple((*_compile(p), frozen, why) for p, frozen, why in AUTORUN)
 _ANY, _HOME = {}, {}   # '**' rows by their last part, '~' rows by their first part (when those have no wildcards)
 for _row in _ROWS:
@@ -110,12 +112,13 @@ def autorun_rows_plain(parts:tuple, # a workspace-relative path, as its componen
                 found.append(why); break
     return found
 
-# %% ../nbs/20a_autorun.ipynb #d9c28b9e
+# %% ../nbs/20a_autorun.ipynb #45776eef
 def _fits(parts:tuple, at:int, pattern:tuple) -> bool:
     "Do the path `parts` ending at index `at` end with `pattern` (component by component, shell globs)?"
     start = at - len(pattern) + 1
     return start >= 0 and at < len(parts) and all(fnmatch.fnmatchcase(parts[start + i], p) for i, p in enumerate(pattern))
 
+# %% ../nbs/20a_autorun.ipynb #5eefda11
 def _table_reason(parts:tuple, home:tuple|None) -> str|None:
     "The reason of the first row matching `parts` or one of its leading sub-paths, or None."
     for at, name in enumerate(parts):
@@ -132,13 +135,14 @@ def _table_reason(parts:tuple, home:tuple|None) -> str|None:
         if _fits(parts, len(pattern) - 1, pattern): return why
     return None
 
-# %% ../nbs/20a_autorun.ipynb #f60d1866
+# %% ../nbs/20a_autorun.ipynb #66b56322
 def home_within(ws) -> str|None:
     "The owner's home directory relative to the workspace `ws` ('' when they are the same), or None when it is not inside."
     home, ws = os.path.realpath(os.path.expanduser('~')), os.path.realpath(ws)
     if home == ws: return ''
     return os.path.relpath(home, ws) if home.startswith(ws.rstrip(os.sep) + os.sep) else None
 
+# %% ../nbs/20a_autorun.ipynb #b9c8eda0
 def _venv(ws:str, parts:tuple) -> str|None:
     "The reason when a directory above the last part of `parts` (inside `ws`) is a virtualenv."
     for i in range(1, len(parts)):
@@ -158,17 +162,19 @@ def autorun_reason(rel:str,  # a path relative to the workspace (POSIX separator
     why = _table_reason(parts, None if home is None else tuple(p for p in home.split('/') if p not in ('', '.')))
     return why or (_venv(os.fspath(ws), parts) if ws is not None and venv else None)
 
-# %% ../nbs/20a_autorun.ipynb #aada7f51
+# %% ../nbs/20a_autorun.ipynb #bc5aaae4
 VENV_NAMES = ('.venv', 'venv', 'env', '.env', 'virtualenv', '.virtualenv')   # looked for one level below each base
 DEEP_ROWS = ('**/.git', '**/.hg/hgrc', '**/.envrc', '**/.vscode', '**/.githooks', '**/.husky')   # also tried two levels down
 MAX_DEEP = 2000   # at most this many directories two levels down are looked at
 
+# %% ../nbs/20a_autorun.ipynb #513fe1ed
 def _subdirs(path:str, visible:bool=False) -> list:
     "The directories directly in `path` (not symlinks; `visible`: not hidden ones)."
     try: entries = list(os.scandir(path))
     except OSError: return []
     return [e.path for e in entries if e.is_dir(follow_symlinks=False) and not (visible and e.name.startswith('.'))]
 
+# %% ../nbs/20a_autorun.ipynb #e1fa046e
 def _bases(ws:str, home_dir:str|None) -> tuple:
     "`(bases, deep)`: the workspace, the home inside it and the directories below them; the visible ones a level further down."
     roots = list(dict.fromkeys([ws] + ([home_dir] if home_dir else [])))
@@ -187,7 +193,7 @@ def _candidates(base:str, ws_root:bool, home_root:bool) -> list:
         out.append((os.path.join(base, *pattern), frozen, wild))
     return out
 
-# %% ../nbs/20a_autorun.ipynb #ba884219
+# %% ../nbs/20a_autorun.ipynb #35620f09
 def _look(path:str, frozen, wild:bool, existing:list, missing:list|None):
     "Add what the place at `path` holds now to `existing` (and, when absent and literal, `path` to `missing`)."
     found = glob.glob(glob.escape(os.path.dirname(path)) + '/' + os.path.basename(path), include_hidden=True) if wild else \
@@ -200,14 +206,16 @@ def _look(path:str, frozen, wild:bool, existing:list, missing:list|None):
                 elif missing is not None: missing.append(q)
         else: existing.append(p)
 
+# %% ../nbs/20a_autorun.ipynb #f9078ebb
 def _venvs(base:str) -> list:
     "`base` itself if it is a virtualenv, else the virtualenvs under usual names just below it."
     if os.path.isfile(os.path.join(base, 'pyvenv.cfg')): return [base]
     return [v for name in VENV_NAMES if os.path.isfile(os.path.join(v := os.path.join(base, name), 'pyvenv.cfg'))]
 
-# %% ../nbs/20a_autorun.ipynb #aac3e94b
+# %% ../nbs/20a_autorun.ipynb #4324fa51
 _DEEP = tuple((os.path.join(*_compile(p)[1]), next(f for q, f, _ in AUTORUN if q == p)) for p in DEEP_ROWS)
 
+# %% ../nbs/20a_autorun.ipynb #ff789190
 def autorun_places(ws) -> tuple:
     "`(existing, missing)` real paths of the places that run code on the host, near the workspace's and the home's root."
     ws = os.path.realpath(ws); home = home_within(ws)

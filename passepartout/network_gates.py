@@ -18,10 +18,11 @@ from .validation_gates import _json_name
 
 log = logging.getLogger('passepartout.gates')
 
-# %% ../nbs/20g_network_gates.ipynb #ea4e1a57
+# %% ../nbs/20g_network_gates.ipynb #a0d41490
 METADATA_HOSTS = {'169.254.169.254', '169.254.170.2', '100.100.100.200', 'fd00:ec2::254',
                   'metadata', 'metadata.google.internal', 'metadata.azure.com', 'instance-data', 'instance-data.ec2.internal'}
 
+# %% ../nbs/20g_network_gates.ipynb #704da23f
 def allowlist_plain(raw:str) -> tuple:
     "The reference for `network_allowlist`: the hosts of the setting's value `raw`, IDNA-encoded and lower case (`*.x.org` keeps its star), parsed every time."
     hosts = []
@@ -52,9 +53,10 @@ def _ip(host:str):
         except OSError: return None
     return None
 
-# %% ../nbs/20g_network_gates.ipynb #5bebe0e8
+# %% ../nbs/20g_network_gates.ipynb #4ed17d02
 _BAD_URL_CHARS = re.compile(r"[\s\x00-\x1f\x7f\\\u0085\u2028\u2029]")
 
+# %% ../nbs/20g_network_gates.ipynb #c4de4c4d
 def _judge_url(url, allowlist:tuple) -> Verdict:
     if not isinstance(url, str): return deny(f"the url must be a string, not {_json_name(url)}")
     if _BAD_URL_CHARS.search(url): return deny("the url contains spaces, control characters or backslashes")
@@ -77,25 +79,23 @@ def _judge_url(url, allowlist:tuple) -> Verdict:
     shown = host if host == ascii_host else f"{host} (really {ascii_host})"
     return ask(f"fetch from {shown}: the host is not on the network allowlist (PASSEPARTOUT_NETWORK_ALLOW)")
 
+# %% ../nbs/20g_network_gates.ipynb #4c3f56ff
 _judged_urls = functools.lru_cache(maxsize=1024)(_judge_url)
 
+# %% ../nbs/20g_network_gates.ipynb #e1cdf3c3
 def url_verdict(url, allowlist:tuple|None=None) -> Verdict:
     "Judge one URL: http(s) only, no credentials or metadata addresses; allowlisted hosts pass, others ask."
     allowlist = network_allowlist() if allowlist is None else allowlist
     if type(url) is str and type(allowlist) is tuple and len(url) <= 8192: return _judged_urls(url, allowlist)
     return _judge_url(url, allowlist)
 
+# %% ../nbs/20g_network_gates.ipynb #9cf1dd25
 def network_gate(action:Action, ctx:Context) -> Verdict|None:
     "`http_fetch` URLs: safe scheme and host, allowlisted or asked for."
     if action.kind != 'tool' or action.tool != 'http_fetch': return None
     return url_verdict(action.args.get('url'))
 
-# %% ../nbs/20g_network_gates.ipynb #b9d25648
-def secret_in_plain(s:str):
-    "The reference for `_secret_in`: the first secret-looking match in `s` (every pattern of `SECRET_PATTERNS` tried), or None."
-    return _SECRET.search(s)
-
-# %% ../nbs/20g_network_gates.ipynb #db7be27a
+# %% ../nbs/20g_network_gates.ipynb #925941a4
 SECRET_PATTERNS = {
     'a private key': r'-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----',
     'an AWS access key': r'\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b',
@@ -107,6 +107,13 @@ SECRET_PATTERNS = {
 }
 _SECRET = re.compile('|'.join(f"(?P<s{i}>{p})" for i, p in enumerate(SECRET_PATTERNS.values())))
 _SECRET_NAMES = list(SECRET_PATTERNS)
+
+# %% ../nbs/20g_network_gates.ipynb #b9d25648
+def secret_in_plain(s:str):
+    "The reference for `_secret_in`: the first secret-looking match in `s` (every pattern of `SECRET_PATTERNS` tried), or None."
+    return _SECRET.search(s)
+
+# %% ../nbs/20g_network_gates.ipynb #8113fd7f
 _SECRET_MARKS = ('PRIVATE KEY', 'AKIA', 'ASIA', 'ABIA', 'ACCA', 'sk-', 'ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_', 'github_pat_', 'xox', 'AIza', 'k_live_')
 
 def _secret_in(s:str):
@@ -116,7 +123,7 @@ def _secret_in(s:str):
         if mark in s: return _SECRET.search(s)
     return None
 
-# %% ../nbs/20g_network_gates.ipynb #4deac82c
+# %% ../nbs/20g_network_gates.ipynb #b8fc4a32
 def _strings(value, where:str):
     "Every string inside `value` with where it sits."
     if type(value) is str: yield where, value
@@ -125,10 +132,31 @@ def _strings(value, where:str):
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value): yield from _strings(v, f"{where}[{i}]")
 
+# %% ../nbs/20g_network_gates.ipynb #b38f611b
 def _holds_secret(where:str, m) -> Verdict:
     what = _SECRET_NAMES[int(m.lastgroup[1:])]
     return deny(f"{where} holds what looks like {what} ({m.group()[:6]}…): refer to secrets by vault handle, e.g. {{{{vault:NAME}}}}, never by value")
 
+# %% ../nbs/20g_network_gates.ipynb #bea8e436
+def _carried_text(action:Action) -> str:
+    "Every string an action carries (arguments, reply text, explanation), one per line."
+    parts = [s for _, s in _strings(action.args, 'args')] if isinstance(action.args, dict) else []
+    return '\n'.join(parts + [action.text or '', action.explanation or ''])
+
+# %% ../nbs/20g_network_gates.ipynb #996b088e
+def _vault_values(action:Action, ctx:Context) -> Verdict|None:
+    "Deny an action that carries a vault secret's value, in a form redaction knows, instead of its handle."
+    vault = ctx.agent.vault if ctx.agent is not None else None
+    if vault is None: return None                  # an agent without a vault substitutes nothing, so its model learnt no value from it
+    from passepartout.vault import secrets_in, VaultError
+    try: names = secrets_in(_carried_text(action), vault)
+    except VaultError: return None                 # an unreadable vault: the vault gate refuses its handles, nothing was substituted
+    if not names: return None
+    return deny(f"the {'reply' if action.kind != 'tool' else 'tool call'} holds the value of secret {', '.join(names)}: never write a secret's "
+                f"value, write its handle ({', '.join('{{vault:' + n + '}}' for n in names)}), which is replaced by the value only where "
+                f"the secret is bound")
+
+# %% ../nbs/20g_network_gates.ipynb #049382d3
 def secrets_gate(action:Action, ctx:Context) -> Verdict|None:
     "Refuse actions that carry a secret's value (one that looks like a key, or a vault secret's); the model must use a vault handle `{{vault:NAME}}`."
     if action.kind == 'tool':
@@ -141,21 +169,3 @@ def secrets_gate(action:Action, ctx:Context) -> Verdict|None:
     elif (m := _secret_in(action.text or '')): return _holds_secret('text', m)
     if action.explanation and (m := _secret_in(action.explanation)): return _holds_secret('explanation', m)
     return _vault_values(action, ctx)
-
-# %% ../nbs/20g_network_gates.ipynb #ecebf962
-def _carried_text(action:Action) -> str:
-    "Every string an action carries (arguments, reply text, explanation), one per line."
-    parts = [s for _, s in _strings(action.args, 'args')] if isinstance(action.args, dict) else []
-    return '\n'.join(parts + [action.text or '', action.explanation or ''])
-
-def _vault_values(action:Action, ctx:Context) -> Verdict|None:
-    "Deny an action that carries a vault secret's value, in a form redaction knows, instead of its handle."
-    vault = ctx.agent.vault if ctx.agent is not None else None
-    if vault is None: return None                  # an agent without a vault substitutes nothing, so its model learnt no value from it
-    from passepartout.vault import secrets_in, VaultError
-    try: names = secrets_in(_carried_text(action), vault)
-    except VaultError: return None                 # an unreadable vault: the vault gate refuses its handles, nothing was substituted
-    if not names: return None
-    return deny(f"the {'reply' if action.kind != 'tool' else 'tool call'} holds the value of secret {', '.join(names)}: never write a secret's "
-                f"value, write its handle ({', '.join('{{vault:' + n + '}}' for n in names)}), which is replaced by the value only where "
-                f"the secret is bound")

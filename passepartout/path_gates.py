@@ -21,10 +21,11 @@ def real_workspace(given=None) -> str:
     "The reference for `workspace_of`: the real path of the agent's workspace `given`, else of `config.workspace()`, asked of the file system every time."
     return os.path.realpath(os.path.expanduser(str(given))) if given else os.path.realpath(config.workspace())
 
-# %% ../nbs/20d_path_gates.ipynb #918ead2d
+# %% ../nbs/20d_path_gates.ipynb #7b19658b
 _environ = getattr(os.environ, '_data', None)   # CPython's raw view of the environment, kept in step by os.environ
 HOME_VARS = ('PASSEPARTOUT_HOME', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME', 'XDG_STATE_HOME', 'HOME', 'PASSEPARTOUT_VAULT_KEY_FILE')
 
+# %% ../nbs/20d_path_gates.ipynb #da3b2aea
 def env_key(names:tuple=HOME_VARS) -> tuple:
     "The current values of environment variables `names`, cheaply, as a cache key (raw bytes where possible)."
     if _environ is not None and names is HOME_VARS and os.name == 'posix':
@@ -32,6 +33,7 @@ def env_key(names:tuple=HOME_VARS) -> tuple:
         return get(b'PASSEPARTOUT_HOME'), get(b'XDG_CONFIG_HOME'), get(b'XDG_DATA_HOME'), get(b'XDG_STATE_HOME'), get(b'HOME'), get(b'PASSEPARTOUT_VAULT_KEY_FILE')
     return tuple(map(os.environ.get, names))
 
+# %% ../nbs/20d_path_gates.ipynb #baa82769
 _workspaces = {}
 _last_workspace = (None, None)   # the agent's absolute workspace (an immutable str or Path) last asked about, its real path
 
@@ -50,6 +52,7 @@ def workspace_of(ctx:Context) -> str:
     if key is raw and (type(given) is str or isinstance(given, PurePath)): globals()['_last_workspace'] = (given, ws)
     return ws
 
+# %% ../nbs/20d_path_gates.ipynb #24db39a7
 def inside(path:str, root:str) -> bool:
     "Is the real path `path` equal to or below the real directory `root`?"
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
@@ -61,7 +64,7 @@ def resolve_path_plain(path:str, base:str) -> str:
     except ValueError: p = path   # `~name` that is not encodable names no user
     return os.path.realpath(os.path.join(base, p))
 
-# %% ../nbs/20d_path_gates.ipynb #783d8ea0
+# %% ../nbs/20d_path_gates.ipynb #68757d8b
 _plain = {}   # path: its watch generation when it was last seen not to be a symlink
 
 def _step(path:str) -> str:
@@ -73,6 +76,7 @@ def _step(path:str) -> str:
     if generation is not None: _plain[path] = generation
     return path
 
+# %% ../nbs/20d_path_gates.ipynb #a3ff5719
 _resolved = {}   # (base, path): (watcher's change count, real path) for paths without a symlink
 
 def resolve_path(path:str, base:str) -> str:
@@ -108,11 +112,12 @@ def resolve_for(path:str, ws:str) -> str:
     globals()['_shared'] = (now, path, ws, real)   # one tuple, replaced whole: safe between threads
     return real
 
-# %% ../nbs/20d_path_gates.ipynb #9df2a529
+# %% ../nbs/20d_path_gates.ipynb #bdf3322c
 FILE_TOOLS = {'read_file': 'path', 'write_file': 'path', 'edit_file': 'path', 'list_dir': 'path', 'search_files': 'path'}
 WRITE_TOOLS = ('write_file', 'edit_file')
 MAX_PATH_BYTES, MAX_NAME_BYTES = 4096, 255
 
+# %% ../nbs/20d_path_gates.ipynb #387c33c5
 def path_problem(path) -> str|None:
     "Why `path` is not an acceptable path string (type, NUL byte, length), or None."
     if not isinstance(path, str): return f"must be a string, not {_json_name(path)}"

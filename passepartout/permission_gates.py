@@ -8,7 +8,7 @@ Docs: https://passepartout-agent.github.io/passepartout/permission_gates.html.md
 __all__ = ['RULE_KEYS', 'rules_path_plain', 'PermissionsError', 'permissions_file', 'Rule', 'load_rules_plain', 'load_rules',
            'permission_rule', 'permissions_gate', 'allowed_by_rule', 'learn_rule']
 
-# %% ../nbs/20f_permission_gates.ipynb #bb5e3dc9
+# %% ../nbs/20f_permission_gates.ipynb #5abbaec1
 import os, re, json, time, fnmatch
 from pathlib import Path
 from . import config, watch
@@ -16,19 +16,22 @@ from .gates import Verdict, ALLOW, ASK, DENY, allow, deny, _RANK
 from .signals import Action, Context
 from .validation_gates import side_effecting
 from .path_gates import env_key
+from .basics import patch
 
 # %% ../nbs/20f_permission_gates.ipynb #9f9e3646
 def rules_path_plain() -> str:
     "The reference for `_rules_path`: `$config/permissions.toml` as an absolute string, worked out every time."
     return os.path.abspath(config.paths().config / 'permissions.toml')
 
-# %% ../nbs/20f_permission_gates.ipynb #fab5e49e
+# %% ../nbs/20f_permission_gates.ipynb #36fb9d27
 class PermissionsError(ValueError):
     "The permissions file cannot be used."
 
+# %% ../nbs/20f_permission_gates.ipynb #91d5a387
 RULE_KEYS = {'tool', 'match', 'args', 'decision', 'note'}
 _COMPOUND = re.compile(r"[;&|<>`\n\r]|\$\(")
 
+# %% ../nbs/20f_permission_gates.ipynb #f0cf22a2
 _permission_paths = {}
 
 def _rules_path() -> str:
@@ -40,11 +43,15 @@ def _rules_path() -> str:
         path = _permission_paths[key] = os.path.abspath(config.paths().config / 'permissions.toml')
     return path
 
+# %% ../nbs/20f_permission_gates.ipynb #943be7ed
 def permissions_file(config_dir=None) -> Path:
     "`$config/permissions.toml` (or in `config_dir`)."
     return Path(config_dir) / 'permissions.toml' if config_dir else Path(_rules_path())
 
-# %% ../nbs/20f_permission_gates.ipynb #4a7b7ffa
+# %% ../nbs/20f_permission_gates.ipynb #8959471d
+def _canonical(args) -> str: return json.dumps(args, sort_keys=True, separators=(',', ':'), ensure_ascii=False)
+
+# %% ../nbs/20f_permission_gates.ipynb #ddd02404
 class Rule:
     "One `[[rule]]` of the permissions file."
     def __init__(self, index:int, d:dict):
@@ -53,19 +60,20 @@ class Rule:
         self.match = [(k, re.compile(fnmatch.translate(p)), any(c in p for c in '*?[')) for k, p in (d.get('match') or {}).items()]
         self.args = _canonical(d['args']) if 'args' in d else None
 
-    def matches(self, action:Action) -> bool:
-        "Does this rule cover `action`?"
-        if not self.tool_re.match(action.tool) or (self.args is not None and self.args != _canonical(action.args)): return False
-        for key, pattern, is_glob in self.match:
-            if key not in action.args: return False
-            v = action.args[key]; s = v if isinstance(v, str) else json.dumps(v, sort_keys=True)
-            if not pattern.match(s): return False
-            if is_glob and self.decision == ALLOW and action.tool == 'shell' and _COMPOUND.search(s): return False
-        return True
 
     def __repr__(self): return f"rule {self.index} ({self.decision} {self.tool})"
 
-def _canonical(args) -> str: return json.dumps(args, sort_keys=True, separators=(',', ':'), ensure_ascii=False)
+# %% ../nbs/20f_permission_gates.ipynb #d0ede249
+@patch
+def matches(self:Rule, action:Action) -> bool:
+    "Does this rule cover `action`?"
+    if not self.tool_re.match(action.tool) or (self.args is not None and self.args != _canonical(action.args)): return False
+    for key, pattern, is_glob in self.match:
+        if key not in action.args: return False
+        v = action.args[key]; s = v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+        if not pattern.match(s): return False
+        if is_glob and self.decision == ALLOW and action.tool == 'shell' and _COMPOUND.search(s): return False
+    return True
 
 # %% ../nbs/20f_permission_gates.ipynb #bd7e91e3
 def _check_rule(i:int, d) -> dict:
@@ -81,22 +89,7 @@ def _check_rule(i:int, d) -> dict:
     if 'args' in d and not isinstance(d['args'], dict): raise PermissionsError(f"{where}: `args` must be a table")
     return d
 
-# %% ../nbs/20f_permission_gates.ipynb #3baaabca
-def load_rules_plain(path) -> list:
-    "The reference for `load_rules`: the rules in `path` (none if it is missing), read and parsed every time."
-    path = os.fspath(path)
-    return [] if _stamp(path) is None else _parse_rules(path)
-
-# %% ../nbs/20f_permission_gates.ipynb #f18db35a
-_rules_cache = {}   # path: (watch generation or None, file stamp or None when missing, rules, watcher's change count)
-
-def _stamp(path:str) -> tuple|None:
-    "`(mtime, size, inode)` of `path`, None when it is missing."
-    try: st = os.stat(path)
-    except FileNotFoundError: return None
-    except OSError as e: raise PermissionsError(f"cannot read {path}: {e}") from None
-    return st.st_mtime_ns, st.st_size, st.st_ino
-
+# %% ../nbs/20f_permission_gates.ipynb #a239a0d7
 def _parse_rules(path:str) -> list:
     "The `[[rule]]` tables of `path`, checked."
     import tomllib
@@ -105,6 +98,23 @@ def _parse_rules(path:str) -> list:
     if set(data) - {'rule'} or not isinstance(data.get('rule', []), list):
         raise PermissionsError(f"{path}: expected only [[rule]] tables, found {sorted(data)}")
     return [Rule(i, _check_rule(i, d)) for i, d in enumerate(data.get('rule', []), 1)]
+
+# %% ../nbs/20f_permission_gates.ipynb #9cac3527
+def _stamp(path:str) -> tuple|None:
+    "`(mtime, size, inode)` of `path`, None when it is missing."
+    try: st = os.stat(path)
+    except FileNotFoundError: return None
+    except OSError as e: raise PermissionsError(f"cannot read {path}: {e}") from None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+# %% ../nbs/20f_permission_gates.ipynb #3baaabca
+def load_rules_plain(path) -> list:
+    "The reference for `load_rules`: the rules in `path` (none if it is missing), read and parsed every time."
+    path = os.fspath(path)
+    return [] if _stamp(path) is None else _parse_rules(path)
+
+# %% ../nbs/20f_permission_gates.ipynb #df626904
+_rules_cache = {}   # path: (watch generation or None, file stamp or None when missing, rules, watcher's change count)
 
 def load_rules(path:Path) -> list:
     "The rules in `path` (none if it is missing), re-read only when it changes."
@@ -120,12 +130,7 @@ def load_rules(path:Path) -> list:
     _rules_cache[path] = (generation, stamp, rules, seen)
     return rules
 
-# %% ../nbs/20f_permission_gates.ipynb #5848b596
-def permission_rule(action:Action, config_dir=None, exact_only:bool=False) -> Rule|None:
-    "The strictest rule covering `action` (deny beats ask beats allow), or None (`exact_only`: only `args` rules)."
-    if action.kind != 'tool' or not isinstance(action.tool, str): return None
-    return _strictest(load_rules(permissions_file(config_dir) if config_dir else _rules_path()), action, exact_only)
-
+# %% ../nbs/20f_permission_gates.ipynb #fafdb3bf
 def _strictest(rules:list, action:Action, exact_only:bool=False) -> Rule|None:
     best = None
     for rule in rules:
@@ -135,6 +140,13 @@ def _strictest(rules:list, action:Action, exact_only:bool=False) -> Rule|None:
             if best.decision == DENY: break
     return best
 
+# %% ../nbs/20f_permission_gates.ipynb #fb9a4438
+def permission_rule(action:Action, config_dir=None, exact_only:bool=False) -> Rule|None:
+    "The strictest rule covering `action` (deny beats ask beats allow), or None (`exact_only`: only `args` rules)."
+    if action.kind != 'tool' or not isinstance(action.tool, str): return None
+    return _strictest(load_rules(permissions_file(config_dir) if config_dir else _rules_path()), action, exact_only)
+
+# %% ../nbs/20f_permission_gates.ipynb #d83b3be1
 def permissions_gate(action:Action, ctx:Context) -> Verdict|None:
     "The user's allow/ask/deny rules; a broken rules file refuses side-effecting actions."
     try: rules = load_rules(_rules_path())

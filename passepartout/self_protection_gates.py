@@ -6,7 +6,7 @@ Docs: https://passepartout-agent.github.io/passepartout/self_protection_gates.ht
 
 # %% auto #0
 __all__ = ['log', 'PROTECTED_NAMES', 'protection_plain', 'protected_places', 'protected', 'above_protected', 'home_places_plain',
-           'autorun_why', 'self_protection_gate', 'pin_home', 'home_problem_plain', 'home_problem']
+           'autorun_why', 'pin_home', 'home_problem_plain', 'home_problem', 'self_protection_gate']
 
 # %% ../nbs/20e_self_protection_gates.ipynb #752f70d3
 import os, re, logging
@@ -37,7 +37,7 @@ def protection_plain() -> tuple:
     names = frozenset(os.path.basename(d) for d in above) - {''}
     return places, tuple(root for root, *_ in places), above, names
 
-# %% ../nbs/20e_self_protection_gates.ipynb #a404c0b8
+# %% ../nbs/20e_self_protection_gates.ipynb #f4c393a9
 _protected_cache = {}
 
 def _protection() -> tuple:
@@ -49,10 +49,12 @@ def _protection() -> tuple:
         _protected_cache.clear(); _protected_cache[key] = hit
     return hit
 
+# %% ../nbs/20e_self_protection_gates.ipynb #507f17d9
 def protected_places() -> tuple:
     "`(real path, real path + '/', what it is, readable)` for the agent's own directories, key file and package, most specific first."
     return _protection()[0]
 
+# %% ../nbs/20e_self_protection_gates.ipynb #bd4cfe03
 def protected(real:str, writing:bool=True) -> str|None:
     "What protected place the real path `real` is in (for writing, or for reading), or None."
     places, roots, *_ = _protection()
@@ -86,10 +88,11 @@ def autorun_why(real:str, ws:str, venv:bool=True) -> str|None:
     if real != ws and inside(real, ws): return autorun_reason(real[len(ws.rstrip(os.sep)) + 1:], ws, home, venv)
     return autorun_reason(real[len(owner.rstrip(os.sep)) + 1:], owner, '', venv) if real != owner and inside(real, owner) else None
 
-# %% ../nbs/20e_self_protection_gates.ipynb #df8721cf
+# %% ../nbs/20e_self_protection_gates.ipynb #8a8f92ea
 _WORD_SPLIT = re.compile(r"[\s;&|()<>`=,:{}]+")
 PROTECTED_NAMES = {'permissions.toml': 'the permissions file', 'vault.enc': 'the vault', 'vault.key': 'the vault key'}
 
+# %% ../nbs/20e_self_protection_gates.ipynb #8a9f9d42
 def _shell_words(command:str, names=frozenset()) -> list:
     "The path-like words of a shell command (redirect targets included, and bare `names`), quotes and escapes removed."
     flat = command.replace('"', '').replace("'", '')
@@ -97,6 +100,7 @@ def _shell_words(command:str, names=frozenset()) -> list:
     if '$' in flat: flat = os.path.expandvars(flat)
     return [w for w in dict.fromkeys(_WORD_SPLIT.split(flat)) if w and ('/' in w or w[0] in '~.' or w in PROTECTED_NAMES or w in names)]
 
+# %% ../nbs/20e_self_protection_gates.ipynb #2c79d0bc
 def _locality(action:Action, ctx:Context) -> list:
     "The paths a tool call other than a file tool's touches, each `(path, writing)`."
     if action.tool == 'shell':
@@ -106,6 +110,7 @@ def _locality(action:Action, ctx:Context) -> list:
         return [(v, True) for k, v in action.args.items() if isinstance(v, str) and re.search(r'(?i)path|file|dir|dest|target', k)]
     return []
 
+# %% ../nbs/20e_self_protection_gates.ipynb #c74c2b56
 def _reads_only(command:str, ws:str) -> bool:
     "Does the shell gate judge `command` read-only (False when it cannot be asked)?"
     try: from passepartout.shell_gate import shell_verdict
@@ -120,7 +125,64 @@ def _write_verdict(action:Action, path:str, real:str, ws:str, venv:bool=True) ->
     why = autorun_why(real, ws, venv)
     return ask(f"{action.tool} writes {path!r}, which a program of the owner's runs on the host later without anyone choosing to run it: {why}") if why else None
 
-# %% ../nbs/20e_self_protection_gates.ipynb #2019683e
+# %% ../nbs/20e_self_protection_gates.ipynb #6182e568
+def _identity(path:str) -> tuple|None:
+    "(device, inode) of the directory at `path` (following links), or None when it is missing."
+    try: st = os.stat(path)
+    except OSError: return None
+    return st.st_dev, st.st_ino
+
+# %% ../nbs/20e_self_protection_gates.ipynb #1db150eb
+_pins = {}   # env_key(): [(path, what, identity, watch generation or None)]
+
+def pin_home() -> list:
+    "Record, once per environment, which directories the agent's config, data and state are (creating them if missing)."
+    key = env_key()
+    pins = _pins.get(key)
+    if pins is None:
+        p = config.paths()
+        try: config.ensure_dirs(p)
+        except OSError as e: log.warning("cannot create the agent's directories: %s", e)
+        pins = []
+        for d, what in ((p.config, 'config directory'), (p.data, 'data directory (vault, approvals, audit log)'), (p.state, 'state directory')):
+            path = os.path.abspath(os.path.expanduser(str(d)))
+            generation = watch.watch(path, file=False) if os.path.realpath(path) == path else None   # watch first, then look
+            pins.append((path, what, _identity(path), generation))
+        _pins.clear(); _pins[key] = pins
+    return pins
+
+# %% ../nbs/20e_self_protection_gates.ipynb #e6cca9d0
+def _not_the_same(path:str, what:str) -> str:
+    return (f"the agent's {what} {path} is no longer the directory it started with (moved, removed or replaced, perhaps by "
+            "renaming a directory above it): every tool call is refused; put it back, or restart the agent after checking who changed it")
+
+# %% ../nbs/20e_self_protection_gates.ipynb #724de120
+def home_problem_plain() -> str|None:
+    "The reference for `home_problem`: the first pinned directory whose identity changed, asked of the file system every time."
+    for path, what, identity, _ in pin_home():
+        if _identity(path) != identity: return _not_the_same(path, what)
+    return None
+
+# %% ../nbs/20e_self_protection_gates.ipynb #e18d7e4c
+_quiet = [None, None]   # (pins, the watcher's change count) when they were last found intact
+
+def home_problem() -> str|None:
+    "Why the agent's config, data or state directory is no longer the one it started with, or None."
+    pins, changes = pin_home(), watch.changes()
+    if changes is not None and _quiet[0] is pins and _quiet[1] == changes: return None   # nothing watched changed anywhere
+    for i, (path, what, identity, generation) in enumerate(pins):
+        if generation is not None and watch.generation(path, poll=False) == generation: continue   # nothing happened near it
+        fresh = watch.watch(path, file=False) if generation is not None else None   # watch first, then look
+        if _identity(path) != identity: return _not_the_same(path, what)
+        if generation is not None: pins[i] = (path, what, identity, fresh)
+    if all(generation is not None for *_, generation in pins): _quiet[:] = pins, changes   # the count before looking
+    return None
+
+# %% ../nbs/20e_self_protection_gates.ipynb #0d317fa8
+def _own_place(action:Action, what:str, path:str, writing:bool) -> Verdict:
+    return deny(f"{action.tool} would {'change' if writing else 'read'} {what} ({path!r}): the agent may not alter its own policy, vault or code")
+
+# %% ../nbs/20e_self_protection_gates.ipynb #4f91705b
 def self_protection_gate(action:Action, ctx:Context) -> Verdict|None:
     "No tool may write the agent's config, data, state, skills, permissions or package (or above them), nor read its secrets; planting host code asks."
     if action.kind != 'tool': return None
@@ -150,56 +212,3 @@ def self_protection_gate(action:Action, ctx:Context) -> Verdict|None:
         if v.decision == DENY: return v
         verdict = v
     return verdict
-
-def _own_place(action:Action, what:str, path:str, writing:bool) -> Verdict:
-    return deny(f"{action.tool} would {'change' if writing else 'read'} {what} ({path!r}): the agent may not alter its own policy, vault or code")
-
-# %% ../nbs/20e_self_protection_gates.ipynb #ec3a5cc1
-_pins = {}   # env_key(): [(path, what, identity, watch generation or None)]
-_quiet = [None, None]   # (pins, the watcher's change count) when they were last found intact
-
-def _identity(path:str) -> tuple|None:
-    "(device, inode) of the directory at `path` (following links), or None when it is missing."
-    try: st = os.stat(path)
-    except OSError: return None
-    return st.st_dev, st.st_ino
-
-def pin_home() -> list:
-    "Record, once per environment, which directories the agent's config, data and state are (creating them if missing)."
-    key = env_key()
-    pins = _pins.get(key)
-    if pins is None:
-        p = config.paths()
-        try: config.ensure_dirs(p)
-        except OSError as e: log.warning("cannot create the agent's directories: %s", e)
-        pins = []
-        for d, what in ((p.config, 'config directory'), (p.data, 'data directory (vault, approvals, audit log)'), (p.state, 'state directory')):
-            path = os.path.abspath(os.path.expanduser(str(d)))
-            generation = watch.watch(path, file=False) if os.path.realpath(path) == path else None   # watch first, then look
-            pins.append((path, what, _identity(path), generation))
-        _pins.clear(); _pins[key] = pins
-    return pins
-
-# %% ../nbs/20e_self_protection_gates.ipynb #6323c3f0
-def _not_the_same(path:str, what:str) -> str:
-    return (f"the agent's {what} {path} is no longer the directory it started with (moved, removed or replaced, perhaps by "
-            "renaming a directory above it): every tool call is refused; put it back, or restart the agent after checking who changed it")
-
-def home_problem_plain() -> str|None:
-    "The reference for `home_problem`: the first pinned directory whose identity changed, asked of the file system every time."
-    for path, what, identity, _ in pin_home():
-        if _identity(path) != identity: return _not_the_same(path, what)
-    return None
-
-# %% ../nbs/20e_self_protection_gates.ipynb #a631d68b
-def home_problem() -> str|None:
-    "Why the agent's config, data or state directory is no longer the one it started with, or None."
-    pins, changes = pin_home(), watch.changes()
-    if changes is not None and _quiet[0] is pins and _quiet[1] == changes: return None   # nothing watched changed anywhere
-    for i, (path, what, identity, generation) in enumerate(pins):
-        if generation is not None and watch.generation(path, poll=False) == generation: continue   # nothing happened near it
-        fresh = watch.watch(path, file=False) if generation is not None else None   # watch first, then look
-        if _identity(path) != identity: return _not_the_same(path, what)
-        if generation is not None: pins[i] = (path, what, identity, fresh)
-    if all(generation is not None for *_, generation in pins): _quiet[:] = pins, changes   # the count before looking
-    return None

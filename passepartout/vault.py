@@ -10,8 +10,8 @@ __all__ = ['NAME_RE', 'HANDLE_RE', 'HANDLE_MARK', 'MIN_SECRET_CHARS', 'DESTINATI
            'matches', 'key_file', 'Vault', 'read_vault_plain', 'substitute', 'base64_cores', 'base32_cores',
            'trie_pattern', 'squeeze', 'chance_bits', 'redaction_patterns', 'secret_spans_plain', 'redact_plain',
            'redact', 'secrets_in', 'action_destination', 'vault_gate_plain', 'vault_gate', 'tool_effect',
-           'withholds_output', 'withheld', 'vault_command', 'vault_add', 'vault_list', 'vault_remove', 'vault_allow',
-           'vault_revoke']
+           'withholds_output', 'withheld', 'vault_command', 'vault_add', 'vault_allow', 'vault_revoke', 'vault_list',
+           'vault_remove']
 
 # %% ../nbs/22_vault.ipynb #0e6992eb
 import base64, html, ipaddress, json, os, re, shlex, sys, tempfile, unicodedata, urllib.parse
@@ -22,22 +22,25 @@ from . import config
 from .tools import BUILTIN_EFFECTS
 from .basics import patch
 
-# %% ../nbs/22_vault.ipynb #4bfa10ad
+# %% ../nbs/22_vault.ipynb #aad9bf2d
 class VaultError(PassepartoutError):
     "The vault cannot be read, or a secret it was asked for is not there."
 
+# %% ../nbs/22_vault.ipynb #a90f9dd1
 NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_.-]{0,63}$')
 HANDLE_RE = re.compile(r'\{\{vault:([A-Za-z_][A-Za-z0-9_.-]{0,63})\}\}')
 HANDLE_MARK = '{{vault:'
 MIN_SECRET_CHARS = 4
 
+# %% ../nbs/22_vault.ipynb #4e13795e
 def handle(name:str) -> str:
     "The text that stands for secret `name`."
     return HANDLE_MARK + name + '}}'
 
-# %% ../nbs/22_vault.ipynb #1c9da62e
+# %% ../nbs/22_vault.ipynb #4ed17d02
 _BAD_URL_CHARS = re.compile(r"[\s\x00-\x1f\x7f\\\u0085\u2028\u2029]")
 
+# %% ../nbs/22_vault.ipynb #1d69680e
 def url_host(url) -> str|None:
     "The lower-case ASCII host an http(s) `url` goes to, or None when it has none or could be read two ways."
     if type(url) is not str or _BAD_URL_CHARS.search(url): return None
@@ -48,12 +51,13 @@ def url_host(url) -> str|None:
     try: return (host if host.isascii() else host.encode('idna').decode()) or None
     except UnicodeError: return None
 
-# %% ../nbs/22_vault.ipynb #c1ae8450
+# %% ../nbs/22_vault.ipynb #d38a22af
 _CHANNEL_RE = re.compile(r'([a-z][a-z0-9_-]{0,31}):(\S(?:[^\r\n]*\S)?)')
 _LABEL = r'[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?'
 _HOST_RE = re.compile(rf'(?:\*\.)?(?:{_LABEL}\.)*{_LABEL}')
 DESTINATION_FORMS = "a host (api.github.com, *.github.com), CHANNEL:RECIPIENT (telegram:1001) or tool:NAME (tool:shell)"
 
+# %% ../nbs/22_vault.ipynb #264d5554
 def _host(text:str) -> str|None:
     "`text` as a canonical host or `*.domain`, or None."
     try: return str(ipaddress.ip_address(text.strip('[]')))
@@ -80,11 +84,12 @@ def matches(binding:str, dest:str) -> bool:
     if binding == dest: return True
     return binding.startswith('*.') and ':' not in dest and dest.endswith(binding[1:])
 
-# %% ../nbs/22_vault.ipynb #d49791d6
+# %% ../nbs/22_vault.ipynb #1598562c
 def key_file(key_path=None) -> Path:
     "Where the vault key lives: `key_path`, else PASSEPARTOUT_VAULT_KEY_FILE, else `$config/vault.key`."
     return Path(key_path or config.setting('PASSEPARTOUT_VAULT_KEY_FILE') or config.paths().config / 'vault.key').expanduser()
 
+# %% ../nbs/22_vault.ipynb #d5277216
 def _write_private(path:Path, data:bytes):
     "Write `data` to `path` atomically, readable by the owner only."
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -162,7 +167,7 @@ def _load(self:Vault) -> dict:
     return self._secrets
 
 
-# %% ../nbs/22_vault.ipynb #8a602ff0
+# %% ../nbs/22_vault.ipynb #181ca1c7
 @patch
 def _save(self:Vault, secrets:dict, bindings:dict):
     "Encrypt and write `secrets` with their `bindings` (an unbound secret is stored as a plain string)."
@@ -170,6 +175,7 @@ def _save(self:Vault, secrets:dict, bindings:dict):
     _write_private(self.path, _fernet(self.key_path, create=True).encrypt(json.dumps(blob, sort_keys=True).encode()))
     self._stamp = None
 
+# %% ../nbs/22_vault.ipynb #5371dd57
 @patch
 def add(self:Vault, name:str, value:str,
         destinations=None): # where it may go without asking; None keeps those of the secret it replaces
@@ -182,7 +188,7 @@ def add(self:Vault, name:str, value:str,
     self._save({**secrets, name: value}, bindings)
 
 
-# %% ../nbs/22_vault.ipynb #2f349ca6
+# %% ../nbs/22_vault.ipynb #2fb78712
 @patch
 def get(self:Vault, name:str) -> str:
     "The value of secret `name`."
@@ -190,6 +196,7 @@ def get(self:Vault, name:str) -> str:
     if name not in secrets: raise VaultError(f"no secret named {name!r} in the vault")
     return secrets[name]
 
+# %% ../nbs/22_vault.ipynb #8aff5147
 @patch
 def remove(self:Vault, name:str):
     "Forget secret `name` and its destinations."
@@ -197,19 +204,21 @@ def remove(self:Vault, name:str):
     if secrets.pop(name, None) is None: raise VaultError(f"no secret named {name!r} in the vault")
     self._save(secrets, self._bindings)
 
+# %% ../nbs/22_vault.ipynb #b2b83f70
 @patch
 def names(self:Vault) -> list:
     "The names of the stored secrets, sorted (never their values)."
     return sorted(self._load())
 
 
-# %% ../nbs/22_vault.ipynb #b5b8fc25
+# %% ../nbs/22_vault.ipynb #7cd11b8f
 @patch
 def destinations(self:Vault, name:str) -> tuple:
     "Where secret `name` may go without asking (canonical forms, sorted)."
     self.get(name)
     return self._bindings.get(name, ())
 
+# %% ../nbs/22_vault.ipynb #dc2ce61c
 @patch
 def allow(self:Vault, name:str, *dests) -> tuple:
     "Let secret `name` also go to `dests` without asking; the destinations it now has."
@@ -218,7 +227,7 @@ def allow(self:Vault, name:str, *dests) -> tuple:
     return self.destinations(name)
 
 
-# %% ../nbs/22_vault.ipynb #328a1db0
+# %% ../nbs/22_vault.ipynb #57bee9c1
 @patch
 def revoke(self:Vault, name:str, *dests) -> tuple:
     "Stop secret `name` going to `dests` without asking; the destinations it still has."
@@ -228,6 +237,7 @@ def revoke(self:Vault, name:str, *dests) -> tuple:
     self._save(self._secrets, {**self._bindings, name: tuple(sorted(have - gone))})
     return self.destinations(name)
 
+# %% ../nbs/22_vault.ipynb #002d8861
 @patch
 def bound(self:Vault, name:str, dest:str) -> bool:
     "Whether secret `name` may go to destination `dest` (as `action_destination` gives it) without asking."
@@ -317,7 +327,7 @@ def _coded_forms(value:str) -> set:
             forms.add(''.join(fmt.format(int.from_bytes(data[i:i + size], 'little')) for i in range(skip, len(data) - size + 1, size)))
     return forms
 
-# %% ../nbs/22_vault.ipynb #1ec5f713
+# %% ../nbs/22_vault.ipynb #a4d08f9e
 def chance_bits(needle:bytes) -> float:
     "How unlikely `needle` is to occur by chance at a given place, in bits: its length times its alphabet's bits."
     chars = set(needle)
@@ -325,6 +335,7 @@ def chance_bits(needle:bytes) -> float:
         if chars <= set(alphabet): return len(needle) * bits
     return len(needle) * 5.17                                  # 36 letters and digits, case folded
 
+# %% ../nbs/22_vault.ipynb #2294ccdd
 def _spread_needles(value:str) -> set:
     "Every form of a secret, squeezed, when unlikely enough (SPREAD_MIN_BITS) not to be met by chance."
     return {n for n in (squeeze(f.encode()) for f in _forms(value) | _coded_forms(value)) if chance_bits(n) >= SPREAD_MIN_BITS}
@@ -346,8 +357,9 @@ class _View:
         self.data, self.segments = data, segments
         self.text = squeeze(data[segments[0][0]:segments[0][1]] if len(segments) == 1 else b''.join([data[s:e] for s, e in segments]))
 
-# %% ../nbs/22_vault.ipynb #c03109b0
-def _origins(self:_View, positions) -> dict:
+# %% ../nbs/22_vault.ipynb #f7c093c1
+@patch
+def origins(self:_View, positions) -> dict:
     "The index in `data` of the view's bytes at each of `positions`, in one pass."
     out, data, seps, segments = {}, self.data, _SEPARATOR_SET, iter(self.segments)
     i = end = kept = 0                                        # at data[i] of the segment ending at `end`, `kept` view bytes before
@@ -358,9 +370,7 @@ def _origins(self:_View, positions) -> dict:
         out[p] = i
     return out
 
-_View.origins = _origins
-
-# %% ../nbs/22_vault.ipynb #83d3dfd3
+# %% ../nbs/22_vault.ipynb #7c514523
 def _segments_between(spans, size:int) -> list:
     "The parts of `range(size)` outside `spans` (sorted, disjoint)."
     out, at = [], 0
@@ -369,6 +379,7 @@ def _segments_between(spans, size:int) -> list:
         at = e
     return out + [(at, size)] if at < size else out
 
+# %% ../nbs/22_vault.ipynb #5290da87
 def _views(data:bytes) -> tuple:
     "The squeezed views of `data` to search, and whether it has line offsets."
     offsets = _offsets(data)
@@ -389,7 +400,7 @@ def _spread_spans(data:bytes, rx, by_needle:dict) -> tuple:
             spans += [(at[s], at[e - 1] + 1, h) for s, e, h in hits]
     return spans, offsets
 
-# %% ../nbs/22_vault.ipynb #2bdab8dd
+# %% ../nbs/22_vault.ipynb #f32c7ff5
 def _char_spans(text:str, data:bytes, spans:list) -> list:
     "Byte spans of `data` (the UTF-8 of `text`) as character spans of `text`."
     if len(data) == len(text): return spans                  # ASCII: bytes are characters
@@ -398,6 +409,7 @@ def _char_spans(text:str, data:bytes, spans:list) -> list:
         c += len(data[b:p].decode('utf-8', 'surrogatepass')); b = p; at[p] = c
     return [(at[s], at[e], h) for s, e, h in spans]
 
+# %% ../nbs/22_vault.ipynb #edfa5d5c
 def _replace(text:str, spans:list) -> str:
     "`text` with each span, merged with those it overlaps, replaced by its handles."
     out, at, cur = [], 0, None
@@ -428,7 +440,7 @@ def _redactor(self:Vault) -> tuple:
     return built[1]
 
 
-# %% ../nbs/22_vault.ipynb #1d4a235c
+# %% ../nbs/22_vault.ipynb #9fb1a19d
 def secret_spans_plain(text:str, vault:Vault) -> list:
     "The reference for `_secret_spans`: the vault decrypted and its patterns built on every call, and every pattern tried."
     exact, by_form, spread, by_needle, short = redaction_patterns(read_vault_plain(vault)[0])
@@ -438,6 +450,7 @@ def secret_spans_plain(text:str, vault:Vault) -> list:
     spans += [(m.start(), m.end(), by_form[m.group()]) for m in exact.finditer(data.lower())]
     return _char_spans(text, data, spans)
 
+# %% ../nbs/22_vault.ipynb #326ef0d0
 def redact_plain(text, vault:Vault|None) -> str:
     "The reference for `redact`."
     if vault is None or not text: return text
@@ -455,15 +468,17 @@ def _secret_spans(text:str, vault:Vault) -> list:
     spans += [(m.start(), m.end(), by_form[m.group()]) for m in exact.finditer(data.lower())]   # ASCII case folded, bytes in place
     return _char_spans(text, data, spans)
 
-# %% ../nbs/22_vault.ipynb #a55baece
+# %% ../nbs/22_vault.ipynb #ec5cb8f1
 def redact(text, vault:Vault|None) -> str:
     "`text` with every secret value of `vault` (exact, encoded, spread out or dumped, in any case) replaced by its handle."
     if vault is None or not text: return text
     spans = _secret_spans(text, vault)
     return _replace(text, spans) if spans else text
 
+# %% ../nbs/22_vault.ipynb #f428bab3
 _INVISIBLE = re.compile('[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]')
 
+# %% ../nbs/22_vault.ipynb #180b5f88
 def secrets_in(text, vault:Vault|None) -> list:
     "The names of the secrets of `vault` that `text` holds, in any form `redact` would replace, also once percent- or HTML-decoded, or read without invisible characters and with full-width ones as ASCII."
     if vault is None or not text: return []
@@ -488,9 +503,10 @@ def action_destination(action) -> str|None:
         return None if HANDLE_MARK in where or '\n' in where else where
     return f"tool:{action.tool}"
 
-# %% ../nbs/22_vault.ipynb #148cd45d
+# %% ../nbs/22_vault.ipynb #5717e8bc
 VAULT_PRIORITY = 74   # below the secrets gate (75), above the network gate (70)
 
+# %% ../nbs/22_vault.ipynb #2894a8b2
 def _holds_handle(value) -> bool:
     "Whether a nested argument value holds a handle anywhere."
     if type(value) is str: return HANDLE_MARK in value
@@ -498,6 +514,7 @@ def _holds_handle(value) -> bool:
     if isinstance(value, (list, tuple)): return any(_holds_handle(x) for x in value)
     return False
 
+# %% ../nbs/22_vault.ipynb #d267be7d
 def _handles(value) -> set:
     "The secret names of every handle in a nested argument value."
     if type(value) is str: return set(HANDLE_RE.findall(value))
@@ -550,29 +567,33 @@ def _unclear_destination(action, vault) -> str|None:
         return f"would make the URL ambiguous once substituted (its host would no longer plainly be {dest})"
     return None
 
-# %% ../nbs/22_vault.ipynb #52f84949
+# %% ../nbs/22_vault.ipynb #9fe08a9d
 SEALED_RUNS_PER_TURN = 4   # calls with withheld output one secret may make in a turn before the owner is asked
 WITHHELD = 'output withheld'
 
+# %% ../nbs/22_vault.ipynb #2653440f
 def tool_effect(action, ctx) -> str|None:
     "The declared effect of the action's tool: in the agent's tool belt, else a built-in's (None when it cannot be told)."
     agent = ctx.agent if ctx is not None else None
     if agent is not None: return t.effect if (t := agent.tools.by_name.get(action.tool)) is not None else None
     return BUILTIN_EFFECTS.get(action.tool)
 
+# %% ../nbs/22_vault.ipynb #73ed1876
 def withholds_output(action, ctx) -> bool:
     "Whether the model must not see what tool call `action` returns: a secret is substituted into it, and its tool is not outward."
     return action.kind == 'tool' and _holds_handle(action.args) and bool(_handles(action.args)) and tool_effect(action, ctx) != 'outward'
 
-# %% ../nbs/22_vault.ipynb #c33303af
+# %% ../nbs/22_vault.ipynb #79c79138
 _EXIT = re.compile(r'\[exit (?P<code>\d+)\b')
 
+# %% ../nbs/22_vault.ipynb #167356c8
 def _succeeded(action, result) -> bool:
     "Whether a call that returned `result` succeeded: for the shell, the command exited with status 0."
     if action.tool != 'shell': return True
     m = _EXIT.match(result) if isinstance(result, str) else None
     return m is not None and m['code'] == '0'
 
+# %% ../nbs/22_vault.ipynb #e9b6ab33
 def withheld(action, ctx, result=None, error=None) -> str|None:
     "What the model is told instead of a sealed call's output or error; None when the call is not sealed (its output is redacted)."
     if not withholds_output(action, ctx): return None
@@ -598,15 +619,17 @@ def _unsealed_risk(action, ctx, names:list) -> str|None:
         return f"{used} calls in this turn already used it with their output withheld, and each still tells a little (success, duration)"
     return None
 
-# %% ../nbs/22_vault.ipynb #df1f2bb1
+# %% ../nbs/22_vault.ipynb #71bea50d
 def _bound_to(dests) -> str:
     "How `vault list` and friends show a secret's destinations."
     return ', '.join(dests) if dests else '(nothing: every use asks)'
 
+# %% ../nbs/22_vault.ipynb #6d1396e0
 @click.group('vault')
 def vault_command():
     "Store secrets the agent may use by handle {{vault:NAME}}, without the model ever seeing them, and say where each may go."
 
+# %% ../nbs/22_vault.ipynb #317387f5
 @vault_command.command('add')
 @click.argument('name')
 @click.option('--for', 'dests', multiple=True, metavar='DEST',
@@ -621,23 +644,7 @@ def vault_add(name, dests):
     except VaultError as e: raise click.ClickException(e.message) from None
     click.echo(f"stored {name}; use it as {handle(name)}\nit may go to: {_bound_to(bound)}")
 
-# %% ../nbs/22_vault.ipynb #64b0a291
-@vault_command.command('list')
-def vault_list():
-    "The names of the stored secrets and where each may go (never their values)."
-    try: vault = Vault(); rows = [(n, vault.destinations(n)) for n in vault.names()]
-    except VaultError as e: raise click.ClickException(e.message) from None
-    click.echo('\n'.join(f"{n}  {handle(n)}  for: {_bound_to(d)}" for n, d in rows) if rows else "the vault is empty")
-
-@vault_command.command('remove')
-@click.argument('name')
-def vault_remove(name):
-    "Forget secret NAME."
-    try: Vault().remove(name)
-    except VaultError as e: raise click.ClickException(e.message) from None
-    click.echo(f"removed {name}")
-
-# %% ../nbs/22_vault.ipynb #1cc6ebdd
+# %% ../nbs/22_vault.ipynb #a5dd8f9c
 @vault_command.command('allow')
 @click.argument('name')
 @click.argument('dests', nargs=-1, required=True, metavar='DEST...')
@@ -647,6 +654,7 @@ def vault_allow(name, dests):
     except VaultError as e: raise click.ClickException(e.message) from None
     click.echo(f"{name} may go to: {_bound_to(now)}")
 
+# %% ../nbs/22_vault.ipynb #5ec25733
 @vault_command.command('revoke')
 @click.argument('name')
 @click.argument('dests', nargs=-1, required=True, metavar='DEST...')
@@ -655,3 +663,20 @@ def vault_revoke(name, dests):
     try: now = Vault().revoke(name, *dests)
     except VaultError as e: raise click.ClickException(e.message) from None
     click.echo(f"{name} may go to: {_bound_to(now)}")
+
+# %% ../nbs/22_vault.ipynb #0c6d0888
+@vault_command.command('list')
+def vault_list():
+    "The names of the stored secrets and where each may go (never their values)."
+    try: vault = Vault(); rows = [(n, vault.destinations(n)) for n in vault.names()]
+    except VaultError as e: raise click.ClickException(e.message) from None
+    click.echo('\n'.join(f"{n}  {handle(n)}  for: {_bound_to(d)}" for n, d in rows) if rows else "the vault is empty")
+
+# %% ../nbs/22_vault.ipynb #e8a38db9
+@vault_command.command('remove')
+@click.argument('name')
+def vault_remove(name):
+    "Forget secret NAME."
+    try: Vault().remove(name)
+    except VaultError as e: raise click.ClickException(e.message) from None
+    click.echo(f"removed {name}")
