@@ -14,8 +14,9 @@ assert on what the client really sent.  A scripted response is a dict:
 GET of the model list (`MODELS`) always answers with one model, whatever the script says about chat: a
 server whose list answers while every chat request is refused is a case `doctor` must see through.
 """
-import json, threading, time
+import json, os, threading, time
 from collections import deque
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PATHS = {'openai': '/v1/chat/completions', 'ollama': '/api/chat', 'anthropic': '/v1/messages'}
@@ -167,3 +168,15 @@ def pick_model(request, provider):
     "A model selector for the tests (PASSEPARTOUT_MODEL_SELECTOR=llm_servers:pick_model): short asks get the small model."
     last = request.messages[-1].get('content') or ''
     return 'small-model' if len(last) < 12 else None
+
+
+def loopback_env(tmp_path, url:str, **extra) -> dict:
+    """The environment of a `passepartout` process on a fresh home and workspace under `tmp_path`, with the
+    loopback server at `url` as its only provider (no setting of the machine's own leaks in)."""
+    ws = tmp_path / 'ws'; ws.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(('PASSEPARTOUT_', 'OPENAI_', 'NO_COLOR'))}
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[1]), PASSEPARTOUT_HOME=str(tmp_path / 'home'),
+               PASSEPARTOUT_WORKSPACE=str(ws), PASSEPARTOUT_PROVIDERS='openai', OPENAI_BASE_URL=url,
+               OPENAI_API_KEY='sk-test', OPENAI_MODEL='test-model', PASSEPARTOUT_TIMEOUT='20')
+    env.update(extra)
+    return env

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from llm_servers import LLMServer, openai_stream, openai_text, openai_tool
+from llm_servers import LLMServer, loopback_env, openai_stream, openai_text, openai_tool
 from _daemon_support import wait_for
 
 pexpect = pytest.importorskip('pexpect')
@@ -30,12 +30,7 @@ def server():
 @pytest.fixture
 def env(tmp_path, server):
     "A fresh home and workspace (no daemon), the loopback server as the only provider."
-    ws = tmp_path / 'ws'; ws.mkdir()
-    e = {k: v for k, v in os.environ.items() if not k.startswith(('PASSEPARTOUT_', 'OPENAI_', 'NO_COLOR'))}
-    e.update(PYTHONPATH=str(ROOT), PASSEPARTOUT_HOME=str(tmp_path / 'home'), PASSEPARTOUT_WORKSPACE=str(ws),
-             PASSEPARTOUT_PROVIDERS='openai', OPENAI_BASE_URL=server.url, OPENAI_API_KEY='sk-test', OPENAI_MODEL='test-model',
-             TERM='xterm-256color', PASSEPARTOUT_TIMEOUT='20')
-    return e
+    return loopback_env(tmp_path, server.url, TERM='xterm-256color')
 
 
 def spawn(env, **extra):

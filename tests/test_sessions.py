@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from llm_servers import LLMServer, openai_text, openai_tool
+from llm_servers import LLMServer, loopback_env, openai_text, openai_tool
 from _daemon_support import daemon_in_thread, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,10 +25,7 @@ def model():
 
 @pytest.fixture
 def env(tmp_path, model):
-    (tmp_path / 'ws').mkdir()
-    return {**os.environ, 'PYTHONPATH': str(ROOT), 'PASSEPARTOUT_HOME': str(tmp_path / 'home'),
-            'PASSEPARTOUT_WORKSPACE': str(tmp_path / 'ws'), 'PASSEPARTOUT_PROVIDERS': 'openai', 'OPENAI_BASE_URL': model.url,
-            'OPENAI_API_KEY': 'sk-test', 'OPENAI_MODEL': 'gpt-test', 'PASSEPARTOUT_DAEMON_PORT': '0', 'PASSEPARTOUT_TIMEOUT': '20'}
+    return loopback_env(tmp_path, model.url, PASSEPARTOUT_DAEMON_PORT='0')
 
 
 def cli(env, *args, stdin=None):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from llm_servers import LLMServer, openai_stream, openai_tool
+from llm_servers import LLMServer, loopback_env, openai_stream, openai_tool
 
 pytest.importorskip('textual')
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,12 +28,10 @@ def server():
 @pytest.fixture
 def home(tmp_path, server, monkeypatch):
     "A fresh home and workspace, the loopback server as the only provider; the daemon the app starts is stopped after."
-    ws = tmp_path / 'ws'; ws.mkdir()
     for k in list(os.environ):
         if k.startswith(('PASSEPARTOUT_', 'OPENAI_')): monkeypatch.delenv(k)
-    for k, v in dict(PYTHONPATH=str(ROOT), PASSEPARTOUT_HOME=str(tmp_path / 'home'), PASSEPARTOUT_WORKSPACE=str(ws),
-                     PASSEPARTOUT_PROVIDERS='openai', OPENAI_BASE_URL=server.url, OPENAI_API_KEY='sk-test',
-                     OPENAI_MODEL='test-model', PASSEPARTOUT_TIMEOUT='20').items(): monkeypatch.setenv(k, v)
+    for k, v in loopback_env(tmp_path, server.url).items(): monkeypatch.setenv(k, v)
+    ws = tmp_path / 'ws'
     yield ws
     subprocess.run(CLI + ['daemon', 'stop'], capture_output=True, text=True, timeout=60)
 
