@@ -39,8 +39,8 @@ def setup(tmp:Path):
     from passepartout.signals import Context, Signal
     from passepartout.reason import note_signal
     from passepartout.builtin_gates import default_gates
-    from passepartout.policy import policy_tools
-    agent = Agent(tools=policy_tools(), gates=default_gates(), workspace=ws)
+    from passepartout.builtin_tools import builtin_tools
+    agent = Agent(tools=builtin_tools(), gates=default_gates(), workspace=ws)
     owner = Signal(meta={'source': 'cli', 'session': 'bench'}, payload={'sensor': 'user-input', 'text': 'Tidy docs/ and check https://docs.python.org/3/'})
     note_signal(agent.transcript('bench'), owner)
     note_signal(agent.transcript('bench'), owner.child('tool-output', 'a.txt b.txt notes.md (3 files, 4096 bytes)', tool='list_dir'))

