@@ -8,7 +8,7 @@ Docs: https://passepartout-agent.github.io/passepartout/cascade.html.md"""
 __all__ = ['PRICES', 'PROVIDER_KINDS', 'Prices', 'load_prices', 'usd', 'Budget', 'estimate_tokens', 'Cascade', 'Consensus',
            'agreement_key', 'make_provider', 'load_selector', 'provider_from_env']
 
-# %% ../nbs/11_cascade.ipynb #507b9fef
+# %% ../nbs/11_cascade.ipynb #87397b03
 import asyncio, dataclasses, importlib, inspect, json, math, os, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -18,6 +18,8 @@ from .reason import Proposal, UnusableAnswer
 from .signals import reply
 from .config import setting, check_value, PROVIDER_NAMES
 from .errors import SetupError
+from . import providers as pv
+from .replay import ReplayProvider, Recorder
 
 # %% ../nbs/11_cascade.ipynb #c221a03c
 PRICES = {  # USD per million tokens: (input, output). Override with PASSEPARTOUT_PRICES.
@@ -298,17 +300,14 @@ async def apropose(self:Consensus, request, on_token=None) -> Proposal:
 # %% ../nbs/11_cascade.ipynb #ea9b91e8
 PROVIDER_KINDS = PROVIDER_NAMES   # the names `PASSEPARTOUT_PROVIDERS` accepts (09_config)
 
-# %% ../nbs/11_cascade.ipynb #25178697
+# %% ../nbs/11_cascade.ipynb #6ddf5c9e
 def make_provider(spec:str, env, timeout:float=60.0, max_tokens:int=1024):
     "One provider from a cascade entry (`openai`, `ollama:text`, ...) and the SYSTEM §9 variables."
-    from passepartout import providers as pv
     kind, _, mode = spec.strip().partition(':')
     check_value('PASSEPARTOUT_PROVIDERS', spec)   # SetupError: unknown provider (with the known names), or a bad mode
     e = lambda name, default=None: env.get(name) or default
     kw = dict(name=kind, text_mode=mode == 'text', timeout=timeout, max_tokens=max_tokens)
-    if kind == 'replay':
-        from passepartout.replay import ReplayProvider
-        return ReplayProvider(e('PASSEPARTOUT_REPLAY_FILE'))
+    if kind == 'replay': return ReplayProvider(e('PASSEPARTOUT_REPLAY_FILE'))
     if kind == 'openai': return pv.OpenAIProvider(e('OPENAI_MODEL', 'gpt-4o-mini'), e('OPENAI_BASE_URL', 'https://api.openai.com/v1'), e('OPENAI_API_KEY'), **kw)
     if kind == 'anthropic': return pv.AnthropicProvider(e('ANTHROPIC_MODEL', 'claude-3-5-haiku-latest'), e('ANTHROPIC_BASE_URL', 'https://api.anthropic.com'), e('ANTHROPIC_API_KEY'), **kw)
     if kind == 'ollama': return pv.OllamaProvider(e('OLLAMA_MODEL', 'llama3.2'), e('OLLAMA_HOST', 'http://127.0.0.1:11434'), **kw)
@@ -327,7 +326,7 @@ def load_selector(spec:str):
     if not callable(fn): raise ValueError(f"PASSEPARTOUT_MODEL_SELECTOR={spec!r} is not a function")
     return fn
 
-# %% ../nbs/11_cascade.ipynb #e11aa785
+# %% ../nbs/11_cascade.ipynb #40c7bd0f
 def provider_from_env(env=None):
     "The provider the configuration asks for: a Cascade (or Consensus, or a Recorder around one), with `.budget`."
     env = os.environ if env is None else env
@@ -344,7 +343,6 @@ def provider_from_env(env=None):
                                           f"add providers to PASSEPARTOUT_PROVIDERS or lower PASSEPARTOUT_CONSENSUS", 'PASSEPARTOUT_CONSENSUS', n)
     provider = Consensus([Cascade([m], name=m.name, **common) for m in members[:n]], budget=budget) if n > 1 else Cascade(members, **common)
     if (record := s('PASSEPARTOUT_RECORD_FILE')):
-        from passepartout.replay import Recorder
         try: provider = Recorder(provider, record, env=env)
         except OSError as e: raise SetupError(f"PASSEPARTOUT_RECORD_FILE={record} cannot be written ({e.strerror}): set it to a file in a "
                                               "directory you can write, or leave it empty", 'PASSEPARTOUT_RECORD_FILE', record) from None
