@@ -9,7 +9,7 @@ __all__ = ['Resolution', 'outcome_signal', 'refused_outcome', 'resolve_approval'
            'notify_owner', 'approval_command', 'remember_refusals', 'install_approvals', 'carry_out_signal',
            'carry_out']
 
-# %% ../nbs/32b_approval_flow.ipynb #84e11a27
+# %% ../nbs/32b_approval_flow.ipynb #16722e1a
 import json
 from dataclasses import dataclass
 from .signals import Action, Signal, Context, Turn, Grant, reply, from_owner, sender_of
@@ -21,6 +21,8 @@ from .reason import note_release
 from .act import act
 from .loop import Agent, audit_batch
 from .vault import Vault, HANDLE_RE, action_destination, _unclear_destination
+from .permission_gates import learn_rule
+from .provenance_gates import owner_addresses
 
 # %% ../nbs/32b_approval_flow.ipynb #c2f66548
 def _not_as_held(record:dict, action:Action, to_run:Action, workspace:str) -> str|None:
@@ -45,12 +47,9 @@ class Resolution:
         body = f"failed: {self.error}" if self.error else (f"output: {self.output}" if self.output is not None else 'done')
         return f"{head} {body}" + (f"\n{self.rule}" if self.rule else '')
 
-# %% ../nbs/32b_approval_flow.ipynb #1e9b5c40
+# %% ../nbs/32b_approval_flow.ipynb #a8a5b524
 def _learn(action:Action) -> str:
     "Create an 'always allow' permission rule for `action`; say what happened."
-    try: from passepartout.builtin_gates import learn_rule
-    except ImportError:
-        return "Not remembered: this installation has no permission rules (passepartout.builtin_gates.learn_rule is missing)."
     try: rule = learn_rule(action, decision='allow')
     except Exception as e: return f"Not remembered: the permission rule could not be written ({type(e).__name__}: {e})."
     return f"Remembered: {action!r} is allowed from now on" + (f" (rule added to {rule})." if rule else '.')
@@ -166,10 +165,9 @@ def is_owner(signal:Signal) -> bool:
     "Did the owner send this? `from_owner` of `02_signals`: the gateway's `meta['owner']`, else the local channels."
     return from_owner(signal)
 
-# %% ../nbs/32b_approval_flow.ipynb #de31e0d3
+# %% ../nbs/32b_approval_flow.ipynb #99152685
 def notify_owner(agent:Agent, text:str, ctx:Context|None=None) -> list:
     "Send `text` to the owner: the `owner` actuator if registered, else each owner address of each gateway; return where it went."
-    from passepartout.builtin_gates import owner_addresses
     actuators = agent.actuators
     signal, turn = (ctx.signal, ctx.turn) if ctx is not None else (None, None)
     session = signal.session if signal is not None else 'default'

@@ -11,6 +11,7 @@ import json, os, subprocess, sys, textwrap, time, types
 import pytest
 
 from passepartout.approvals import ApprovalStore, ApprovalError
+from passepartout import approval_flow
 from passepartout.approval_flow import install_approvals, resolve_approval
 from passepartout.gates import GateEngine, ask
 from passepartout.loop import Agent
@@ -248,9 +249,7 @@ CODE_COMMANDS = ['bash build.sh', 'sh build.sh', './build.sh', 'source build.sh'
 def test_always_is_refused_for_commands_that_run_code(home, ws, monkeypatch, command):
     write(ws, 'build.sh', 'echo ok\n', 0o755); write(ws, 'tool.py', 'print(1)\n')
     learned = []
-    fake = types.ModuleType('passepartout.builtin_gates')
-    fake.learn_rule = lambda action, decision: learned.append(action) or 'permissions.toml'
-    monkeypatch.setitem(sys.modules, 'passepartout.builtin_gates', fake)
+    monkeypatch.setattr(approval_flow, 'learn_rule', lambda action, decision: learned.append(action) or 'permissions.toml')
     ran = []
     agent = shell_agent(ws, ScriptedProvider([tool_call('shell', {'command': command})]), ran)
     store = ApprovalStore()
@@ -267,9 +266,7 @@ def test_always_is_refused_for_commands_that_run_code(home, ws, monkeypatch, com
 
 def test_always_still_learns_a_rule_for_a_command_that_runs_no_code(home, ws, monkeypatch):
     learned = []
-    fake = types.ModuleType('passepartout.builtin_gates')
-    fake.learn_rule = lambda action, decision: learned.append(action) or 'permissions.toml'
-    monkeypatch.setitem(sys.modules, 'passepartout.builtin_gates', fake)
+    monkeypatch.setattr(approval_flow, 'learn_rule', lambda action, decision: learned.append(action) or 'permissions.toml')
     ran = []
     agent = shell_agent(ws, ScriptedProvider([tool_call('shell', {'command': 'rm -f build.log'})]), ran)
     install_approvals(agent, ApprovalStore())
