@@ -13,11 +13,12 @@ __all__ = ['ENV_ALLOW', 'SANDBOX_PATH', 'SANDBOX_HOME', 'ETC_ALLOW', 'MASKED', '
            'command_budget', 'CommandLimits', 'limit_enforcement', 'limits_problem', 'run_sandboxed', 'run_unconfined',
            'sandbox_problem', 'sandbox_available']
 
-# %% ../nbs/31_sandbox.ipynb #ea75af34
+# %% ../nbs/31_sandbox.ipynb #10829598
 import os, re, json, stat, time, shlex, shutil, signal, struct, platform, itertools, selectors, subprocess, tempfile, functools, threading
 from dataclasses import dataclass
 from pathlib import Path
-from . import config
+import passepartout
+from . import config, watch
 from .errors import PassepartoutError
 from .autorun import autorun_places
 from .shell_rules import SECRET_NAME   # names that look like secrets: shared with the shell gate, which asks before expanding one
@@ -54,10 +55,9 @@ def _system_binds() -> list:
         if os.path.exists(f'/etc/{name}'): args += ['--ro-bind', f'/etc/{name}', f'/etc/{name}']
     return args
 
-# %% ../nbs/31_sandbox.ipynb #b3b32adc
+# %% ../nbs/31_sandbox.ipynb #9ae34147
 def _watched_realpath(path:str, seen:dict, watched:dict, looked:dict) -> tuple:
     "`os.path.realpath(path)` before its final `abspath` (`posixpath`'s walk), watching each path before looking at it; `(real, done)`; `watched`: directory -> whether its entries are watched (or it is missing); `looked`: path -> is it a link, for the paths already looked at."
-    from passepartout import watch
     if path.startswith('/'): path, rest = '/', path[1:]
     else: path, rest = '', path
     while rest:
@@ -95,12 +95,11 @@ def _protected_now(ws:Path, places:list) -> tuple:
         if real != top and real.startswith(top.rstrip('/') + '/'): out.setdefault(real, None)
     return tuple(map(Path, out)), all(watched.values())
 
-# %% ../nbs/31_sandbox.ipynb #9f4875e2
+# %% ../nbs/31_sandbox.ipynb #fdc7a2a1
 _protected = {}   # (workspace, agent's directories, vault key file): (watcher's change count when last worked out, the protected paths)
 
 def protected(ws:Path) -> tuple:
     "`protected_paths(ws)` as a tuple: the same object for as long as it stays true (callers may key their own work on it)."
-    from passepartout import watch
     p, changes = config.paths(), watch.changes()
     key = config.setting('PASSEPARTOUT_VAULT_KEY_FILE')   # the vault key, when kept apart from the config
     where = (str(ws), str(p.config), str(p.data), str(p.state), key)
@@ -186,10 +185,9 @@ def _frozen(ws:Path, mode:str, places:tuple) -> list:
         if real != ws and real.is_relative_to(ws) and real.exists() and real not in out: out.append(real)
     return out
 
-# %% ../nbs/31_sandbox.ipynb #2cb03f79
+# %% ../nbs/31_sandbox.ipynb #ca12eaa9
 def _own_code(ws:Path) -> list:
     "The installed passepartout package, when it lies inside `ws` (an agent working on its own source): readable, never writable."
-    import passepartout
     real = Path(os.path.realpath(os.path.dirname(passepartout.__file__)))
     return [real] if real != ws and real.is_relative_to(ws) else []
 

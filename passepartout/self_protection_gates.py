@@ -8,9 +8,10 @@ Docs: https://passepartout-agent.github.io/passepartout/self_protection_gates.ht
 __all__ = ['log', 'PROTECTED_NAMES', 'protection_plain', 'protected_places', 'protected', 'above_protected', 'home_places_plain',
            'autorun_why', 'pin_home', 'home_problem_plain', 'home_problem', 'self_protection_gate']
 
-# %% ../nbs/20e_self_protection_gates.ipynb #752f70d3
+# %% ../nbs/20e_self_protection_gates.ipynb #d332e434
 import os, re, logging
 from pathlib import PurePath
+import passepartout
 from . import config, watch
 from .autorun import autorun_reason, home_within
 from .gates import Verdict, ALLOW, ASK, DENY, ask, deny
@@ -20,10 +21,9 @@ from .path_gates import env_key, workspace_of, inside, resolve_path, resolve_for
 
 log = logging.getLogger('passepartout.gates')
 
-# %% ../nbs/20e_self_protection_gates.ipynb #91953f14
+# %% ../nbs/20e_self_protection_gates.ipynb #79b3c2ac
 def protection_plain() -> tuple:
     "The reference for `_protection`: (protected places, their roots, {directory above a place: what it leads to}, those directories' names), worked out every time."
-    import passepartout
     env = os.environ
     p, real = config.paths(), lambda x: os.path.realpath(os.path.expanduser(str(x)))
     places = [(real(p.config / 'skills'), 'the skills directory', False), (real(p.config / 'permissions.toml'), 'the permissions file', False),

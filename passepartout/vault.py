@@ -13,7 +13,7 @@ __all__ = ['NAME_RE', 'HANDLE_RE', 'HANDLE_MARK', 'MIN_SECRET_CHARS', 'DESTINATI
            'withholds_output', 'withheld', 'vault_command', 'vault_add', 'vault_allow', 'vault_revoke', 'vault_list',
            'vault_remove']
 
-# %% ../nbs/22_vault.ipynb #0e6992eb
+# %% ../nbs/22_vault.ipynb #f58c29cd
 import base64, html, ipaddress, json, os, re, shlex, sys, tempfile, unicodedata, urllib.parse
 from pathlib import Path
 import click
@@ -21,6 +21,7 @@ from .errors import PassepartoutError
 from . import config
 from .tools import BUILTIN_EFFECTS
 from .basics import patch
+from .gates import ask, deny, allow as allow_verdict   # `allow` here is `Vault.allow`
 
 # %% ../nbs/22_vault.ipynb #aad9bf2d
 class VaultError(PassepartoutError):
@@ -538,10 +539,9 @@ def vault_gate(action, ctx):
         elif isinstance(x, (dict, list, tuple)) and _holds_handle(x): return _judge(action, ctx)
     return None
 
-# %% ../nbs/22_vault.ipynb #ee0726cc
+# %% ../nbs/22_vault.ipynb #a264d53c
 def _judge(action, ctx):
     "The verdict on a tool call whose arguments hold a handle."
-    from passepartout.gates import allow, ask, deny
     names = sorted(_handles(action.args))
     if not names: return None                 # '{{vault:' that is not a handle: nothing is substituted
     vault = (ctx.agent.vault if ctx.agent is not None else None) or Vault()
@@ -555,7 +555,7 @@ def _judge(action, ctx):
         return ask('; '.join(f"secret {n} is not bound to {dest}: approve, or bind it with "
                              f"`passepartout vault allow {n} {shlex.quote(dest)}`" for n in unbound))
     if (why := _unsealed_risk(action, ctx, names)): return ask(f"secret {', '.join(names)} is bound to {dest}, but {why}: approve only if you meant it")
-    return allow(f"secret {', '.join(names)} is bound to {dest}")
+    return allow_verdict(f"secret {', '.join(names)} is bound to {dest}")
 
 # %% ../nbs/22_vault.ipynb #bc8b888a
 def _unclear_destination(action, vault) -> str|None:
