@@ -7,7 +7,7 @@ Docs: https://passepartout-agent.github.io/passepartout/approval_commands.html.m
 # %% auto #0
 __all__ = ['approvals_command', 'approve_command', 'deny_command']
 
-# %% ../nbs/60a_approval_commands.ipynb #40f523c9
+# %% ../nbs/60a_approval_commands.ipynb #c46c1914
 import json, time
 import click
 from .errors import PassepartoutError
@@ -19,7 +19,7 @@ from .refusals_gate import refuse
 from .audit import AuditLog
 from .sessions import SessionStore
 from .app import build_agent
-from .daemon import daemon_running, client_send
+from .daemon_client import daemon_running, client_send
 
 # %% ../nbs/60a_approval_commands.ipynb #696a78a8
 def _agent():

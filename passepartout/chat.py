@@ -8,11 +8,13 @@ Docs: https://passepartout-agent.github.io/passepartout/chat.html.md"""
 __all__ = ['MARKS', 'STYLES', 'ANSWERS', 'LOCAL', 'use_colour', 'shorten', 'action_text', 'verdict_reasons', 'call_line',
            'result_line', 'Screen', 'read_line', 'Chat', 'hang_up', 'no_echo', 'new_session', 'chat_command']
 
-# %% ../nbs/63_chat.ipynb #9c2fb4e4
+# %% ../nbs/63_chat.ipynb #468e05c4
 import contextlib, json, os, socket, sys, termios, threading
 import click
 from .errors import SetupError
 from .basics import patch
+from .signals import Action
+from .daemon_client import Client, daemon_running, request, _expect   # the client side only: light
 
 # %% ../nbs/63_chat.ipynb #767ec7de
 def use_colour(stream, env=None) -> bool:
@@ -27,10 +29,9 @@ def shorten(text, width:int=100) -> str:
     line = ' '.join(str(text).split())
     return line if len(line) <= width else line[:width - 1] + '…'
 
-# %% ../nbs/63_chat.ipynb #6147a49a
+# %% ../nbs/63_chat.ipynb #c3335734
 def action_text(action:dict) -> str:
     "An action as the call it is: `shell(command='ls')`."
-    from passepartout.signals import Action
     try: return repr(Action.from_dict(action))
     except (ValueError, TypeError, KeyError, AttributeError): return str(action)
 
@@ -138,21 +139,19 @@ class Chat:
         self.idle = threading.Event(); self.idle.set()   # cleared while a turn (even a stopped one) still runs
         self.interactive = sys.stdin.isatty()
 
-# %% ../nbs/63_chat.ipynb #5d8903d5
+# %% ../nbs/63_chat.ipynb #ab833561
 @patch
 def _daemon(self:Chat) -> bool:
     "Does a daemon serve this home? (checked per turn: it may start or stop while we chat)"
-    from passepartout.daemon import daemon_running
     return daemon_running()
 
-# %% ../nbs/63_chat.ipynb #5f211343
+# %% ../nbs/63_chat.ipynb #0013f74a
 @patch
 def _send(self:Chat, text:str, stop:threading.Event) -> dict:
     "One turn, through the daemon when it runs, else in this process; the turn as JSON data."
     shown = lambda draw: lambda x: None if stop.is_set() else draw(x)   # a stopped turn draws nothing more
     token, event = shown(self.screen.token), shown(self.screen.event)
     if self._daemon():
-        from passepartout.daemon import Client, request, _expect
         self.client = Client()
         progress = lambda p: token(p['token']) if 'token' in p else event(p.get('event') or {})
         try: return _expect(self.client.ask(request(text, self.session, 'cli'), progress), 'turn')['turn']

@@ -6,11 +6,9 @@ Docs: https://passepartout-agent.github.io/passepartout/daemon.html.md"""
 
 # %% auto #0
 __all__ = ['OWNER', 'LOOPBACK', 'SOCK_DIAG_BY_FAMILY', 'NETLINK_SOCK_DIAG', 'NO_COOKIE', 'ACCEPT_BACKLOG', 'HANDSHAKE_BYTES',
-           'is_owner', 'write_secret', 'state_files', 'Daemon', 'default_agent', 'peer_uid', 'Connection', 'response',
-           'RefusalLog', 'sent_turn', 'full_turn', 'read_address', 'request', 'Client', 'daemon_running', 'client_send',
-           'client_status', 'AsyncClient', 'log_to_stderr']
+           'is_owner', 'Daemon', 'peer_uid', 'Connection', 'response', 'RefusalLog', 'sent_turn', 'log_to_stderr']
 
-# %% ../nbs/51_daemon.ipynb #c46f1838
+# %% ../nbs/51_daemon.ipynb #aa573969
 import asyncio, hmac, json, logging, os, secrets, signal as signals_module, socket, struct, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,6 +21,9 @@ from .act import deliver_reply
 from .loop import Agent
 from .repl import install_repl
 from .basics import patch
+from .app import build_agent
+from .approval_flow import carry_out_signal
+from .daemon_client import *   # the client side, offered here too (`51a_daemon_client`)
 
 # %% ../nbs/51_daemon.ipynb #88147296
 class _OwnerMark(str):
@@ -37,24 +38,10 @@ def is_owner(signal) -> bool:
     "Did `signal` come from a client that proved it can read the owner's token?"
     return signal.meta.get('owner') is OWNER
 
-# %% ../nbs/51_daemon.ipynb #04390730
-def write_secret(path:Path, text:str) -> Path:
-    "Write `text` to `path` with mode 0600 from the first byte (never readable by others, even briefly)."
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try: os.fchmod(fd, 0o600); os.write(fd, text.encode())
-    finally: os.close(fd)
-    return path
-
-def state_files(state_dir=None) -> dict:
-    "The daemon's files in the state directory: pid, port, token, log."
-    d = Path(state_dir) if state_dir is not None else config.paths().state
-    return {k: d / f'daemon.{k}' for k in ('pid', 'port', 'token', 'log')}
-
-# %% ../nbs/51_daemon.ipynb #18266b3a
+# %% ../nbs/51_daemon.ipynb #d2144350
 class Daemon:
     "An agent served on loopback TCP to clients holding the token."
-    def __init__(self, agent=None, # an Agent, or a function returning one (None: `default_agent`)
+    def __init__(self, agent=None, # an Agent, or a function returning one (None: `app.build_agent`)
                  host:str='127.0.0.1', port:int|None=None, # None: PASSEPARTOUT_DAEMON_PORT; 0: any free port
                  state_dir=None, # where the pid, port and token files go (None: config.paths().state)
                  max_frame_bytes:int|None=None, frame_timeout:float|None=None, # None: the settings
@@ -83,27 +70,18 @@ class Daemon:
         self.gateways = {}   # name -> a gateway a background service hosts (`70_telegram`): its `status()` is in the daemon's
     def __repr__(self): return f"Daemon({self.host}:{self.port}, {'serving' if self.server else 'stopped'})"
 
-# %% ../nbs/51_daemon.ipynb #40396d28
-def default_agent() -> Agent:
-    "The agent the command line serves: `app.build_agent()` if present, else the provider cascade from the environment."
-    try: from passepartout.app import build_agent
-    except ImportError: build_agent = None
-    if build_agent is not None: return build_agent()
-    try: from passepartout.cascade import provider_from_env
-    except ImportError: return Agent()
-    return Agent(provider_from_env())
-
+# %% ../nbs/51_daemon.ipynb #3c6e91e8
 def _prepare_agent(agent:Agent) -> Agent:
     "Make sure daemon replies are collected into the turn and the owner's REPL is available."
     if 'daemon' not in agent.actuators: agent.actuators.register('daemon', deliver_reply, silent=True)
     install_repl(agent, is_owner)
     return agent
 
-# %% ../nbs/51_daemon.ipynb #65960528
+# %% ../nbs/51_daemon.ipynb #30436d66
 @patch
 async def start(self:Daemon) -> Daemon:
     "Build the agent, bind the socket, write the pid, port and token files, start background services."
-    source = self.agent_source if self.agent_source is not None else default_agent
+    source = self.agent_source if self.agent_source is not None else build_agent
     self.agent = _prepare_agent(source if isinstance(source, Agent) else source())
     self.loop, self.agent.follow = asyncio.get_running_loop(), self._follow
     self.pool, self.stopping = ThreadPoolExecutor(self.threads, 'passepartout-turn'), asyncio.Event()
@@ -317,21 +295,11 @@ def enqueue(self:Daemon, signal, conn:Connection|None=None, reply_meta:dict|None
     if session not in self.workers: self.workers[session] = asyncio.create_task(self._work(session))
 
 
-# %% ../nbs/51_daemon.ipynb #9f189b63
-_DERIVED = {'proposals': 'proposal', 'verdicts': 'verdict', 'actions': 'result', 'errors': 'error'}   # Turn.to_dict's lists of one kind of event
-
+# %% ../nbs/51_daemon.ipynb #31b545ef
 def sent_turn(turn) -> dict:
     "A turn as a reply frame carries it: every event once, in order, with the replies, the actions held, the usage and the final reply."
     return {'events': turn.events, 'pending': turn.pending, 'replies': turn.replies, 'reply': turn.reply,
             'usage': turn.usage, 'failed': turn.failed}
-
-def full_turn(sent:dict) -> dict:
-    "The shape of `Turn.to_dict()` again from a turn as sent: the lists of proposals, verdicts, actions and errors picked from its events."
-    events = sent.get('events') or []
-    picked = {name: [e for e in events if e.get('kind') == kind] for name, kind in _DERIVED.items()}
-    return {**{k: picked[k] for k in ('proposals', 'verdicts', 'actions')}, 'pending': sent.get('pending') or [], 'errors': picked['errors'],
-            'replies': sent.get('replies') or [], 'reply': sent.get('reply'), 'usage': sent.get('usage') or {},
-            'failed': bool(sent.get('failed')), 'events': events}
 
 # %% ../nbs/51_daemon.ipynb #266d4329
 _serving = threading.local()   # per turn thread: the session it is running
@@ -401,7 +369,7 @@ async def _evict_idle(self:Daemon):
         self.evict_sessions()
 
 
-# %% ../nbs/51_daemon.ipynb #04e732f3
+# %% ../nbs/51_daemon.ipynb #156d6a0a
 def _watches_approvals(agent) -> bool:
     "Does `agent` keep approvals whose decisions the daemon should carry out?"
     return agent.approvals is not None and bool(agent.handlers.by_sensor.get('approval-command'))
@@ -409,7 +377,6 @@ def _watches_approvals(agent) -> bool:
 @patch
 def _decisions(self:Daemon) -> list:
     "The carry-out signals for decisions written since the last look (in a pool thread); [] when nothing moved."
-    from passepartout.approval_flow import carry_out_signal
     store = self.agent.approvals
     version = store.version()
     if version == self.approvals_seen: return []
@@ -491,108 +458,6 @@ async def serve(self:Daemon, ready=None): # `ready(daemon)`: called once listeni
         for sig in (signals_module.SIGINT, signals_module.SIGTERM): loop.remove_signal_handler(sig)
         await self.shutdown()
 
-
-# %% ../nbs/51_daemon.ipynb #c2e45749
-def read_address(state_dir=None) -> tuple|None:
-    "(host, port) from the port file, or None."
-    try: host, port = state_files(state_dir)['port'].read_text().split()
-    except (OSError, ValueError): return None
-    return host, int(port)
-
-def _handshake(token:str) -> dict: return {'type': 'REQUEST', 'meta': {}, 'payload': {'sensor': 'handshake', 'token': token}}
-
-def request(text:str|None=None, session:str='default', source:str='cli', id=None, sensor:str='user-input', **payload) -> dict:
-    "A request envelope: a message `text` in `session` (or another sensor's payload)."
-    body = {'sensor': sensor, **({'text': text} if text is not None else {}), **payload}
-    return {'type': 'EVENT', 'meta': {'session': session, 'source': source, 'id': id}, 'payload': body}
-
-# %% ../nbs/51_daemon.ipynb #913bb7a1
-def _expanded(payload:dict) -> dict:
-    "A reply's payload, a turn in it in the shape of `Turn.to_dict()` (`full_turn`)."
-    if payload.get('sensor') == 'turn' and isinstance(payload.get('turn'), dict): payload['turn'] = full_turn(payload['turn'])
-    return payload
-
-class Client:
-    "A blocking client: connect, hand-shake, then one request at a time."
-    def __init__(self, state_dir=None, timeout:float|None=300.0, address=None, token:str|None=None):
-        files, address = state_files(state_dir), address or read_address(state_dir)
-        if address is None: raise ConnectionError("no daemon is running (no port file)")
-        self.sock = socket.create_connection(address, timeout=timeout)
-        try:
-            send_frame(self.sock, _handshake(token if token is not None else files['token'].read_text()))
-            answer = recv_frame(self.sock)
-        except BaseException: self.sock.close(); raise
-        if answer.get('payload', {}).get('sensor') != 'handshake':
-            self.sock.close(); raise ProtocolError(answer.get('payload', {}).get('text', 'handshake refused'))
-        self.next_id = 0
-    def ask(self, envelope:dict, on_progress=None) -> dict: # `on_progress(payload)`: asks for, and gets, the turn's progress frames
-        "Send one request and return the reply's payload."
-        self.next_id += 1
-        envelope['meta'] = {**envelope.get('meta', {}), 'id': self.next_id, **({'progress': True} if on_progress else {})}
-        send_frame(self.sock, envelope)
-        while (payload := recv_frame(self.sock)['payload']).get('sensor') == 'progress':
-            if on_progress: on_progress(payload)
-        return _expanded(payload)
-    def close(self): self.sock.close()
-    def __enter__(self): return self
-    def __exit__(self, *exc): self.close()
-
-# %% ../nbs/51_daemon.ipynb #8dae2840
-def daemon_running(state_dir=None) -> bool:
-    "Is a daemon serving for this state directory? (its pid is alive and its port accepts connections)"
-    files = state_files(state_dir)
-    try: pid = int(files['pid'].read_text())
-    except (OSError, ValueError): return False
-    try: os.kill(pid, 0)
-    except ProcessLookupError: return False
-    except PermissionError: pass
-    address = read_address(state_dir)
-    if address is None: return False
-    try: socket.create_connection(address, timeout=1.0).close()
-    except OSError: return False
-    return True
-
-# %% ../nbs/51_daemon.ipynb #2fe011e8
-def _expect(payload:dict, sensor:str) -> dict:
-    "The reply payload if it is of `sensor`; else the error it carries, raised."
-    if payload.get('sensor') == 'protocol-error': raise ProtocolError(payload.get('text', 'protocol error'))
-    if payload.get('sensor') != sensor: raise PassepartoutError(payload.get('text') or f"unexpected reply: {str(payload)[:200]}")
-    return {k: v for k, v in payload.items() if k != 'sensor'}
-
-def client_send(text:str, session:str='default', source:str='cli', timeout:float|None=300.0, state_dir=None,
-                on_progress=None) -> dict: # `on_progress(payload)`: each `progress` frame (`token` or `event`) before the reply
-    "Run one turn in the running daemon; the turn as JSON data (the shape of `Turn.to_dict()`)."
-    with Client(state_dir, timeout) as client:
-        return _expect(client.ask(request(text, session, source), on_progress), 'turn')['turn']
-
-def client_status(timeout:float|None=10.0, state_dir=None) -> dict:
-    "The running daemon's status."
-    with Client(state_dir, timeout) as client:
-        return _expect(client.ask({'type': 'REQUEST', 'payload': {'sensor': 'status'}}), 'status')
-
-# %% ../nbs/51_daemon.ipynb #185b2f76
-class AsyncClient:
-    "An asyncio client that may keep many requests in flight; replies are matched by id."
-    @classmethod
-    async def connect(cls, address, token:str):
-        self = cls()
-        self.reader, self.writer = await asyncio.open_connection(*address)
-        self.writer.write(encode_frame(_handshake(token)))
-        answer = await read_frame(self.reader)
-        if not answer or answer.get('payload', {}).get('sensor') != 'handshake':
-            self.writer.close(); raise ProtocolError((answer or {}).get('payload', {}).get('text', 'connection closed'))
-        return self
-    def send(self, envelope:dict): self.writer.write(encode_frame(envelope))
-    async def receive(self) -> dict|None:
-        "The next frame (None at the end of the stream), a turn in it in the shape of `Turn.to_dict()`."
-        frame = await read_frame(self.reader)
-        if frame is not None and isinstance(frame.get('payload'), dict): _expanded(frame['payload'])
-        return frame
-    async def ask(self, envelope:dict) -> dict: self.send(envelope); return await self.receive()
-    async def close(self):
-        self.writer.close()
-        try: await self.writer.wait_closed()
-        except (ConnectionError, OSError): pass
 
 # %% ../nbs/51_daemon.ipynb #11844ad4
 def log_to_stderr(level:int=logging.INFO):

@@ -8,14 +8,14 @@ Docs: https://passepartout-agent.github.io/passepartout/daemon_commands.html.md"
 __all__ = ['daemon_command', 'start_command', 'stop_command', 'status_command', 'turn_text', 'run_turn', 'send_command',
            'repl_command']
 
-# %% ../nbs/60b_daemon_commands.ipynb #a3b67306
+# %% ../nbs/60b_daemon_commands.ipynb #7f4d8dba
 import asyncio, json, os, signal as signals_module, subprocess, sys, time
 from pathlib import Path
 import click
 from . import config
 from .errors import SetupError
-from .daemon import (Daemon, default_agent, daemon_running, read_address, state_files, client_status, client_send,
-                                 log_to_stderr, request, Client)
+from .daemon import Daemon, log_to_stderr
+from .daemon_client import daemon_running, read_address, state_files, client_status, client_send, request, Client
 from .heartbeat import services, shutdown_hooks
 from .doctor import run_checks, format_report
 from .telegram import gateway_services
@@ -26,13 +26,13 @@ from .app import build_agent
 def daemon_command():
     "Run the agent as a background daemon on loopback."
 
-# %% ../nbs/60b_daemon_commands.ipynb #d56d9a44
+# %% ../nbs/60b_daemon_commands.ipynb #7a1b1c15
 def _foreground(port:int|None):
     "Run the daemon in this process until SIGINT or SIGTERM."
     config.ensure_dirs(); log_to_stderr()
     try: click.echo(format_report(run_checks()), err=True)
     except Exception as e: click.echo(f"doctor could not run ({type(e).__name__}: {e}); starting anyway", err=True)
-    daemon = Daemon(default_agent, port=port)
+    daemon = Daemon(build_agent, port=port)
     daemon.background = services(daemon) + gateway_services()   # Telegram, when PASSEPARTOUT_TELEGRAM_OWNERS is set
     daemon.save_hooks.extend(shutdown_hooks(daemon))
     ready = lambda d: click.echo(f"passepartout daemon {os.getpid()} listening on {d.host}:{d.port}", err=True)

@@ -10,7 +10,7 @@ __all__ = ['Finding', 'format_report', 'check_home', 'env_file_problems', 'check
            'check_stores', 'is_private', 'check_permissions', 'run_checks', 'doctor_command', 'write_env',
            'configure_command']
 
-# %% ../nbs/54_doctor.ipynb #4a8bf196
+# %% ../nbs/54_doctor.ipynb #13034c88
 import contextlib, io, json, os, shutil, sqlite3, stat, sys, time
 from dataclasses import dataclass, asdict
 from pathlib import Path
@@ -18,9 +18,10 @@ import click
 from . import config
 from .errors import PassepartoutError, SetupError
 from .autorun import autorun_places
-from .daemon import daemon_running, read_address, write_secret
+from .daemon_client import daemon_running, read_address, write_secret
 from .providers import ProviderError
 from .cascade import PROVIDER_KINDS, make_provider
+from . import sandbox
 
 # %% ../nbs/54_doctor.ipynb #ecdf180f
 @dataclass(frozen=True, slots=True)
@@ -259,11 +260,9 @@ def check_providers(env, timeout:float=3.0, network:bool=False) -> list:
         for (i, _, _), finding in zip(asks, pool.map(lambda a: probe_provider(a[1], a[2], timeout), asks)): out[i] = finding
     return out
 
-# %% ../nbs/54_doctor.ipynb #53202117
+# %% ../nbs/54_doctor.ipynb #3603e59d
 def check_sandbox() -> list:
     "The shell sandbox (bubblewrap) works on this machine; its setuid filter and resource limits."
-    try: from passepartout import sandbox
-    except ImportError: return [Finding('sandbox', 'warn', "the sandbox module is not installed")]
     if why := sandbox.sandbox_problem():
         return [Finding('sandbox', 'fail', f"{why}: shell commands cannot run sandboxed. Every shell command asks for approval, and an "
                         "approved one runs WITHOUT a sandbox, with the agent's full rights (all its files, the network, its keys); "

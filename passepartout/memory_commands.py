@@ -9,13 +9,13 @@ __all__ = ['object_line', 'memory_command', 'list_command', 'show_command', 'sea
            'history_command', 'diff_command', 'rollback_command', 'verify_command', 'link_order', 'export_command',
            'read_objects', 'import_command']
 
-# %% ../nbs/64_memory_commands.ipynb #3ae2cef9
+# %% ../nbs/64_memory_commands.ipynb #d0090585
 import json, sys
 import click
 from .memory_store import MemoryStore, MemoryObject, PROVENANCE
 from .recall import Hit
 from .foveal import summary
-from .daemon import daemon_running
+from .daemon_client import daemon_running
 
 # %% ../nbs/64_memory_commands.ipynb #efd7334f
 def object_line(obj:MemoryObject) -> str:

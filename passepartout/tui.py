@@ -10,13 +10,14 @@ __all__ = ['NOTES', 'KEYS', 'PREFIX', 'STYLES', 'CSS', 'Block', 'trace_lines', '
            'daemon_turn', 'block_widget', 'update_widget', 'ApprovalList', 'SessionList', 'PassepartoutApp',
            'tui_command']
 
-# %% ../nbs/65_tui.ipynb #b8be90b4
+# %% ../nbs/65_tui.ipynb #b92ae6ea
 import asyncio, contextlib, io, json
 from dataclasses import dataclass, field
 import click
 from .basics import patch
 from .errors import PassepartoutError, SetupError
 from .chat import ANSWERS, MARKS, action_text, call_line, result_line, shorten, verdict_reasons
+from .daemon_client import AsyncClient, daemon_running, read_address, request, state_files, _expect
 
 # %% ../nbs/65_tui.ipynb #1cc51d32
 try:
@@ -140,20 +141,18 @@ def models() -> dict:
     members = getattr(provider, 'providers', None) or [provider]
     return {getattr(m, 'name', type(m).__name__): getattr(m, 'model', None) or getattr(m, 'name', '') for m in members}
 
-# %% ../nbs/65_tui.ipynb #48fab1d7
+# %% ../nbs/65_tui.ipynb #2be9e42b
 def ensure_daemon(wait:float=60.0) -> str:
     "Start the daemon if none serves this home; a line saying which daemon serves."
-    from passepartout.daemon import daemon_running, state_files
     if not daemon_running():
         from passepartout.daemon_commands import start_command
         with contextlib.redirect_stdout(io.StringIO()): start_command.callback(foreground=False, port=None, wait=wait)
         return f"daemon {state_files()['pid'].read_text().strip()} (started)"
     return f"daemon {state_files()['pid'].read_text().strip()}"
 
-# %% ../nbs/65_tui.ipynb #d8526c57
+# %% ../nbs/65_tui.ipynb #2826f26c
 async def daemon_turn(text:str, session:str, progress, opened=None) -> dict: # progress(payload): a token or an event; opened(client): the connection
     "Run one turn in the daemon, streaming its progress; the turn (the shape of `Turn.to_dict()`)."
-    from passepartout.daemon import AsyncClient, read_address, request, state_files, _expect
     address = read_address()
     if address is None: raise ConnectionError("no daemon is running (no port file)")
     client = await AsyncClient.connect(address, state_files()['token'].read_text())

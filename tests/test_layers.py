@@ -19,7 +19,7 @@ LAYERS = {
                     'builtin_tools sandbox approvals approval_flow executed_files audit sessions memory_store recall foveal memory_loop'),
     3: ('app', 'app'),
     4: ('services', 'heartbeat repl'),
-    5: ('daemon', 'protocol daemon'),
+    5: ('daemon', 'protocol daemon_client daemon'),
     5.5: ('gateways', 'telegram'),
     6: ('operations', 'doctor'),
     7: ('command line', 'cli approval_commands daemon_commands demo chat memory_commands tui'),
