@@ -4,6 +4,10 @@ Every `passepartout/*.py` is parsed with `ast`, imports inside functions include
 a dependency: it is how the old circle app → daemon → approvals → app went unseen). An import under
 `if TYPE_CHECKING:` never runs: it names a type for a hint (`Context.agent: 'Agent'`) and is not
 counted. The layer table is the one `nbs/00_package.md` shows; a new module must be placed in it.
+
+An import of the package's own modules inside a function is allowed only where `LAZY` lists it, with
+its reason: a heavy third-party package kept off a light path, the command line's start time, or a
+module whose failure to load must leave a safe stand-in. Any other one fails `test_no_unlisted_lazy_import`.
 """
 import ast
 from pathlib import Path
@@ -25,6 +29,41 @@ LAYERS = {
     7: ('command line', 'cli approval_commands daemon_commands demo chat memory_commands tui'),
 }
 RANK = {m: r for r, (_, names) in LAYERS.items() for m in names.split()}
+
+# The package imports that may sit inside a function: (module, function, imported module) -> why.
+START = 'start time'   # the command line: `passepartout --help` imports `cli` alone (60_cli), a command loads what it uses when used
+FALLBACK = 'stand-in'  # a gate or tool that must still work, more strictly, when this module cannot be loaded
+LAZY = {
+    ('cli', 'LazyGroup.invoke', 'errors'): f"{START}: `passepartout --help` imports passepartout.cli alone",
+    ('cli', 'main', 'config'): f"{START}: `passepartout --help` imports passepartout.cli alone",
+    ('cli', 'main', 'errors'): f"{START}: `passepartout --help` imports passepartout.cli alone",
+    ('chat', '_send', 'app'): f"{START}: a chat with a running daemon never assembles an agent in this process",
+    ('chat', 'new_session', 'sessions'): f"{START}: the session store (and its vault) loads when a session is made, not to draw the prompt",
+    ('chat', '_model', 'cascade'): f"{START}: `/model` only",
+    ('chat', '_cost', 'cascade'): f"{START}: the cost line only",
+    ('chat', '_approvals', 'approvals'): f"{START}: `/approvals` only",
+    ('chat', '_approvals', 'approval_commands'): f"{START}: `/approvals` only (approval_commands assembles the agent)",
+    ('chat', '_sessions', 'sessions'): f"{START}: `/sessions` only",
+    ('chat', 'chat_command', 'sessions'): f"{START}: `--continue` only",
+    ('tui', 'status_line', 'cascade'): f"{START}: Textual draws the screen before the cascade loads",
+    ('tui', 'models', 'cascade'): f"{START}: the model list only",
+    ('tui', 'ensure_daemon', 'daemon_commands'): f"{START}: starting a daemon (daemon_commands assembles the agent) only when none runs",
+    ('tui', 'refresh_approvals', 'approvals'): f"{START}: after the screen is up",
+    ('tui', 'refresh_lists', 'sessions'): f"{START}: after the screen is up",
+    ('tui', 'load_session', 'sessions'): f"{START}: after the screen is up",
+    ('tui', 'action_new_session', 'sessions'): f"{START}: after the screen is up",
+    ('tui', 'PassepartoutApp.__init__', 'sessions'): f"{START}: after Textual is imported",
+    ('tui', 'tui_command', 'sessions'): f"{START}: `--continue` only",
+    ('builtin_gates', '_shell_gate', 'shell_gate'): f"{FALLBACK}: a shell gate that fails to load (tree-sitter, its rules) leaves one that asks for every command",
+    ('builtin_gates', 'default_gates', 'vault'): "the vault (click; cryptography once opened) loads with the gates, not with every import of builtin_gates",
+    ('builtin_tools', 'sandbox_mode', 'shell_gate'): f"{FALLBACK}: without the shell gate a command runs `guarded`, never `read-only`",
+    ('self_protection_gates', '_reads_only', 'shell_gate'): f"{FALLBACK}: without the shell gate no command counts as read-only",
+    ('vault', '_unsealed_risk', 'shell_gate'): f"{FALLBACK}: without the shell gate a sealed shell call counts as one that may write",
+    ('turn_gates', 'sandbox_ready', 'sandbox'): f"{FALLBACK}: a sandbox module that fails to load reads as no sandbox (every shell command asks)",
+    ('network_gates', '_vault_values', 'vault'): "only for an agent with a vault: the gate module stays free of the vault (click, cryptography)",
+    ('audit', 'AuditLog.__init__', 'vault'): "the approval store imports audit for `connect` alone; the vault (click, cryptography) loads with an audit log",
+    ('audit', '_redacted', 'vault'): "the approval store imports audit for `connect` alone; the vault (click, cryptography) loads with an audit log",
+}
 
 
 def _type_only(tree) -> set:
@@ -50,6 +89,32 @@ def imports(path:Path, modules:set) -> list:
             parts = name.split('.')
             if parts[0] == 'passepartout' and len(parts) > 1 and parts[1] in modules: found.append((parts[1], node.lineno)); break
     return found
+
+
+def lazy_imports(path:Path, modules:set) -> list:
+    "The package imports inside functions of `path`, as (function, module, line); `import passepartout` itself is module `__init__`."
+    tree, found = ast.parse(path.read_text(), str(path)), []
+    skip = _type_only(tree)
+    def visit(node, names, inside):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)): visit(child, names + [child.name], True)
+            elif isinstance(child, ast.ClassDef): visit(child, names + [child.name], inside)
+            else:
+                if inside and isinstance(child, (ast.Import, ast.ImportFrom)) and id(child) not in skip:
+                    found.extend(('.'.join(names), m, child.lineno) for m in _targets(child, modules))
+                visit(child, names, inside)
+    visit(tree, [], False)
+    return found
+
+
+def _targets(node, modules:set) -> list:
+    "The package modules one import statement names (`__init__` for the package itself)."
+    if isinstance(node, ast.Import): dotted = [a.name for a in node.names]
+    else:
+        base = 'passepartout' + (f".{node.module}" if node.module else '') if node.level else (node.module or '')
+        dotted = [f"{base}.{a.name}" if base == 'passepartout' else base for a in node.names]
+    parts = [d.split('.') for d in dotted if d.split('.')[0] == 'passepartout']
+    return list(dict.fromkeys(p[1] if len(p) > 1 and p[1] in modules else '__init__' for p in parts))
 
 
 def graph() -> dict:
@@ -101,6 +166,24 @@ def test_the_walker_sees_what_it_must(tmp_path):
     found = imports(probe, {'config', 'daemon', 'app'})
     assert found == [('config', 1), ('daemon', 3), ('app', 4)]
     assert cycles({'a': [('b', 1)], 'b': [('a', 2)], 'c': [('a', 3)]}) == [['a', 'b']]
+
+
+def test_no_unlisted_lazy_import():
+    "A package import inside a function is one `LAZY` lists, with its reason; and `LAZY` lists none that is gone."
+    modules = {p.stem for p in PKG.glob('*.py')} - {'_modidx'}
+    found = {(m, fn, t): line for m in sorted(modules) for fn, t, line in lazy_imports(PKG / f'{m}.py', modules)}
+    assert [f"{m}:{line} imports {t} inside {fn}" for (m, fn, t), line in found.items() if (m, fn, t) not in LAZY] == []
+    assert [k for k in LAZY if k not in found] == []
+
+
+def test_the_lazy_walker_sees_what_it_must(tmp_path):
+    "Function-level imports are found with their function, in a method too; a module-level one and a type-only one are not."
+    probe = tmp_path / 'probe.py'
+    probe.write_text("from . import config\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING: from .loop import Agent\n"
+                     "def f():\n    from passepartout.daemon import x\n    import passepartout\n"
+                     "class C:\n    def m(self):\n        from . import app\n        import os\n")
+    found = lazy_imports(probe, {'config', 'daemon', 'app', 'loop'})
+    assert found == [('f', 'daemon', 5), ('f', '__init__', 6), ('C.m', 'app', 9)]
 
 
 def test_the_package_notebook_shows_the_same_table():
