@@ -24,7 +24,7 @@ from .loop import Agent
 from .repl import install_repl
 from .basics import patch
 
-# %% ../nbs/51_daemon.ipynb #88147296
+# %% ../nbs/51_daemon.ipynb #eb0cacdb
 class _OwnerMark(str):
     "The type of `OWNER`: serialises as the string 'owner', but JSON never produces it."
     __slots__ = ()
@@ -33,11 +33,12 @@ class _OwnerMark(str):
 OWNER = _OwnerMark('owner')
 LOOPBACK = ('127.0.0.1', '::1', 'localhost')
 
+# %% ../nbs/51_daemon.ipynb #a3866f03
 def is_owner(signal) -> bool:
     "Did `signal` come from a client that proved it can read the owner's token?"
     return signal.meta.get('owner') is OWNER
 
-# %% ../nbs/51_daemon.ipynb #04390730
+# %% ../nbs/51_daemon.ipynb #69979394
 def write_secret(path:Path, text:str) -> Path:
     "Write `text` to `path` with mode 0600 from the first byte (never readable by others, even briefly)."
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -46,6 +47,7 @@ def write_secret(path:Path, text:str) -> Path:
     finally: os.close(fd)
     return path
 
+# %% ../nbs/51_daemon.ipynb #eb2b60d4
 def state_files(state_dir=None) -> dict:
     "The daemon's files in the state directory: pid, port, token, log."
     d = Path(state_dir) if state_dir is not None else config.paths().state
@@ -99,7 +101,7 @@ def _prepare_agent(agent:Agent) -> Agent:
     install_repl(agent, is_owner)
     return agent
 
-# %% ../nbs/51_daemon.ipynb #65960528
+# %% ../nbs/51_daemon.ipynb #e0900bb1
 @patch
 async def start(self:Daemon) -> Daemon:
     "Build the agent, bind the socket, write the pid, port and token files, start background services."
@@ -120,6 +122,7 @@ async def start(self:Daemon) -> Daemon:
     self.tasks.append(asyncio.create_task(self._evict_idle()))
     return self
 
+# %% ../nbs/51_daemon.ipynb #e8266118
 @patch(as_prop=True)
 def address(self:Daemon) -> tuple: return (self.host, self.port)
 
@@ -141,7 +144,7 @@ def peer_uid(sock) -> int|None:
         return struct.unpack_from('=I', answer, 16 + 4 + 48 + 12)[0]   # netlink header, 4 bytes, socket id, 3 counters
     except (OSError, AttributeError, TypeError, ValueError, struct.error): return None
 
-# %% ../nbs/51_daemon.ipynb #b7624b55
+# %% ../nbs/51_daemon.ipynb #ea9cd4ba
 ACCEPT_BACKLOG = 100   # connections queued by the kernel, and accepted per turn of the event loop
 
 class Connection:
@@ -168,6 +171,7 @@ class Connection:
         self.open, self.evicted = False, True
         self.writer.transport.abort()
 
+# %% ../nbs/51_daemon.ipynb #816cbbb1
 def response(sensor:str, meta:dict|None=None, **payload) -> dict:
     "A RESPONSE envelope."
     return {'type': 'RESPONSE', 'meta': meta or {}, 'payload': {'sensor': sensor, **payload}}
@@ -195,7 +199,7 @@ class RefusalLog:
                         {'kind': 'handshake-refused', 'reason': 'many', 'count': self.unlogged})
         self.logged, self.unlogged, self.since = 0, 0, time.monotonic()
 
-# %% ../nbs/51_daemon.ipynb #8d30fab9
+# %% ../nbs/51_daemon.ipynb #7e362655
 @patch
 def _report_refusal(self:Daemon, text:str, event:dict):
     "A refusal, as a warning in the daemon log and, when the agent keeps one, an audit record (written from a thread)."
@@ -203,11 +207,13 @@ def _report_refusal(self:Daemon, text:str, event:dict):
     audit = self.agent.audit
     if audit is not None: self.loop.run_in_executor(None, _quietly, audit, event)
 
+# %% ../nbs/51_daemon.ipynb #935f65de
 def _quietly(fn, *args):
     "Call `fn`; a failure to log a refusal must not become a failure of the server."
     try: fn(*args)
     except Exception: pass
 
+# %% ../nbs/51_daemon.ipynb #9ffc5726
 @patch
 def _admit(self:Daemon, conn:Connection):
     "Count `conn` as waiting for its handshake; at the cap, close the longest-waiting stranger of another user (else of ours)."
@@ -218,7 +224,7 @@ def _admit(self:Daemon, conn:Connection):
     self.pending[conn] = time.monotonic()
 
 
-# %% ../nbs/51_daemon.ipynb #46872881
+# %% ../nbs/51_daemon.ipynb #b8ce34f2
 @patch
 def _authentic(self:Daemon, hello) -> bool:
     "Is `hello` a handshake carrying this daemon's token?"
@@ -227,6 +233,7 @@ def _authentic(self:Daemon, hello) -> bool:
     token = payload.get('token')
     return isinstance(token, str) and hmac.compare_digest(token.encode(), self.token.encode())
 
+# %% ../nbs/51_daemon.ipynb #40656a12
 @patch
 async def _first_frame(self:Daemon, reader) -> tuple:
     "(the first frame or None, why it is refused or None), within `handshake_timeout` of connecting."
@@ -238,7 +245,7 @@ async def _first_frame(self:Daemon, reader) -> tuple:
     return hello, None if self._authentic(hello) else "a wrong token or not a handshake"
 
 
-# %% ../nbs/51_daemon.ipynb #c3841837
+# %% ../nbs/51_daemon.ipynb #52e19035
 @patch
 async def _handshake(self:Daemon, reader, conn:Connection) -> bool:
     "Admit `conn` if its first frame carries the token and there is room; else refuse, log and say why."
@@ -253,6 +260,7 @@ async def _handshake(self:Daemon, reader, conn:Connection) -> bool:
     conn.send(response('protocol-error', text=f"handshake refused: {why}"))
     return False
 
+# %% ../nbs/51_daemon.ipynb #360f19c1
 @patch
 async def _serve_client(self:Daemon, reader, writer):
     "Handshake, then read request frames until the client leaves or breaks the protocol."
@@ -280,13 +288,14 @@ async def _read_requests(self:Daemon, reader, conn:Connection):
         except Exception as e: conn.send(response('protocol-error', _reply_meta(envelope), text=f"the request could not be read: {type(e).__name__}: {e}"[:2000]))
 
 
-# %% ../nbs/51_daemon.ipynb #62fd0899
+# %% ../nbs/51_daemon.ipynb #c20e09bf
 def _reply_meta(envelope:dict) -> dict:
     "The part of a request's meta echoed in its reply: id, session, and whether progress frames were asked for."
     meta = envelope.get('meta') if isinstance(envelope.get('meta'), dict) else {}
     return {k: meta[k] for k in ('id', 'session') if k in meta and isinstance(meta[k], (str, int, float))} | \
            ({'progress': True} if meta.get('progress') is True else {})
 
+# %% ../nbs/51_daemon.ipynb #d71335ba
 def _request_meta(envelope:dict) -> dict:
     "Session and source of a request, checked; `ProtocolError` if they are not short strings."
     meta = envelope.get('meta', {})
@@ -296,7 +305,7 @@ def _request_meta(envelope:dict) -> dict:
         if not isinstance(value, str) or not 0 < len(value) <= 200: raise ProtocolError(f"meta.{name} must be a string of 1 to 200 characters")
     return {'session': session, 'source': source}
 
-# %% ../nbs/51_daemon.ipynb #6da73f7d
+# %% ../nbs/51_daemon.ipynb #cf607cc5
 @patch
 def _dispatch(self:Daemon, envelope:dict, conn:Connection):
     "Answer a status request at once; queue anything else on its session's worker."
@@ -306,6 +315,7 @@ def _dispatch(self:Daemon, envelope:dict, conn:Connection):
     meta = _request_meta(envelope)
     self.enqueue(perceive(envelope, **meta, owner=OWNER), conn, _reply_meta(envelope))
 
+# %% ../nbs/51_daemon.ipynb #70cdd66d
 @patch
 def enqueue(self:Daemon, signal, conn:Connection|None=None, reply_meta:dict|None=None):
     "Queue `signal` on its session's worker; the reply goes to `conn` (None: only the logs)."
@@ -317,7 +327,7 @@ def enqueue(self:Daemon, signal, conn:Connection|None=None, reply_meta:dict|None
     if session not in self.workers: self.workers[session] = asyncio.create_task(self._work(session))
 
 
-# %% ../nbs/51_daemon.ipynb #9f189b63
+# %% ../nbs/51_daemon.ipynb #2d91b8be
 _DERIVED = {'proposals': 'proposal', 'verdicts': 'verdict', 'actions': 'result', 'errors': 'error'}   # Turn.to_dict's lists of one kind of event
 
 def sent_turn(turn) -> dict:
@@ -325,6 +335,7 @@ def sent_turn(turn) -> dict:
     return {'events': turn.events, 'pending': turn.pending, 'replies': turn.replies, 'reply': turn.reply,
             'usage': turn.usage, 'failed': turn.failed}
 
+# %% ../nbs/51_daemon.ipynb #21569dec
 def full_turn(sent:dict) -> dict:
     "The shape of `Turn.to_dict()` again from a turn as sent: the lists of proposals, verdicts, actions and errors picked from its events."
     events = sent.get('events') or []
@@ -333,7 +344,7 @@ def full_turn(sent:dict) -> dict:
             'replies': sent.get('replies') or [], 'reply': sent.get('reply'), 'usage': sent.get('usage') or {},
             'failed': bool(sent.get('failed')), 'events': events}
 
-# %% ../nbs/51_daemon.ipynb #266d4329
+# %% ../nbs/51_daemon.ipynb #81db2a61
 _serving = threading.local()   # per turn thread: the session it is running
 
 @patch
@@ -347,6 +358,7 @@ def _run_batch(self:Daemon, batch:list) -> list:
         finally: _serving.session = None
     return out
 
+# %% ../nbs/51_daemon.ipynb #4bcb5bcc
 @patch
 def _progress(self:Daemon, conn, meta:dict) -> dict:
     "For a request that asked (`meta.progress`): the turn's tokens and events as `progress` frames to `conn`; the turn stops once `conn` is gone."
@@ -358,12 +370,14 @@ def _progress(self:Daemon, conn, meta:dict) -> dict:
     return {'on_token': lambda text: forward(token=text), 'stop': stop,
             'on_event': lambda event: event['kind'] == 'message' or forward(event=event)}
 
+# %% ../nbs/51_daemon.ipynb #2a0d2a0d
 @patch
 def _follow(self:Daemon, signal):
     "The agent's `follow` in the daemon: in the running turn if it is of the same session, else queued on its own session."
     if getattr(_serving, 'session', None) == signal.session: return Agent.follow(self.agent, signal)   # a thread-local: unset outside a turn
     self.loop.call_soon_threadsafe(self.enqueue, signal)
 
+# %% ../nbs/51_daemon.ipynb #4cdc651a
 @patch
 async def _work(self:Daemon, session:str):
     "Drain a session's queue in order; the worker ends when the queue is empty."
@@ -382,7 +396,7 @@ async def _work(self:Daemon, session:str):
         if len(self.agent.transcripts) > self.max_sessions: self.evict_sessions()
 
 
-# %% ../nbs/51_daemon.ipynb #88cb91ad
+# %% ../nbs/51_daemon.ipynb #d5c5a1cc
 @patch
 def evict_sessions(self:Daemon) -> list:
     "Drop idle transcripts from the agent's memory (never a running session's), and the least recently used beyond `max_sessions`."
@@ -393,6 +407,7 @@ def evict_sessions(self:Daemon) -> list:
     if len(self.seen_sessions) > self.max_sessions: self.seen_sessions = set(self.agent.transcripts) | set(self.workers)
     return dropped
 
+# %% ../nbs/51_daemon.ipynb #d2b23bf2
 @patch
 async def _evict_idle(self:Daemon):
     "Evict idle sessions every half idle period (at most every minute) while serving."
@@ -401,11 +416,12 @@ async def _evict_idle(self:Daemon):
         self.evict_sessions()
 
 
-# %% ../nbs/51_daemon.ipynb #04e732f3
+# %% ../nbs/51_daemon.ipynb #2857e109
 def _watches_approvals(agent) -> bool:
     "Does `agent` keep approvals whose decisions the daemon should carry out?"
     return agent.approvals is not None and bool(agent.handlers.by_sensor.get('approval-command'))
 
+# %% ../nbs/51_daemon.ipynb #9ea6ce5f
 @patch
 def _decisions(self:Daemon) -> list:
     "The carry-out signals for decisions written since the last look (in a pool thread); [] when nothing moved."
@@ -436,7 +452,7 @@ async def _watch_approvals(self:Daemon):
         await asyncio.sleep(self.approval_poll)
 
 
-# %% ../nbs/51_daemon.ipynb #5c3d86ef
+# %% ../nbs/51_daemon.ipynb #1b1f64fd
 def _rss_kb() -> int|None:
     "This process's resident memory in KiB (Linux), or None."
     try:
@@ -444,6 +460,7 @@ def _rss_kb() -> int|None:
             if line.startswith('VmRSS:'): return int(line.split()[1])
     except OSError: return None
 
+# %% ../nbs/51_daemon.ipynb #f2d40e06
 @patch
 def status(self:Daemon) -> dict:
     "What `daemon status` shows: pid, address, uptime, sessions, connections, memory."
@@ -492,26 +509,29 @@ async def serve(self:Daemon, ready=None): # `ready(daemon)`: called once listeni
         await self.shutdown()
 
 
-# %% ../nbs/51_daemon.ipynb #c2e45749
+# %% ../nbs/51_daemon.ipynb #997bac1e
 def read_address(state_dir=None) -> tuple|None:
     "(host, port) from the port file, or None."
     try: host, port = state_files(state_dir)['port'].read_text().split()
     except (OSError, ValueError): return None
     return host, int(port)
 
+# %% ../nbs/51_daemon.ipynb #d9e1e8ab
 def _handshake(token:str) -> dict: return {'type': 'REQUEST', 'meta': {}, 'payload': {'sensor': 'handshake', 'token': token}}
 
+# %% ../nbs/51_daemon.ipynb #45e49ad0
 def request(text:str|None=None, session:str='default', source:str='cli', id=None, sensor:str='user-input', **payload) -> dict:
     "A request envelope: a message `text` in `session` (or another sensor's payload)."
     body = {'sensor': sensor, **({'text': text} if text is not None else {}), **payload}
     return {'type': 'EVENT', 'meta': {'session': session, 'source': source, 'id': id}, 'payload': body}
 
-# %% ../nbs/51_daemon.ipynb #913bb7a1
+# %% ../nbs/51_daemon.ipynb #4c1d4022
 def _expanded(payload:dict) -> dict:
     "A reply's payload, a turn in it in the shape of `Turn.to_dict()` (`full_turn`)."
     if payload.get('sensor') == 'turn' and isinstance(payload.get('turn'), dict): payload['turn'] = full_turn(payload['turn'])
     return payload
 
+# %% ../nbs/51_daemon.ipynb #e2f433b3
 class Client:
     "A blocking client: connect, hand-shake, then one request at a time."
     def __init__(self, state_dir=None, timeout:float|None=300.0, address=None, token:str|None=None):
@@ -552,19 +572,21 @@ def daemon_running(state_dir=None) -> bool:
     except OSError: return False
     return True
 
-# %% ../nbs/51_daemon.ipynb #2fe011e8
+# %% ../nbs/51_daemon.ipynb #2e370f04
 def _expect(payload:dict, sensor:str) -> dict:
     "The reply payload if it is of `sensor`; else the error it carries, raised."
     if payload.get('sensor') == 'protocol-error': raise ProtocolError(payload.get('text', 'protocol error'))
     if payload.get('sensor') != sensor: raise PassepartoutError(payload.get('text') or f"unexpected reply: {str(payload)[:200]}")
     return {k: v for k, v in payload.items() if k != 'sensor'}
 
+# %% ../nbs/51_daemon.ipynb #0df1bf0f
 def client_send(text:str, session:str='default', source:str='cli', timeout:float|None=300.0, state_dir=None,
                 on_progress=None) -> dict: # `on_progress(payload)`: each `progress` frame (`token` or `event`) before the reply
     "Run one turn in the running daemon; the turn as JSON data (the shape of `Turn.to_dict()`)."
     with Client(state_dir, timeout) as client:
         return _expect(client.ask(request(text, session, source), on_progress), 'turn')['turn']
 
+# %% ../nbs/51_daemon.ipynb #7757ba39
 def client_status(timeout:float|None=10.0, state_dir=None) -> dict:
     "The running daemon's status."
     with Client(state_dir, timeout) as client:
