@@ -7,9 +7,10 @@ Docs: https://passepartout-agent.github.io/passepartout/package.html.md"""
 # %% auto #0
 __all__ = []
 
-# %% ../nbs/00_package.ipynb #86c06763
+# %% ../nbs/00_package.ipynb #38af299d
 __version__ = "0.1.0"
 
+# %% ../nbs/00_package.ipynb #0dd44d2f
 _lazy = {
     'PassepartoutError': 'errors', 'PipelineError': 'errors', 'LLMError': 'errors', 'GateError': 'errors',
     'BudgetError': 'errors', 'ProtocolError': 'errors',
@@ -23,10 +24,12 @@ _lazy = {
     'ApprovalStore': 'approvals', 'AuditLog': 'audit', 'Vault': 'vault', 'build_agent': 'app', 'MemoryStore': 'memory_store',
 }
 
+# %% ../nbs/00_package.ipynb #759d5b97
 def __getattr__(name):
     "Import the module that defines `name` the first time it is asked for."
     if name not in _lazy: raise AttributeError(f"module 'passepartout' has no attribute {name!r}")
     import importlib
     return getattr(importlib.import_module(f'passepartout.{_lazy[name]}'), name)
 
+# %% ../nbs/00_package.ipynb #53878945
 def __dir__(): return sorted([*globals(), *_lazy])

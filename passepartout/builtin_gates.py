@@ -36,13 +36,14 @@ NETWORK_PRIORITY, PERMISSIONS_PRIORITY = 70, 65
 DEFAULT_SHELL_PRIORITY = 60   # passepartout.shell_gate.SHELL_GATE_PRIORITY
 SANDBOX_PRIORITY, PROVENANCE_PRIORITY, RECIPIENTS_PRIORITY = 55, 50, 45
 
-# %% ../nbs/20_builtin_gates.ipynb #fa3a744e
+# %% ../nbs/20_builtin_gates.ipynb #bea4ea46
 def ask_every_shell_command(action:Action, ctx:Context) -> Verdict|None:
     "Stand-in for a missing shell gate: every shell command asks, none is allowed unseen."
     if action.kind == 'tool' and action.tool == 'shell':
         return ask("the shell gate (passepartout.shell_gate) is not available: every shell command needs approval")
     return None
 
+# %% ../nbs/20_builtin_gates.ipynb #9e0bcf68
 def _shell_gate():
     "The shell gate and its priority, or the asking stand-in (logged) when it cannot be imported."
     try:

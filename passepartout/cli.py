@@ -11,7 +11,7 @@ __all__ = ['COMMANDS', 'SUMMARIES', 'CHECKS', 'LazyGroup', 'SetupFailed', 'main'
 import importlib, importlib.util, os
 import click
 
-# %% ../nbs/60_cli.ipynb #1b289c77
+# %% ../nbs/60_cli.ipynb #c1996b8b
 COMMANDS = {
     'demo': 'passepartout.demo:demo_command',
     'send': 'passepartout.daemon_commands:send_command',
@@ -32,6 +32,7 @@ COMMANDS = {
     'telegram': 'passepartout.telegram:telegram_command',
 }
 
+# %% ../nbs/60_cli.ipynb #48a3a413
 SUMMARIES = {   # what `passepartout --help` lists, without importing a single command's module
     'demo': 'Play an offline session through the real pipeline, gates and approvals (no key, no network).',
     'send': 'Send TEXT to the agent and print its answer.',
@@ -52,11 +53,12 @@ SUMMARIES = {   # what `passepartout --help` lists, without importing a single c
     'telegram': 'Serve the agent on Telegram in the foreground until SIGINT or SIGTERM (the daemon hosts it by itself when configured).',
 }
 
-# %% ../nbs/60_cli.ipynb #34178e0e
+# %% ../nbs/60_cli.ipynb #1c1bcc1d
 def _present(name:str) -> bool:
     "Is the module behind command `name` part of this installation?"
     return importlib.util.find_spec(COMMANDS[name].split(':')[0]) is not None
 
+# %% ../nbs/60_cli.ipynb #d41a0f4d
 class LazyGroup(click.Group):
     "A click group that imports a subcommand's module only when the subcommand is used."
     def list_commands(self, ctx): return sorted(n for n in COMMANDS if _present(n))
@@ -76,15 +78,17 @@ class LazyGroup(click.Group):
             if ctx.params.get('debug') or _debug_env(): import traceback; traceback.print_exc()
             raise SetupFailed(e.message) from None
 
-# %% ../nbs/60_cli.ipynb #a13230c2
+# %% ../nbs/60_cli.ipynb #4913b7f8
 class SetupFailed(click.ClickException):
     "A setup mistake, as click shows it: `Error: SENTENCE` on stderr, exit status 2."
     exit_code = 2
 
+# %% ../nbs/60_cli.ipynb #84799001
 def _debug_env() -> bool:
     "Does PASSEPARTOUT_DEBUG ask for tracebacks?"
     return os.environ.get('PASSEPARTOUT_DEBUG', '').strip().lower() in ('1', 'true', 'yes', 'on')
 
+# %% ../nbs/60_cli.ipynb #e3caa169
 CHECKS = {   # what a command checks before it runs (default: all three)
     'doctor': (),                 # diagnoses a broken setup itself: `.env` is read if it can be, nothing refused
     'configure': ('env', 'home'), # a wrong value in .env is what configure is run to fix

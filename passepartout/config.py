@@ -14,7 +14,7 @@ from pathlib import Path
 from dataclasses import dataclass
 from .errors import SetupError
 
-# %% ../nbs/09_config.ipynb #0c2eb46c
+# %% ../nbs/09_config.ipynb #5e60fa14
 @dataclass(frozen=True)
 class Paths:
     "The three directories Passepartout uses."
@@ -22,6 +22,7 @@ class Paths:
     data:Path   # memory store, approvals, audit log, vault
     state:Path  # daemon pid, port and token files, logs
 
+# %% ../nbs/09_config.ipynb #2dab3f6f
 def paths(env=None) -> Paths:
     "The config, data and state directories (PASSEPARTOUT_HOME, else XDG)."
     env = os.environ if env is None else env
@@ -36,13 +37,14 @@ def paths(env=None) -> Paths:
     xdg = lambda var, default: Path(env.get(var) or home / default) / 'passepartout'
     return Paths(xdg('XDG_CONFIG_HOME', '.config'), xdg('XDG_DATA_HOME', '.local/share'), xdg('XDG_STATE_HOME', '.local/state'))
 
-# %% ../nbs/09_config.ipynb #1fd4c25f
+# %% ../nbs/09_config.ipynb #2b77e99c
 def _blocker(d:Path) -> Path|None:
     "The nearest existing ancestor of `d` (or `d` itself) that is not a directory."
     for a in (d, *d.parents):
         if a.exists(): return None if a.is_dir() else a
     return None
 
+# %% ../nbs/09_config.ipynb #5387db87
 def _unusable(d:Path, problem:str, fix:str, env) -> SetupError:
     "The sentence for directory `d` of the home, which cannot be used because of `problem`; `fix` says what to do."
     value = env.get('PASSEPARTOUT_HOME')
@@ -50,6 +52,7 @@ def _unusable(d:Path, problem:str, fix:str, env) -> SetupError:
     return SetupError(f"{where} cannot be used: {problem}; {fix}, or set PASSEPARTOUT_HOME to a directory you can write",
                       'PASSEPARTOUT_HOME', value or str(d))
 
+# %% ../nbs/09_config.ipynb #f6c8a886
 def ensure_dirs(p:Paths|None=None, env=None) -> Paths:
     "Create the directories (mode 0700) if missing; `SetupError` if one cannot be made or written."
     env = os.environ if env is None else env
@@ -61,7 +64,7 @@ def ensure_dirs(p:Paths|None=None, env=None) -> Paths:
         if not os.access(d, os.W_OK | os.X_OK): raise _unusable(d, f"{d} is not writable", "make it writable", env)
     return p
 
-# %% ../nbs/09_config.ipynb #db3a3cf4
+# %% ../nbs/09_config.ipynb #d731c60b
 SETTINGS = {
     # name: (default, type, documentation)
     'PASSEPARTOUT_HOME': ('', str, "Directory holding config/, data/ and state/ (default: XDG directories)."),
@@ -114,6 +117,8 @@ SETTINGS = {
     'PASSEPARTOUT_SIGNAL_OWNERS': ('', str, "Signal numbers allowed to talk to the agent, comma-separated."),
     'PASSEPARTOUT_DEBUG': (0, int, "1: a setup mistake shows its traceback too (like `passepartout --debug`)."),
 }
+
+# %% ../nbs/09_config.ipynb #d640c8e0
 PROVIDER_SETTINGS = {
     'OPENAI_API_KEY': "Key for OpenAI (or any OpenAI-compatible server).", 'OPENAI_BASE_URL': "Base URL, e.g. http://127.0.0.1:8000/v1 for vLLM or llama.cpp.",
     'OPENAI_MODEL': "Model name.", 'ANTHROPIC_API_KEY': "Key for Anthropic.", 'ANTHROPIC_BASE_URL': "Base URL of the Messages API.",
@@ -121,9 +126,10 @@ PROVIDER_SETTINGS = {
     'OLLAMA_HOST': "Ollama server, e.g. http://127.0.0.1:11434.", 'OLLAMA_MODEL': "Model name.",
 }
 
-# %% ../nbs/09_config.ipynb #8122cc92
+# %% ../nbs/09_config.ipynb #d4d05ecb
 _TRUE = {'1', 'true', 'yes', 'on'}
 
+# %% ../nbs/09_config.ipynb #3d55cbd6
 def setting(name:str, env=None):
     "The typed value of setting `name`: from the environment, else its default; `SetupError` if it is not one."
     default, typ, _ = SETTINGS[name]
@@ -140,7 +146,7 @@ def setting(name:str, env=None):
                          "(the default), in the environment or in .env", name, raw)
     return value
 
-# %% ../nbs/09_config.ipynb #93d3fee0
+# %% ../nbs/09_config.ipynb #33d24295
 PROVIDER_NAMES = ('openai', 'openrouter', 'anthropic', 'ollama', 'replay')
 _MAXIMA = {'PASSEPARTOUT_DAEMON_PORT': 65535}
 
@@ -156,6 +162,7 @@ def check_value(name:str, raw:str|None):
             raise SetupError(f"PASSEPARTOUT_PROVIDERS={raw!r}: the mode after ':' in {spec!r} must be text or native", name, raw)
     return raw
 
+# %% ../nbs/09_config.ipynb #30346181
 def check_settings(env=None):
     "Check every setting once: the first one that is wrong raises its `SetupError`."
     env = os.environ if env is None else env
@@ -177,7 +184,7 @@ def workspace(env=None,
     if not os.access(ws, os.W_OK | os.X_OK): raise fail(f"{ws} is not writable; make it writable")
     return ws
 
-# %% ../nbs/09_config.ipynb #1664bb2f
+# %% ../nbs/09_config.ipynb #08ee159b
 @dataclass(frozen=True)
 class World:
     "The owner and the people and places they deal with: what the gates may trust without asking."
@@ -187,8 +194,10 @@ class World:
     def __post_init__(self):
         for f in ('addresses', 'contacts', 'hosts'): object.__setattr__(self, f, tuple(getattr(self, f)))   # hashable, whatever was given
 
+# %% ../nbs/09_config.ipynb #7806053c
 def _items(raw:str) -> tuple: return tuple(x.strip() for x in raw.split(',') if x.strip())
 
+# %% ../nbs/09_config.ipynb #9d059f3c
 _worlds, _WORLD_SETTINGS = {}, ('PASSEPARTOUT_OWNER_ADDRESSES', 'PASSEPARTOUT_CONTACTS', 'PASSEPARTOUT_NETWORK_ALLOW')
 _raw_environ = getattr(os.environ, '_data', None) if os.name == 'posix' else None   # CPython's raw view, kept in step by os.environ
 
@@ -211,7 +220,7 @@ def tools_file(env=None) -> Path:
     raw = setting('PASSEPARTOUT_TOOLS_FILE', env)
     return Path(raw).expanduser() if raw else paths(env).config / 'tools.toml'
 
-# %% ../nbs/09_config.ipynb #4bd4a910
+# %% ../nbs/09_config.ipynb #ed12ed82
 def _env_text(f:Path) -> str|None:
     "The text of the `.env` file `f` (None if there is none); `SetupError` if it cannot be read."
     fix = f"fix or remove {f} (`passepartout configure` writes a new one)"
@@ -223,6 +232,7 @@ def _env_text(f:Path) -> str|None:
     if '\0' in text: raise SetupError(f"{f} is not text (it contains a NUL byte): {fix}", '.env', str(f))
     return text
 
+# %% ../nbs/09_config.ipynb #64714927
 def load_env(p:Paths|None=None) -> dict:
     "Read `$config/.env` into `os.environ` where a variable is not already set; return what was read."
     f = (p or paths()).config / '.env'
@@ -237,6 +247,7 @@ def load_env(p:Paths|None=None) -> dict:
     for k, v in values.items(): os.environ.setdefault(k, v)
     return values
 
+# %% ../nbs/09_config.ipynb #a32613b6
 def env_example() -> str:
     "The text of `.env.example`: every setting with its default and documentation."
     lines = ["# Passepartout settings. Copy to $config/.env (see `passepartout configure`).",

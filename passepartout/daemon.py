@@ -25,7 +25,7 @@ from .app import build_agent
 from .approval_flow import carry_out_signal
 from .daemon_client import *   # the client side, offered here too (`51a_daemon_client`)
 
-# %% ../nbs/51_daemon.ipynb #88147296
+# %% ../nbs/51_daemon.ipynb #eb0cacdb
 class _OwnerMark(str):
     "The type of `OWNER`: serialises as the string 'owner', but JSON never produces it."
     __slots__ = ()
@@ -34,6 +34,7 @@ class _OwnerMark(str):
 OWNER = _OwnerMark('owner')
 LOOPBACK = ('127.0.0.1', '::1', 'localhost')
 
+# %% ../nbs/51_daemon.ipynb #a3866f03
 def is_owner(signal) -> bool:
     "Did `signal` come from a client that proved it can read the owner's token?"
     return signal.meta.get('owner') is OWNER
@@ -77,7 +78,7 @@ def _prepare_agent(agent:Agent) -> Agent:
     install_repl(agent, is_owner)
     return agent
 
-# %% ../nbs/51_daemon.ipynb #30436d66
+# %% ../nbs/51_daemon.ipynb #0b494acc
 @patch
 async def start(self:Daemon) -> Daemon:
     "Build the agent, bind the socket, write the pid, port and token files, start background services."
@@ -98,6 +99,7 @@ async def start(self:Daemon) -> Daemon:
     self.tasks.append(asyncio.create_task(self._evict_idle()))
     return self
 
+# %% ../nbs/51_daemon.ipynb #e8266118
 @patch(as_prop=True)
 def address(self:Daemon) -> tuple: return (self.host, self.port)
 
@@ -119,7 +121,7 @@ def peer_uid(sock) -> int|None:
         return struct.unpack_from('=I', answer, 16 + 4 + 48 + 12)[0]   # netlink header, 4 bytes, socket id, 3 counters
     except (OSError, AttributeError, TypeError, ValueError, struct.error): return None
 
-# %% ../nbs/51_daemon.ipynb #b7624b55
+# %% ../nbs/51_daemon.ipynb #ea9cd4ba
 ACCEPT_BACKLOG = 100   # connections queued by the kernel, and accepted per turn of the event loop
 
 class Connection:
@@ -146,6 +148,7 @@ class Connection:
         self.open, self.evicted = False, True
         self.writer.transport.abort()
 
+# %% ../nbs/51_daemon.ipynb #816cbbb1
 def response(sensor:str, meta:dict|None=None, **payload) -> dict:
     "A RESPONSE envelope."
     return {'type': 'RESPONSE', 'meta': meta or {}, 'payload': {'sensor': sensor, **payload}}
@@ -173,7 +176,7 @@ class RefusalLog:
                         {'kind': 'handshake-refused', 'reason': 'many', 'count': self.unlogged})
         self.logged, self.unlogged, self.since = 0, 0, time.monotonic()
 
-# %% ../nbs/51_daemon.ipynb #8d30fab9
+# %% ../nbs/51_daemon.ipynb #7e362655
 @patch
 def _report_refusal(self:Daemon, text:str, event:dict):
     "A refusal, as a warning in the daemon log and, when the agent keeps one, an audit record (written from a thread)."
@@ -181,11 +184,13 @@ def _report_refusal(self:Daemon, text:str, event:dict):
     audit = self.agent.audit
     if audit is not None: self.loop.run_in_executor(None, _quietly, audit, event)
 
+# %% ../nbs/51_daemon.ipynb #935f65de
 def _quietly(fn, *args):
     "Call `fn`; a failure to log a refusal must not become a failure of the server."
     try: fn(*args)
     except Exception: pass
 
+# %% ../nbs/51_daemon.ipynb #9ffc5726
 @patch
 def _admit(self:Daemon, conn:Connection):
     "Count `conn` as waiting for its handshake; at the cap, close the longest-waiting stranger of another user (else of ours)."
@@ -196,7 +201,7 @@ def _admit(self:Daemon, conn:Connection):
     self.pending[conn] = time.monotonic()
 
 
-# %% ../nbs/51_daemon.ipynb #46872881
+# %% ../nbs/51_daemon.ipynb #b8ce34f2
 @patch
 def _authentic(self:Daemon, hello) -> bool:
     "Is `hello` a handshake carrying this daemon's token?"
@@ -205,6 +210,7 @@ def _authentic(self:Daemon, hello) -> bool:
     token = payload.get('token')
     return isinstance(token, str) and hmac.compare_digest(token.encode(), self.token.encode())
 
+# %% ../nbs/51_daemon.ipynb #40656a12
 @patch
 async def _first_frame(self:Daemon, reader) -> tuple:
     "(the first frame or None, why it is refused or None), within `handshake_timeout` of connecting."
@@ -216,7 +222,7 @@ async def _first_frame(self:Daemon, reader) -> tuple:
     return hello, None if self._authentic(hello) else "a wrong token or not a handshake"
 
 
-# %% ../nbs/51_daemon.ipynb #c3841837
+# %% ../nbs/51_daemon.ipynb #52e19035
 @patch
 async def _handshake(self:Daemon, reader, conn:Connection) -> bool:
     "Admit `conn` if its first frame carries the token and there is room; else refuse, log and say why."
@@ -231,6 +237,7 @@ async def _handshake(self:Daemon, reader, conn:Connection) -> bool:
     conn.send(response('protocol-error', text=f"handshake refused: {why}"))
     return False
 
+# %% ../nbs/51_daemon.ipynb #360f19c1
 @patch
 async def _serve_client(self:Daemon, reader, writer):
     "Handshake, then read request frames until the client leaves or breaks the protocol."
@@ -258,13 +265,14 @@ async def _read_requests(self:Daemon, reader, conn:Connection):
         except Exception as e: conn.send(response('protocol-error', _reply_meta(envelope), text=f"the request could not be read: {type(e).__name__}: {e}"[:2000]))
 
 
-# %% ../nbs/51_daemon.ipynb #62fd0899
+# %% ../nbs/51_daemon.ipynb #c20e09bf
 def _reply_meta(envelope:dict) -> dict:
     "The part of a request's meta echoed in its reply: id, session, and whether progress frames were asked for."
     meta = envelope.get('meta') if isinstance(envelope.get('meta'), dict) else {}
     return {k: meta[k] for k in ('id', 'session') if k in meta and isinstance(meta[k], (str, int, float))} | \
            ({'progress': True} if meta.get('progress') is True else {})
 
+# %% ../nbs/51_daemon.ipynb #d71335ba
 def _request_meta(envelope:dict) -> dict:
     "Session and source of a request, checked; `ProtocolError` if they are not short strings."
     meta = envelope.get('meta', {})
@@ -274,7 +282,7 @@ def _request_meta(envelope:dict) -> dict:
         if not isinstance(value, str) or not 0 < len(value) <= 200: raise ProtocolError(f"meta.{name} must be a string of 1 to 200 characters")
     return {'session': session, 'source': source}
 
-# %% ../nbs/51_daemon.ipynb #6da73f7d
+# %% ../nbs/51_daemon.ipynb #cf607cc5
 @patch
 def _dispatch(self:Daemon, envelope:dict, conn:Connection):
     "Answer a status request at once; queue anything else on its session's worker."
@@ -284,6 +292,7 @@ def _dispatch(self:Daemon, envelope:dict, conn:Connection):
     meta = _request_meta(envelope)
     self.enqueue(perceive(envelope, **meta, owner=OWNER), conn, _reply_meta(envelope))
 
+# %% ../nbs/51_daemon.ipynb #70cdd66d
 @patch
 def enqueue(self:Daemon, signal, conn:Connection|None=None, reply_meta:dict|None=None):
     "Queue `signal` on its session's worker; the reply goes to `conn` (None: only the logs)."
@@ -301,7 +310,7 @@ def sent_turn(turn) -> dict:
     return {'events': turn.events, 'pending': turn.pending, 'replies': turn.replies, 'reply': turn.reply,
             'usage': turn.usage, 'failed': turn.failed}
 
-# %% ../nbs/51_daemon.ipynb #266d4329
+# %% ../nbs/51_daemon.ipynb #81db2a61
 _serving = threading.local()   # per turn thread: the session it is running
 
 @patch
@@ -315,6 +324,7 @@ def _run_batch(self:Daemon, batch:list) -> list:
         finally: _serving.session = None
     return out
 
+# %% ../nbs/51_daemon.ipynb #4bcb5bcc
 @patch
 def _progress(self:Daemon, conn, meta:dict) -> dict:
     "For a request that asked (`meta.progress`): the turn's tokens and events as `progress` frames to `conn`; the turn stops once `conn` is gone."
@@ -326,12 +336,14 @@ def _progress(self:Daemon, conn, meta:dict) -> dict:
     return {'on_token': lambda text: forward(token=text), 'stop': stop,
             'on_event': lambda event: event['kind'] == 'message' or forward(event=event)}
 
+# %% ../nbs/51_daemon.ipynb #2a0d2a0d
 @patch
 def _follow(self:Daemon, signal):
     "The agent's `follow` in the daemon: in the running turn if it is of the same session, else queued on its own session."
     if getattr(_serving, 'session', None) == signal.session: return Agent.follow(self.agent, signal)   # a thread-local: unset outside a turn
     self.loop.call_soon_threadsafe(self.enqueue, signal)
 
+# %% ../nbs/51_daemon.ipynb #4cdc651a
 @patch
 async def _work(self:Daemon, session:str):
     "Drain a session's queue in order; the worker ends when the queue is empty."
@@ -350,7 +362,7 @@ async def _work(self:Daemon, session:str):
         if len(self.agent.transcripts) > self.max_sessions: self.evict_sessions()
 
 
-# %% ../nbs/51_daemon.ipynb #88cb91ad
+# %% ../nbs/51_daemon.ipynb #d5c5a1cc
 @patch
 def evict_sessions(self:Daemon) -> list:
     "Drop idle transcripts from the agent's memory (never a running session's), and the least recently used beyond `max_sessions`."
@@ -361,6 +373,7 @@ def evict_sessions(self:Daemon) -> list:
     if len(self.seen_sessions) > self.max_sessions: self.seen_sessions = set(self.agent.transcripts) | set(self.workers)
     return dropped
 
+# %% ../nbs/51_daemon.ipynb #d2b23bf2
 @patch
 async def _evict_idle(self:Daemon):
     "Evict idle sessions every half idle period (at most every minute) while serving."
@@ -369,11 +382,12 @@ async def _evict_idle(self:Daemon):
         self.evict_sessions()
 
 
-# %% ../nbs/51_daemon.ipynb #156d6a0a
+# %% ../nbs/51_daemon.ipynb #2857e109
 def _watches_approvals(agent) -> bool:
     "Does `agent` keep approvals whose decisions the daemon should carry out?"
     return agent.approvals is not None and bool(agent.handlers.by_sensor.get('approval-command'))
 
+# %% ../nbs/51_daemon.ipynb #5e94eaff
 @patch
 def _decisions(self:Daemon) -> list:
     "The carry-out signals for decisions written since the last look (in a pool thread); [] when nothing moved."
@@ -403,7 +417,7 @@ async def _watch_approvals(self:Daemon):
         await asyncio.sleep(self.approval_poll)
 
 
-# %% ../nbs/51_daemon.ipynb #5c3d86ef
+# %% ../nbs/51_daemon.ipynb #1b1f64fd
 def _rss_kb() -> int|None:
     "This process's resident memory in KiB (Linux), or None."
     try:
@@ -411,6 +425,7 @@ def _rss_kb() -> int|None:
             if line.startswith('VmRSS:'): return int(line.split()[1])
     except OSError: return None
 
+# %% ../nbs/51_daemon.ipynb #f2d40e06
 @patch
 def status(self:Daemon) -> dict:
     "What `daemon status` shows: pid, address, uptime, sessions, connections, memory."

@@ -22,9 +22,10 @@ def heartbeat_signal(beat:int=0) -> Signal:
     return Signal('EVENT', {'source': 'heartbeat', 'session': 'heartbeat'},
                   {'sensor': 'heartbeat', 'text': '', 'beat': beat, 'time': time.time()})
 
-# %% ../nbs/52_heartbeat.ipynb #112eee31
+# %% ../nbs/52_heartbeat.ipynb #c83ad7f7
 _FIELDS = (('minute', 0, 59), ('hour', 0, 23), ('day of month', 1, 31), ('month', 1, 12), ('day of week', 0, 7))
 
+# %% ../nbs/52_heartbeat.ipynb #2101991d
 def _field(text:str, name:str, low:int, high:int) -> frozenset:
     "The values one cron field allows: `*`, `n`, `a-b`, with an optional `/step`, comma-separated."
     values = set()
@@ -40,7 +41,7 @@ def _field(text:str, name:str, low:int, high:int) -> frozenset:
         values.update(range(a, b + 1, step))
     return frozenset(values)
 
-# %% ../nbs/52_heartbeat.ipynb #06a5659e
+# %% ../nbs/52_heartbeat.ipynb #cd878c99
 @dataclass(frozen=True)
 class Schedule:
     "A parsed five-field cron expression."
@@ -53,6 +54,7 @@ class Schedule:
         if self.any_day or self.any_weekday: return day and weekday
         return day or weekday
 
+# %% ../nbs/52_heartbeat.ipynb #687adad9
 def parse_schedule(expr:str) -> Schedule:
     "Parse `minute hour day-of-month month day-of-week`."
     parts = expr.split()
@@ -61,12 +63,13 @@ def parse_schedule(expr:str) -> Schedule:
     weekdays = frozenset(d % 7 for d in sets[4])  # 7 is Sunday too
     return Schedule(expr, *sets[:4], weekdays, parts[2] == '*', parts[4] == '*')
 
-# %% ../nbs/52_heartbeat.ipynb #2e498b73
+# %% ../nbs/52_heartbeat.ipynb #1574b87f
 @dataclass(frozen=True)
 class CronJob:
     "A message the owner asked to be sent on a schedule."
     name:str; schedule:Schedule; text:str; session:str
 
+# %% ../nbs/52_heartbeat.ipynb #ac2af137
 def load_jobs(path:Path|None=None) -> list:
     "The `[[jobs]]` of `cron.toml` (default `$config/cron.toml`; missing file: no jobs)."
     path = Path(path) if path is not None else config.paths().config / 'cron.toml'
@@ -81,7 +84,7 @@ def load_jobs(path:Path|None=None) -> list:
         jobs.append(CronJob(name, schedule, job['text'], job.get('session') or f"cron:{name}"))
     return jobs
 
-# %% ../nbs/52_heartbeat.ipynb #8569bc4d
+# %% ../nbs/52_heartbeat.ipynb #991d78e4
 def due(job:CronJob, after:datetime, until:datetime) -> bool:
     "Does `job` fire in a minute of `(after, until]`? (at most once, however long the gap)"
     t = after.replace(second=0, microsecond=0) + timedelta(minutes=1)
@@ -90,6 +93,7 @@ def due(job:CronJob, after:datetime, until:datetime) -> bool:
         t += timedelta(minutes=1)
     return False
 
+# %% ../nbs/52_heartbeat.ipynb #4b3575cb
 def cron_signal(job:CronJob) -> Signal:
     "The message a due job sends, in the job's session."
     return Signal('EVENT', {'source': 'cron', 'session': job.session}, {'sensor': 'cron', 'text': job.text, 'job': job.name})
@@ -110,9 +114,10 @@ def shutdown_hooks(daemon) -> list:
     if not config.setting('PASSEPARTOUT_SAVE_ON_SHUTDOWN'): return []
     return [lambda: autosave_hook(daemon.agent)()]
 
-# %% ../nbs/52_heartbeat.ipynb #8957b607
+# %% ../nbs/52_heartbeat.ipynb #06d1711a
 def _log(daemon, level, text): daemon.agent.syslog.log(level, text)
 
+# %% ../nbs/52_heartbeat.ipynb #2b63b34c
 async def heartbeat_service(daemon, interval:float|None=None):
     "Run a heartbeat through the agent every `interval` seconds (default PASSEPARTOUT_HEARTBEAT_INTERVAL)."
     interval, loop, beat = interval or config.setting('PASSEPARTOUT_HEARTBEAT_INTERVAL'), asyncio.get_running_loop(), 0
@@ -121,6 +126,7 @@ async def heartbeat_service(daemon, interval:float|None=None):
         try: await loop.run_in_executor(daemon.pool, daemon.agent.process, heartbeat_signal(beat))
         except Exception as e: _log(daemon, 'ERROR', f"heartbeat {beat} failed: {type(e).__name__}: {e}")
 
+# %% ../nbs/52_heartbeat.ipynb #f7f11ef7
 async def autosave_service(daemon, interval:float|None=None):
     "Call the auto-save hook every `interval` seconds (default PASSEPARTOUT_AUTOSAVE_INTERVAL)."
     interval, save = interval or config.setting('PASSEPARTOUT_AUTOSAVE_INTERVAL'), autosave_hook(daemon.agent)
@@ -129,7 +135,7 @@ async def autosave_service(daemon, interval:float|None=None):
         try: await asyncio.to_thread(save)
         except Exception as e: _log(daemon, 'ERROR', f"auto-save failed: {type(e).__name__}: {e}")
 
-# %% ../nbs/52_heartbeat.ipynb #3a053b0a
+# %% ../nbs/52_heartbeat.ipynb #2b41f6c2
 async def cron_service(daemon, jobs:list|None=None, clock=datetime.now):
     "Queue each cron job's message when it is due (checked every minute, on the minute)."
     jobs = load_jobs() if jobs is None else jobs
@@ -142,6 +148,7 @@ async def cron_service(daemon, jobs:list|None=None, clock=datetime.now):
             if due(job, last, now): daemon.enqueue(cron_signal(job))
         last = now
 
+# %% ../nbs/52_heartbeat.ipynb #adfa51cd
 def services(daemon) -> list:
     "The background services the daemon runs: heartbeat, auto-save and (when `cron.toml` has jobs) cron."
     try: jobs = load_jobs()

@@ -17,18 +17,20 @@ from .recall import Hit
 from .foveal import summary
 from .daemon_client import daemon_running
 
-# %% ../nbs/64_memory_commands.ipynb #efd7334f
+# %% ../nbs/64_memory_commands.ipynb #74a2fd88
 def object_line(obj:MemoryObject) -> str:
     "One object for a person: id, kind, its summary, and where it came from when not from the owner."
     origin = '' if not obj.untrusted else f"  [from {obj.attributes[PROVENANCE]}]"
     return f"{obj.id}  ({obj.kind})  {summary(obj, 80)}{origin}"
 
+# %% ../nbs/64_memory_commands.ipynb #65510122
 @click.group('memory', invoke_without_command=True)
 @click.pass_context
 def memory_command(ctx):
     "Inspect the agent's memory: list, show, search, snapshot, history, diff, rollback, verify, export, import."
     if ctx.invoked_subcommand is None: ctx.invoke(list_command)
 
+# %% ../nbs/64_memory_commands.ipynb #edb7910c
 @memory_command.command('list')
 @click.option('--kind', default=None, help='Only objects of this kind.')
 def list_command(kind):
@@ -37,12 +39,13 @@ def list_command(kind):
     lines = [object_line(o) for o in map(store.get, store) if kind is None or o.kind == kind]
     click.echo('\n'.join(lines) if lines else "memory is empty" if kind is None else f"no object of kind {kind!r}")
 
-# %% ../nbs/64_memory_commands.ipynb #7fb0d938
+# %% ../nbs/64_memory_commands.ipynb #b21569b8
 def _object(store:MemoryStore, id:str) -> MemoryObject:
     "Object `id`, or a clear error."
     if (obj := store.get(id)) is None: raise click.ClickException(f"no object {id!r} in memory (see `passepartout memory list`)")
     return obj
 
+# %% ../nbs/64_memory_commands.ipynb #9df10ab5
 @memory_command.command('show')
 @click.argument('id')
 def show_command(id):
@@ -52,6 +55,7 @@ def show_command(id):
             *([f"  links: {', '.join(obj.links)}"] if obj.links else [])]
     click.echo('\n'.join(head) + '\n\n' + obj.content)
 
+# %% ../nbs/64_memory_commands.ipynb #22f877ba
 @memory_command.command('search')
 @click.argument('query')
 @click.option('--limit', type=click.IntRange(1, 100), default=5, help='Most objects to show.')
@@ -60,28 +64,32 @@ def search_command(query, limit):
     hits = MemoryStore().recall(query, limit=limit)
     click.echo('\n'.join(map(repr, hits)) if hits else "nothing found")
 
-# %% ../nbs/64_memory_commands.ipynb #f4427c40
+# %% ../nbs/64_memory_commands.ipynb #f31a21b2
 def _writable() -> MemoryStore:
     "The store, for a command that writes: refused while a daemon (which owns the memory) runs."
     if daemon_running(): raise click.ClickException("a daemon is running and owns the memory: stop it first (`passepartout daemon stop`)")
     return MemoryStore()
 
+# %% ../nbs/64_memory_commands.ipynb #34f7df2d
 def _snapshot_ref(text:str|None) -> int|str|None:
     "A snapshot given on the command line: its number, or a root hash."
     return None if text is None else int(text.lstrip('#')) if text.lstrip('#').isdigit() else text
 
+# %% ../nbs/64_memory_commands.ipynb #d1a2d484
 @memory_command.command('snapshot')
 @click.option('--cause', default='owner', help='Why: shown by `memory history`.')
 def snapshot_command(cause):
     "Save the memory as it is now as a snapshot."
     click.echo(repr(_writable().snapshot(cause)))
 
+# %% ../nbs/64_memory_commands.ipynb #f3051ce5
 @memory_command.command('history')
 @click.option('--limit', type=click.IntRange(1, 10000), default=20, help='Most snapshots to show.')
 def history_command(limit):
     "List the snapshots, newest first."
     click.echo('\n'.join(map(repr, MemoryStore().history(limit))))
 
+# %% ../nbs/64_memory_commands.ipynb #7a023572
 @memory_command.command('diff')
 @click.argument('a')
 @click.argument('b', required=False)
@@ -90,6 +98,7 @@ def diff_command(a, b):
     try: click.echo(repr(MemoryStore().diff(_snapshot_ref(a), _snapshot_ref(b))))
     except KeyError as e: raise click.ClickException(str(e.args[0])) from None
 
+# %% ../nbs/64_memory_commands.ipynb #71e70cc5
 @memory_command.command('rollback')
 @click.argument('to', required=False)
 def rollback_command(to):
@@ -106,7 +115,7 @@ def verify_command(every):
     if problems: raise click.ClickException('\n'.join(problems))
     click.echo("memory verified: every hash matches")
 
-# %% ../nbs/64_memory_commands.ipynb #918dffb0
+# %% ../nbs/64_memory_commands.ipynb #973a0cc1
 def link_order(store:MemoryStore) -> list:
     "Every id in memory, each after the ids it links to."
     order, done = [], set()
@@ -119,6 +128,7 @@ def link_order(store:MemoryStore) -> list:
             stack.append((id, True)); stack.extend((l, False) for l in store[id].links if l not in done)
     return order
 
+# %% ../nbs/64_memory_commands.ipynb #3c090eff
 @memory_command.command('export')
 @click.argument('file', type=click.File('w'), default='-')
 def export_command(file):
@@ -129,7 +139,7 @@ def export_command(file):
         file.write(json.dumps({'id': o.id, 'kind': o.kind, 'content': o.content, 'attributes': o.attributes, 'links': list(o.links)},
                               ensure_ascii=False) + '\n')
 
-# %% ../nbs/64_memory_commands.ipynb #7a797124
+# %% ../nbs/64_memory_commands.ipynb #30ab9304
 def read_objects(lines) -> list:
     "The memory objects of JSON Lines `lines`; a clear error naming the line that is not one."
     objects = []
@@ -143,6 +153,7 @@ def read_objects(lines) -> list:
             raise click.ClickException(f"line {n} is not a memory object ({type(e).__name__}: {e})") from None
     return objects
 
+# %% ../nbs/64_memory_commands.ipynb #1a6e1d61
 @memory_command.command('import')
 @click.argument('file', type=click.File('r'))
 def import_command(file):

@@ -18,7 +18,7 @@ from .validation_gates import tool_effect, side_effecting
 from .permission_gates import permission_rule, PermissionsError
 from .basics import patch
 
-# %% ../nbs/20h_provenance_gates.ipynb #36352c51
+# %% ../nbs/20h_provenance_gates.ipynb #9b45106f
 _URL = re.compile(r"\b(?:https?|ftp|file)://[^\s<>\"'`]+", re.I)
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 _PHONE = re.compile(r"(?<![\w+])\+?\d[\d .()/-]{6,}\d(?!\w)")
@@ -26,6 +26,7 @@ _DOMAIN = re.compile(r"\b(?:[a-z0-9-]+\.)+(?:com|org|net|io|dev|ai|app|co|me|inf
 _AMOUNT = re.compile(r"(?<![\w.])\d[\d,']*(?:\.\d+)?(?![\w.])")
 _DIGIT = re.compile(r"\d")
 
+# %% ../nbs/20h_provenance_gates.ipynb #6a00d618
 def _url_values(text:str) -> set:
     "URLs in `text` (trailing punctuation dropped) and their hosts, lower case."
     out = set()
@@ -37,8 +38,10 @@ def _url_values(text:str) -> set:
         if host: out.add(host.rstrip('.'))
     return out
 
-# %% ../nbs/20h_provenance_gates.ipynb #176cb403
+# %% ../nbs/20h_provenance_gates.ipynb #0aec0d98
 def _phones(text:str) -> set: return {d for p in _PHONE.findall(text) if len(d := re.sub(r'\D', '', p)) >= 7}
+
+# %% ../nbs/20h_provenance_gates.ipynb #cded713c
 def _amounts(text:str) -> set:
     "Numbers of two digits or more, normalised: `1,999.50` and `1999.5` are the same amount."
     from decimal import Decimal, InvalidOperation
@@ -49,6 +52,7 @@ def _amounts(text:str) -> set:
         except InvalidOperation: pass
     return out
 
+# %% ../nbs/20h_provenance_gates.ipynb #4efe65d6
 def values_in(text:str) -> set:
     "The values in a message that must not flow unreviewed: URLs, hosts, domains, e-mails, phone numbers, amounts."
     out = _url_values(text) if '://' in text else set()
@@ -57,7 +61,7 @@ def values_in(text:str) -> set:
     if _DIGIT.search(text): out.update(['tel:' + p for p in _phones(text)] + ['num:' + a for a in _amounts(text)])
     return out
 
-# %% ../nbs/20h_provenance_gates.ipynb #7d25193f
+# %% ../nbs/20h_provenance_gates.ipynb #27ded588
 def _who(m:dict, number:int) -> tuple:
     "`(kind, where, content)` of message `m`: kind 'owner', 'untrusted' or None (the model's own)."
     content = m.get('content') if isinstance(m.get('content'), str) else ''
@@ -66,6 +70,7 @@ def _who(m:dict, number:int) -> tuple:
     if m.get('role') == 'user': return 'untrusted', content[:content.find(']') + 1] + f" (message {number})", content
     return None, None, content
 
+# %% ../nbs/20h_provenance_gates.ipynb #b16f3e6a
 class PlainSessionValues:
     "The reference for `SessionValues`: `shown` is `(number, message)` for every message the session showed, in the order first seen; `transcript` starts at number `first`."
     def __init__(self, shown:list, transcript:list, first:int):
@@ -89,10 +94,11 @@ class PlainSessionValues:
         if len(text) < 6 or text.lower() in self.owner_text: return None
         return next((where for where, content in self.untrusted if text in content), None)
 
-# %% ../nbs/20h_provenance_gates.ipynb #eb5a01f9
+# %% ../nbs/20h_provenance_gates.ipynb #3ff2fa42
 import threading
 from collections import deque
 
+# %% ../nbs/20h_provenance_gates.ipynb #cb125ca2
 class SessionValues:
     "What the untrusted messages of a session contain that the owner's do not, taken in message by message as the transcript grows."
     def __init__(self, transcript:list):
@@ -115,7 +121,7 @@ class SessionValues:
         if len(text) < 6 or text.lower() in self.owner_text: return None
         with self.lock: return next((where for _, where, content in self.untrusted if text in content), None)
 
-# %% ../nbs/20h_provenance_gates.ipynb #6397fafe
+# %% ../nbs/20h_provenance_gates.ipynb #e1b2c0bc
 @patch
 def _take_in(self:SessionValues, m:dict, number:int, present:bool=True):
     "Read message `m` (number `number` in the session) for values; `present`: it is still in the transcript."
@@ -129,6 +135,7 @@ def _take_in(self:SessionValues, m:dict, number:int, present:bool=True):
     if present: self.untrusted.append((number, where, content))
     for v in values_in(content): self.sources.setdefault(v, where)
 
+# %% ../nbs/20h_provenance_gates.ipynb #e55633f8
 @patch
 def _note(self:SessionValues):
     "Note the messages appended since the last look (read at once those already trimmed); forget the trimmed ones' texts."
@@ -152,6 +159,7 @@ def _note(self:SessionValues):
         self.waiting.append((base + j, t[j])); self.recent.append((t[j], base + j))
     self.next, self.length = base + len(t), len(t)
 
+# %% ../nbs/20h_provenance_gates.ipynb #aaadabf2
 @patch
 def update(self:SessionValues, read:bool=True) -> SessionValues:
     "Note the new messages; `read`: also read every message noted, so that the values are complete."
@@ -186,18 +194,20 @@ def session_values(transcript:list, agent=None, session:str|None=None, read:bool
         hit = _loose[id(transcript)] = SessionValues(transcript)
     return hit.update(read)
 
-# %% ../nbs/20h_provenance_gates.ipynb #b2b157fd
+# %% ../nbs/20h_provenance_gates.ipynb #296ae262
 SENSITIVE_ARGS = {'shell': {'command': 'command'}, 'http_fetch': {'url': 'url'},
                   'send_message': {'channel': 'recipient', 'recipient': 'recipient'},
                   'read_file': {}, 'list_dir': {}, 'search_files': {}, 'write_file': {}, 'edit_file': {}}
 _SENSITIVE_NAME = re.compile(r'(?i)(recipient|^to$|^cc$|^bcc$|url|uri|address|email|phone|amount|price|total|sum|iban|account|command|cmd|host|dest)')
 
+# %% ../nbs/20h_provenance_gates.ipynb #2cf83a02
 def _arg_values(role:str, s:str) -> set:
     "The values of one sensitive argument that provenance checks."
     if role == 'url': return _url_values(s) or {s.lower()}
     if role == 'command': return _url_values(s) | {e.lower() for e in _EMAIL.findall(s)}
     return values_in(s)
 
+# %% ../nbs/20h_provenance_gates.ipynb #767568b3
 def _ranked_values(role:str, s:str) -> tuple:
     "`_arg_values`, the most specific (longest) first."
     return tuple(sorted(_arg_values(role, s), key=len, reverse=True))
@@ -236,12 +246,13 @@ def owner_addresses_plain(channel:str) -> frozenset:
     if name not in config.SETTINGS: return frozenset()
     return frozenset(a.strip().lower() for a in (os.environ.get(name) or '').split(',') if a.strip())
 
-# %% ../nbs/20h_provenance_gates.ipynb #a9d7247c
+# %% ../nbs/20h_provenance_gates.ipynb #a0875599
 RECIPIENT_ARGS = {'send_message': ('recipient',), 'http_fetch': (), 'read_file': (), 'list_dir': (), 'search_files': (),
                   'write_file': (), 'edit_file': (), 'shell': ()}   # the built-ins, so they pass after one lookup
 _RECIPIENT_NAME = re.compile(r'(?i)^(recipients?|to|cc|bcc|e?mail|email_address|phone|phone_number|chat_?id|user|user_?name)$')
 _owner_addresses = {}
 
+# %% ../nbs/20h_provenance_gates.ipynb #3bcea5e1
 def owner_addresses(channel:str) -> frozenset:
     "The owner's own addresses on `channel`, from setting `PASSEPARTOUT_<CHANNEL>_OWNERS` (comma-separated) when it exists."
     name = f"PASSEPARTOUT_{channel.upper()}_OWNERS"
@@ -253,7 +264,7 @@ def owner_addresses(channel:str) -> frozenset:
         hit = _owner_addresses[(name, raw)] = frozenset(a.strip().lower() for a in raw.split(',') if a.strip())
     return hit
 
-# %% ../nbs/20h_provenance_gates.ipynb #21434f11
+# %% ../nbs/20h_provenance_gates.ipynb #040cc1b3
 def _named_by_owner(value:str, ctx:Context) -> bool:
     "Did the owner write `value` whole (case-insensitive, not inside a longer word) in this session?"
     agent, signal = ctx.agent, ctx.signal
@@ -262,13 +273,14 @@ def _named_by_owner(value:str, ctx:Context) -> bool:
     text = session_values(agent.transcript(session), agent, session).owner_text
     return value in text and re.search(r'(?<![\w@.+-])' + re.escape(value) + r'(?![\w@-]|\.\w)', text) is not None
 
+# %% ../nbs/20h_provenance_gates.ipynb #383969a1
 def _rule_names_recipient(action:Action, key:str) -> bool:
     "Does a permission rule that speaks about `key` (exact `args`, or a `match` on it) allow `action`?"
     try: rule = permission_rule(action)
     except PermissionsError: return False
     return rule is not None and rule.decision == ALLOW and (rule.args is not None or any(k == key for k, _, _ in rule.match))
 
-# %% ../nbs/20h_provenance_gates.ipynb #2f162caf
+# %% ../nbs/20h_provenance_gates.ipynb #df34c001
 def recipient_known(value:str, key:str, action:Action, ctx:Context) -> bool:
     "Is `value` the owner's own address, their current chat, named by them in this session, or allowed by a rule about it?"
     v, channel, signal = value.strip().lower(), str(action.args.get('channel') or ''), ctx.signal
@@ -277,6 +289,7 @@ def recipient_known(value:str, key:str, action:Action, ctx:Context) -> bool:
     if signal is not None and channel == signal.source and v == str(signal.meta.get('chat_id', '')).lower() and from_owner(signal): return True
     return _named_by_owner(v, ctx) or _rule_names_recipient(action, key)
 
+# %% ../nbs/20h_provenance_gates.ipynb #5901610d
 def recipients_gate(action:Action, ctx:Context) -> Verdict|None:
     "An outward message to someone who is not the owner, not named by the owner and not allowed by a rule asks."
     if action.kind != 'tool': return None

@@ -28,7 +28,7 @@ def evaluate(code:str, namespace:dict) -> str:
         else: out.append(''.join(traceback.format_exception(type(e), e, e.__traceback__.tb_next)))
     return ''.join(out).rstrip('\n')
 
-# %% ../nbs/53_repl.ipynb #cf3cbcdc
+# %% ../nbs/53_repl.ipynb #0c4aae69
 REFUSAL = "refused: the REPL evaluates code only for the daemon's authenticated owner"
 
 def repl_handler(agent, is_owner) -> callable: # `is_owner(signal)`: the daemon's test of its owner's mark
@@ -40,6 +40,7 @@ def repl_handler(agent, is_owner) -> callable: # `is_owner(signal)`: the daemon'
         return reply(evaluate(signal.text, ns) or '(no output)')
     return handle
 
+# %% ../nbs/53_repl.ipynb #394d9180
 _with_repl = weakref.WeakSet()   # the agents that have the handler (an agent is not marked with an attribute of its own)
 
 def install_repl(agent, is_owner): # `is_owner(signal)`: who may evaluate (`51_daemon`'s, for the daemon)

@@ -37,9 +37,10 @@ def param_comments(fn) -> dict:
         if closed and tok.type in (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT): break
     return out
 
-# %% ../nbs/06_tools.ipynb #a75e6a46
+# %% ../nbs/06_tools.ipynb #691dd809
 _SIMPLE = {str: 'string', int: 'integer', float: 'number', bool: 'boolean', dict: 'object', list: 'array'}
 
+# %% ../nbs/06_tools.ipynb #7f1e2532
 def json_type(hint) -> dict:
     "The JSON schema of a type hint (str, int, float, bool, list[X], dict, Literal, X | None)."
     if hint in _SIMPLE: return {'type': _SIMPLE[hint]}
@@ -73,10 +74,11 @@ ARG_KINDS = {
 }
 STEERING_KINDS = frozenset({'recipient', 'destination', 'amount', 'object', 'schedule', 'secret', 'command', 'steering'})
 
-# %% ../nbs/06_tools.ipynb #215a1edd
+# %% ../nbs/06_tools.ipynb #64edfdde
 WHY = 'why'
 WHY_SCHEMA = {'type': 'string', 'description': "One short sentence: why this call, for the person who approves it."}
 
+# %% ../nbs/06_tools.ipynb #ca080235
 @dataclass
 class Tool:
     "A registered tool: the function, its declared effect and argument kinds, and its schema (built on first use)."
@@ -125,12 +127,13 @@ def canonical_name(by_name:dict, name) -> str|None:
     folded = name.casefold()
     return next((n for n in by_name if isinstance(n, str) and n.casefold() == folded), None)
 
-# %% ../nbs/06_tools.ipynb #a7620666
+# %% ../nbs/06_tools.ipynb #dc869dfd
 def _checked_effect(effect:str) -> str:
     "The class of effect word `effect`; `ValueError` if there is no such word."
     if effect not in EFFECT_CLASS: raise ValueError(f"effect must be one of {tuple(EFFECT_CLASS)}, not {effect!r}")
     return EFFECT_CLASS[effect]
 
+# %% ../nbs/06_tools.ipynb #8eb0f7e1
 def _checked_args(t:Tool, args) -> dict:
     "`args` ({argument: kind}) checked against `ARG_KINDS` and the parameters of `t`'s function."
     if not isinstance(args, dict): raise ValueError(f"args of tool {t.name!r} must be a dict {{argument: kind}}, not {args!r}")
@@ -165,12 +168,13 @@ class Toolbelt:
     def __len__(self): return len(self.by_name)
     def __repr__(self): return f"Toolbelt({', '.join(f'{t.name}:{t.effect}' for t in self)})"
 
-# %% ../nbs/06_tools.ipynb #7567cb2c
+# %% ../nbs/06_tools.ipynb #6db33487
 @patch
 def schemas(self:Toolbelt) -> list:
     "`{name, description, parameters}` for every tool."
     return [{'name': t.name, 'description': t.description, 'parameters': t.schema} for t in self]
 
+# %% ../nbs/06_tools.ipynb #96445051
 @patch
 def run(self:Toolbelt, name:str, args:dict, ctx=None):
     "Call tool `name` with `args` (and `ctx` if it takes one, but not the belt's `why`); await it if it is async."
@@ -183,6 +187,7 @@ def run(self:Toolbelt, name:str, args:dict, ctx=None):
     if inspect.isawaitable(result): result = _await(result)
     return result
 
+# %% ../nbs/06_tools.ipynb #7412f5c6
 def _await(awaitable):
     "Run a coroutine from sync code, also when an event loop is already running in this thread."
     try: asyncio.get_running_loop()
@@ -190,13 +195,14 @@ def _await(awaitable):
     import concurrent.futures
     with concurrent.futures.ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, awaitable).result()
 
+# %% ../nbs/06_tools.ipynb #87cbe1ae
 @patch
 def canonical(self:Toolbelt, name) -> str|None:
     "The registered tool name `name` means, compared without case (None: no such tool)."
     return canonical_name(self.by_name, name)
 
 
-# %% ../nbs/06_tools.ipynb #ddf43c98
+# %% ../nbs/06_tools.ipynb #cfce30d3
 @patch
 def declare(self:Toolbelt, name:str, args:dict|None=None, effect:str|None=None) -> Tool|None:
     "Declare the kinds of tool `name`'s arguments (added to those declared before) and/or its effect, now or when it is registered."
@@ -214,13 +220,14 @@ def declare(self:Toolbelt, name:str, args:dict|None=None, effect:str|None=None) 
     if effect is not None: t.effect, t.operation, t._schema = _checked_effect(effect), effect, None   # `why` follows the effect
     return t
 
+# %% ../nbs/06_tools.ipynb #8981f6c6
 @patch
 def declare_all(self:Toolbelt, declarations:dict) -> Toolbelt:
     "Apply `{tool: {'args': {...}, 'effect': ...}}` (what `load_declarations` reads) with `declare`."
     for name, d in declarations.items(): self.declare(name, d.get('args'), d.get('effect'))
     return self
 
-# %% ../nbs/06_tools.ipynb #75c74665
+# %% ../nbs/06_tools.ipynb #41886cb8
 def load_declarations(path) -> dict:
     "`{tool: {'args': {...}, 'effect': ...}}` from a TOML (or `.json`) file; `{}` when it is missing; `SetupError` naming any mistake."
     path = Path(path)
@@ -233,6 +240,7 @@ def load_declarations(path) -> dict:
     except ValueError as e: raise SetupError(f"{path} does not parse: {e}", 'PASSEPARTOUT_TOOLS_FILE', str(path)) from None
     return {name: _declaration(path, name, d) for name, d in (data.items() if isinstance(data, dict) else [(None, data)])}
 
+# %% ../nbs/06_tools.ipynb #bddde723
 def _declaration(path, name, d) -> dict:
     "One tool's table of a declarations file, checked."
     fail = lambda what: SetupError(f"{path}: tool {name!r} {what}", 'PASSEPARTOUT_TOOLS_FILE', str(path))
