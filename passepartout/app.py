@@ -7,7 +7,7 @@ Docs: https://passepartout-agent.github.io/passepartout/app.html.md"""
 # %% auto #0
 __all__ = ['build_agent']
 
-# %% ../nbs/62_app.ipynb #050e150e
+# %% ../nbs/62_app.ipynb #c98863bd
 import json, sys
 import click
 from . import config
@@ -23,8 +23,9 @@ from .sessions import SessionStore
 from .vault import Vault
 from .memory_store import MemoryStore
 from .memory_loop import install_memory
+from .instruction_skills import install_instruction_skills
 
-# %% ../nbs/62_app.ipynb #e2e2b02d
+# %% ../nbs/62_app.ipynb #78d89e84
 def build_agent(env=None, **overrides) -> Agent:
     "The agent a user gets: configured provider, default gates, built-in tools, approvals, audit and vault."
     config.load_env()
@@ -41,6 +42,7 @@ def build_agent(env=None, **overrides) -> Agent:
     install_approvals(agent, agent.approvals)
     memory = overrides.pop('memory', None) or (MemoryStore() if s('PASSEPARTOUT_MEMORY') else None)   # loaded at boot: the head snapshot
     if memory is not None: install_memory(agent, memory)
+    install_instruction_skills(agent, config.paths(env).config / 'skills')   # SKILL.md folders: names in the prompt, bodies on demand
     for k, v in overrides.items(): setattr(agent, k, v)
     return agent
 
