@@ -8,8 +8,8 @@ Docs: https://passepartout-agent.github.io/passepartout/instruction_skills.html.
 __all__ = ['FRONT_MATTER', 'NAME', 'MAX_DESCRIPTION', 'MAX_FILE_BYTES', 'SkillError', 'front_matter', 'InstructionSkill',
            'parse_skill', 'SkillCatalogue', 'load_instruction_skills', 'skill_tools', 'install_instruction_skills']
 
-# %% ../nbs/46_instruction_skills.ipynb #eb3aead9
-import re
+# %% ../nbs/46_instruction_skills.ipynb #b133d02a
+import itertools, re
 from dataclasses import dataclass, field
 from pathlib import Path
 from . import config
@@ -55,9 +55,10 @@ def parse_skill(path) -> InstructionSkill:
         raise SkillError(f"{path}: it needs a description of 1 to {MAX_DESCRIPTION} characters saying what it does and when to use it")
     return InstructionSkill(name, ' '.join(description.split()), path.parent)
 
-# %% ../nbs/46_instruction_skills.ipynb #56d244a0
+# %% ../nbs/46_instruction_skills.ipynb #991d46db
 def _text(path:Path) -> str:
     "The UTF-8 text of a skill's file, at most `MAX_FILE_BYTES`; `SkillError` otherwise."
+    if path.exists() and not path.is_file(): raise SkillError(f"{path} is not a regular file")   # a directory, or a pipe that would block the turn
     try:
         with open(path, 'rb') as f: data = f.read(MAX_FILE_BYTES + 1)
     except OSError as e: raise SkillError(f"{path} cannot be read: {e.strerror}") from None
@@ -99,7 +100,7 @@ def _inside(folder:Path, file:str) -> Path:
         raise SkillError(f"{file!r} leads out of the skill's folder: give a path relative to it, inside it")
     return path
 
-# %% ../nbs/46_instruction_skills.ipynb #c2a0b390
+# %% ../nbs/46_instruction_skills.ipynb #791f5345
 @patch
 def read(self:SkillCatalogue, name:str, file:str='') -> str:
     "The instructions of skill `name` and the list of its files, or the text of its `file`; `SkillError` saying why not."
@@ -107,8 +108,9 @@ def read(self:SkillCatalogue, name:str, file:str='') -> str:
     if skill is None: raise SkillError(f"no skill named {name!r}; the skills are: {', '.join(self.skills) or 'none'}")
     if file: return _text(_inside(skill.folder, file))
     _, body = front_matter(_text(skill.folder / 'SKILL.md'), skill.folder / 'SKILL.md')
-    files = sorted(str(p.relative_to(skill.folder)) for p in skill.folder.rglob('*') if p.is_file() and p.name != 'SKILL.md')
-    return body.strip() + (f"\n\nFiles of this skill (read one with read_skill({name!r}, file)):\n" + '\n'.join(f"- {f}" for f in files[:100]) if files else '')
+    found = itertools.islice((p for p in skill.folder.rglob('*') if p.is_file() and p != skill.folder / 'SKILL.md'), 1000)
+    files = sorted(str(p.relative_to(skill.folder)) for p in found)[:100]
+    return body.strip() + (f"\n\nFiles of this skill (read one with read_skill({name!r}, file)):\n" + '\n'.join(f"- {f}" for f in files) if files else '')
 
 # %% ../nbs/46_instruction_skills.ipynb #de81e708
 def skill_tools(catalogue:SkillCatalogue, belt:Toolbelt|None=None) -> Toolbelt:

@@ -151,7 +151,7 @@ class McpServers:
     def __getitem__(self, name) -> McpServer: return self.servers[name]
     def __repr__(self): return f"McpServers({', '.join(map(repr, self.servers.values()))})"
 
-# %% ../nbs/47_mcp.ipynb #5d830706
+# %% ../nbs/47_mcp.ipynb #a2e2221b
 @patch
 def start(self:McpServers, wait:float=0) -> McpServers:
     "Start the loop and a supervisor per server; wait up to `wait` seconds for each to be listed (or to fail once)."
@@ -167,7 +167,10 @@ def close(self:McpServers, timeout:float=10):
     if self.closing or not self.thread.is_alive(): return
     self.closing = True
     for s in self.servers.values(): self.loop.call_soon_threadsafe(lambda s=s: s.check and s.check.set())
-    concurrent.futures.wait(self.tasks, timeout)
+    if concurrent.futures.wait(self.tasks, timeout / 2).not_done:   # one waiting to restart, or stuck: cancelled
+        for task in self.tasks: task.cancel()
+        concurrent.futures.wait(self.tasks, timeout / 2)
+    for s in self.servers.values(): s.status = 'stopped' if s.status != 'failed' else s.status
     self.loop.call_soon_threadsafe(self.loop.stop)
     self.thread.join(timeout)
 

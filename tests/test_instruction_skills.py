@@ -71,7 +71,13 @@ def test_read_skill_stays_in_the_skill_folder(tmp_path, file):
     (tmp_path / 'one' / 'dir-link').symlink_to(tmp_path / 'other')
     belt = skill_tools(load_instruction_skills(tmp_path))
     with pytest.raises((RuntimeError,)) as e: belt.run('read_skill', {'name': 'one', 'file': file})
-    assert "leads out of the skill's folder" in str(e.value) or 'cannot be read' in str(e.value)
+    assert "leads out of the skill's folder" in str(e.value) or 'not a regular file' in str(e.value)
+
+
+def test_a_pipe_in_a_skill_does_not_block_the_turn(tmp_path):
+    skill(tmp_path, 'one', GOOD.format(name='one'))
+    os.mkfifo(tmp_path / 'one' / 'pipe')
+    with pytest.raises(RuntimeError, match='not a regular file'): skill_tools(load_instruction_skills(tmp_path)).run('read_skill', {'name': 'one', 'file': 'pipe'})
 
 
 def test_read_skill_lists_files_and_reads_them(tmp_path):
