@@ -161,3 +161,27 @@ def test_servers_without_the_sdk_say_how_to_install_it(tmp_path, monkeypatch):
     monkeypatch.setattr(importlib.util, 'find_spec', lambda name, *a: None if name == 'mcp' else real(name, *a))
     with pytest.raises(SetupError, match=r"lists MCP servers \(t\) but the MCP SDK is not installed: pip install 'passepartout\[mcp\]'"):
         install_mcp(Agent(), tmp_path / 'mcp.toml')
+
+
+def test_the_app_imports_neither_the_sdk_nor_yaml():
+    "The SDK (and PyYAML, for SKILL.md) load only when a server or a skill is configured."
+    code = "import sys, passepartout.app; loaded = [m for m in ('mcp', 'mcp_types', 'anyio', 'yaml') if m in sys.modules]; assert not loaded, loaded"
+    subprocess.run([sys.executable, '-c', code], check=True, env={**os.environ, 'PYTHONPATH': str(Path(__file__).resolve().parents[1])})
+
+
+@needs_sdk
+def test_build_agent_gets_the_servers_and_the_skills_of_the_config(tmp_path, monkeypatch):
+    "The two lines of `build_agent`: `$config/mcp.toml` and `$config/skills/*/SKILL.md`."
+    from passepartout import config
+    from passepartout.app import build_agent
+    ws = tmp_path / 'ws'; ws.mkdir()
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home')); monkeypatch.setenv('PASSEPARTOUT_WORKSPACE', str(ws))
+    for k in ('PASSEPARTOUT_VAULT_KEY_FILE', 'PASSEPARTOUT_PROVIDERS', 'PASSEPARTOUT_TOOLS_FILE', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME'):
+        monkeypatch.delenv(k, raising=False)
+    conf = config.ensure_dirs().config
+    (conf / 'mcp.toml').write_text(stdio_toml(extra='[t.tools.add]\neffect = "read-only"\n'))
+    (conf / 'skills' / 'notes').mkdir(parents=True)
+    (conf / 'skills' / 'notes' / 'SKILL.md').write_text('---\nname: notes\ndescription: Keep notes tidy.\n---\nSort them.\n')
+    agent = build_agent(provider=ScriptedProvider([tool_call('t__add', {'a': 1, 'b': 1}), lambda req: reply(req.system)]))
+    turn = agent.send('1 + 1?')
+    assert turn.of('result')[0]['output'] == '2' and '- notes: Keep notes tidy.' in turn.reply and '- t__add: Add two numbers.' in turn.reply
