@@ -6,7 +6,7 @@ Docs: https://passepartout-agent.github.io/passepartout/mcp.html.md"""
 
 # %% auto #0
 __all__ = ['SERVER_NAME', 'SERVER_KEYS', 'ServerConfig', 'load_mcp_config', 'RemoteTool', 'tool_name', 'register', 'remote_tool',
-           'result_text', 'McpServer', 'McpServers', 'install_mcp']
+           'result_text', 'McpServer', 'McpServers', 'restart_delay', 'install_mcp']
 
 # %% ../nbs/47_mcp.ipynb #67e7aa70
 import asyncio, atexit, concurrent.futures, copy, importlib.util, json, os, re, sys, threading, time, tomllib
@@ -174,7 +174,13 @@ def close(self:McpServers, timeout:float=10):
     self.loop.call_soon_threadsafe(self.loop.stop)
     self.thread.join(timeout)
 
-# %% ../nbs/47_mcp.ipynb #5ac29b00
+# %% ../nbs/47_mcp.ipynb #19fec32c
+def restart_delay(failures:int, # failed connections in a row, from 1
+                  backoff:tuple=(0.5, 30.0)) -> float: # the first delay and the longest, in seconds
+    "Seconds to wait before restarting a server after `failures` failures in a row: doubling from the first delay, capped."
+    return min(backoff[1], backoff[0] * 2 ** (failures - 1))
+
+# %% ../nbs/47_mcp.ipynb #cbcbda51
 @patch
 async def _supervise(self:McpServers, server:McpServer):
     "Connect `server`, keep it up, and restart it when it stops, with a delay that doubles; give up after `max_restarts` in a row."
@@ -191,7 +197,7 @@ async def _supervise(self:McpServers, server:McpServer):
             server.status = 'failed'
             self.log('ERROR', f"MCP server {server.conf.name!r} stopped ({server.why}); given up after {self.max_restarts} restarts in a row")
             return
-        delay, server.status = min(self.backoff[1], self.backoff[0] * 2 ** (failures - 1)), 'down'
+        delay, server.status = restart_delay(failures, self.backoff), 'down'
         self.log('WARNING', f"MCP server {server.conf.name!r} stopped ({server.why}); restarting in {delay:g} s (attempt {failures} of {self.max_restarts})")
         await asyncio.sleep(delay)
         server.restarts += 1
