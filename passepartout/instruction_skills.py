@@ -26,14 +26,17 @@ FRONT_MATTER = re.compile(r"""\A---[ \t]*\r?\n      # the opening line
 NAME = re.compile(r'[a-z0-9]+(?:-[a-z0-9]+)*')
 MAX_DESCRIPTION, MAX_FILE_BYTES = 1024, 256 * 1024
 
-# %% ../nbs/46_instruction_skills.ipynb #648b56f2
+# %% ../nbs/46_instruction_skills.ipynb #c3e6c3af
 def front_matter(text:str, path) -> tuple:
     "`(mapping, body)` of a `SKILL.md`'s text; `SkillError` naming `path` when its front matter is missing or not a YAML mapping."
     m = FRONT_MATTER.match(text)
     if m is None: raise SkillError(f"{path}: it must start with front matter between two '---' lines (name, description)")
     import yaml   # only when a skill is found: an agent without skills does not load a YAML parser
     try: meta = yaml.safe_load(m['yaml'])
-    except yaml.YAMLError as e: raise SkillError(f"{path}: its front matter is not valid YAML ({' '.join(str(e).split())})") from None
+    except yaml.YAMLError as e:
+        mark, problem = getattr(e, 'problem_mark', None), getattr(e, 'problem', None) or str(e)
+        where = f", line {mark.line + 2} of the file" if mark is not None else ''   # the YAML starts on the file's second line
+        raise SkillError(f"{path}: its front matter is not valid YAML ({' '.join(problem.split())}{where})") from None
     if not isinstance(meta, dict): raise SkillError(f"{path}: its front matter must be a mapping with a name and a description")
     return meta, text[m.end():]
 
