@@ -7,7 +7,7 @@ Docs: https://passepartout-agent.github.io/passepartout/app.html.md"""
 # %% auto #0
 __all__ = ['build_agent']
 
-# %% ../nbs/62_app.ipynb #050e150e
+# %% ../nbs/62_app.ipynb #f7d9dc22
 import json, sys
 import click
 from . import config
@@ -23,8 +23,10 @@ from .sessions import SessionStore
 from .vault import Vault
 from .memory_store import MemoryStore
 from .memory_loop import install_memory
+from .instruction_skills import install_instruction_skills
+from .mcp import install_mcp
 
-# %% ../nbs/62_app.ipynb #e2e2b02d
+# %% ../nbs/62_app.ipynb #546f8d60
 def build_agent(env=None, **overrides) -> Agent:
     "The agent a user gets: configured provider, default gates, built-in tools, approvals, audit and vault."
     config.load_env()
@@ -41,6 +43,8 @@ def build_agent(env=None, **overrides) -> Agent:
     install_approvals(agent, agent.approvals)
     memory = overrides.pop('memory', None) or (MemoryStore() if s('PASSEPARTOUT_MEMORY') else None)   # loaded at boot: the head snapshot
     if memory is not None: install_memory(agent, memory)
+    install_instruction_skills(agent, config.paths(env).config / 'skills')   # SKILL.md folders: names in the prompt, bodies on demand
+    install_mcp(agent, config.paths(env).config / 'mcp.toml')   # MCP servers' tools, every call gated (no file: nothing started)
     for k, v in overrides.items(): setattr(agent, k, v)
     return agent
 

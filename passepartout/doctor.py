@@ -7,11 +7,11 @@ Docs: https://passepartout-agent.github.io/passepartout/doctor.html.md"""
 # %% auto #0
 __all__ = ['Finding', 'format_report', 'check_home', 'env_file_problems', 'check_config', 'workspace_problem', 'check_workspace',
            'check_daemon', 'Ping', 'ask_once', 'probe_provider', 'check_providers', 'check_sandbox', 'agent_entries',
-           'check_stores', 'is_private', 'check_permissions', 'run_checks', 'doctor_command', 'write_env',
-           'configure_command']
+           'check_stores', 'check_skills', 'check_mcp', 'is_private', 'check_permissions', 'run_checks',
+           'doctor_command', 'write_env', 'configure_command']
 
-# %% ../nbs/54_doctor.ipynb #13034c88
-import contextlib, io, json, os, shutil, sqlite3, stat, sys, time
+# %% ../nbs/54_doctor.ipynb #31199407
+import contextlib, importlib.util, io, json, os, shutil, sqlite3, stat, sys, time
 from dataclasses import dataclass, asdict
 from pathlib import Path
 import click
@@ -22,12 +22,14 @@ from .daemon_client import daemon_running, read_address, write_secret
 from .providers import ProviderError
 from .cascade import PROVIDER_KINDS, make_provider
 from . import sandbox
+from .instruction_skills import load_instruction_skills
+from .mcp import load_mcp_config
 
-# %% ../nbs/54_doctor.ipynb #ecdf180f
+# %% ../nbs/54_doctor.ipynb #927665cc
 @dataclass(frozen=True, slots=True)
 class Finding:
     "One result of one check."
-    check:str   # home, config, workspace, daemon, providers, sandbox, stores, permissions
+    check:str   # home, config, workspace, daemon, providers, sandbox, stores, skills, mcp, permissions
     status:str  # ok, warn, fail, skip (not checked, and why) or fixed (repaired by --fix)
     detail:str  # one readable sentence; a failure names the path or setting and the fix
 
@@ -308,6 +310,21 @@ def check_stores(data_dir:Path) -> list:
         out.append(Finding('stores', 'ok' if result == 'ok' else 'fail', f"{f.name}: {'healthy' if result == 'ok' else result}"))
     return out or [Finding('stores', 'ok', "no stores yet")]
 
+# %% ../nbs/54_doctor.ipynb #7d1474f5
+def check_skills(p:config.Paths) -> list:
+    "The instruction skills of `$config/skills` that load, and each one skipped with its reason (`46_instruction_skills`)."
+    catalogue = load_instruction_skills(p.config / 'skills')
+    out = [Finding('skills', 'warn', f"{why}; the skill is left out until it is fixed") for _, why in catalogue.skipped]
+    return [Finding('skills', 'ok', f"instruction skills: {', '.join(catalogue.skills) or 'none'}")] + out
+
+def check_mcp(p:config.Paths) -> list:
+    "`$config/mcp.toml` parses and, when it lists servers, the MCP SDK is installed (`47_mcp`); nothing is started."
+    try: servers = load_mcp_config(p.config / 'mcp.toml')
+    except SetupError as e: return [Finding('mcp', 'fail', str(e))]
+    if servers and importlib.util.find_spec('mcp') is None:
+        return [Finding('mcp', 'fail', f"{p.config / 'mcp.toml'} lists {', '.join(servers)} but the MCP SDK is not installed: pip install 'passepartout[mcp]'")]
+    return [Finding('mcp', 'ok', f"MCP servers: {', '.join(servers)} (started with the agent)" if servers else "no MCP servers")]
+
 # %% ../nbs/54_doctor.ipynb #7fb52bfb
 def is_private(f:Path, p:config.Paths, vault_key:Path) -> bool:
     "Must `f` be its owner's alone (0600)? Every store in the data directory, the keys, tokens, `.env` and the vault key."
@@ -328,7 +345,7 @@ def check_permissions(p:config.Paths, env, fix:bool=False) -> list:
     counted = f"{len(entries) - dirs} file{'s' * (len(entries) - dirs != 1)} and {dirs} director{'ies' if dirs != 1 else 'y'}"
     return out or [Finding('permissions', 'ok', f"everything the agent keeps is private ({counted})" if entries else "nothing kept yet")]
 
-# %% ../nbs/54_doctor.ipynb #1a6353c1
+# %% ../nbs/54_doctor.ipynb #f44ea2e6
 def run_checks(env=None, fix:bool=False, timeout:float=3.0, network:bool=False) -> list:
     "Every check, in order; a check that crashes is one `fail` naming the error."
     env = dict(os.environ if env is None else env)
@@ -336,7 +353,8 @@ def run_checks(env=None, fix:bool=False, timeout:float=3.0, network:bool=False) 
     except Exception as e: return [Finding('home', 'fail', f"the agent's home cannot be found ({type(e).__name__}: {e}): set PASSEPARTOUT_HOME to a directory")]
     checks = [('home', lambda: check_home(p, env, fix)), ('config', lambda: check_config(env, p.config / '.env')), ('workspace', lambda: check_workspace(env)),
               ('daemon', lambda: check_daemon(p, env)), ('providers', lambda: check_providers(env, timeout, network)), ('sandbox', check_sandbox),
-              ('stores', lambda: check_stores(p.data)), ('permissions', lambda: check_permissions(p, env, fix))]
+              ('stores', lambda: check_stores(p.data)), ('skills', lambda: check_skills(p)), ('mcp', lambda: check_mcp(p)),
+              ('permissions', lambda: check_permissions(p, env, fix))]
     out = []
     for name, check in checks:
         try: out += check()

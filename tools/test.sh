@@ -2,7 +2,7 @@
 # The whole test suite, from a fresh clone: install, build, check sync, run every lesson and test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python -m pip install --quiet --disable-pip-version-check -e ".[dev,tui]"
+python -m pip install --quiet --disable-pip-version-check -e ".[dev,tui,mcp]"
 tools/build.sh
 if [ -n "$(git status --porcelain -- passepartout 2>/dev/null)" ]; then
   echo "FAIL: passepartout/ is out of sync with nbs/ (rebuild with tools/build.sh and commit both):" >&2
