@@ -11,7 +11,7 @@ __all__ = ['COMMANDS', 'SUMMARIES', 'CHECKS', 'LazyGroup', 'SetupFailed', 'main'
 import importlib, importlib.util, os
 import click
 
-# %% ../nbs/60_cli.ipynb #1b289c77
+# %% ../nbs/60_cli.ipynb #61cdc0b0
 COMMANDS = {
     'demo': 'passepartout.demo:demo_command',
     'send': 'passepartout.daemon_commands:send_command',
@@ -30,6 +30,7 @@ COMMANDS = {
     'memory': 'passepartout.memory_commands:memory_command',
     'tui': 'passepartout.tui:tui_command',
     'telegram': 'passepartout.telegram:telegram_command',
+    'signal': 'passepartout.signal_gateway:signal_command',
 }
 
 SUMMARIES = {   # what `passepartout --help` lists, without importing a single command's module
@@ -50,6 +51,7 @@ SUMMARIES = {   # what `passepartout --help` lists, without importing a single c
     'memory': 'Inspect the agent\'s memory: list, show, search, snapshot, history, diff, rollback, verify, export, import.',
     'tui': 'Talk with the agent in a terminal interface.',
     'telegram': 'Serve the agent on Telegram in the foreground until SIGINT or SIGTERM (the daemon hosts it by itself when configured).',
+    'signal': 'Serve the agent on Signal in the foreground until SIGINT or SIGTERM (the daemon hosts it by itself when configured).',
 }
 
 # %% ../nbs/60_cli.ipynb #34178e0e

@@ -317,6 +317,15 @@ def enqueue(self:Daemon, signal, conn:Connection|None=None, reply_meta:dict|None
     if session not in self.workers: self.workers[session] = asyncio.create_task(self._work(session))
 
 
+# %% ../nbs/51_daemon.ipynb #277560a5
+@patch
+def offer(self:Daemon, signal, limit:int, timeout:float=30.0) -> bool:
+    "From another thread (a gateway's): queue `signal` on its session unless `limit` signals wait there already; False when full."
+    async def put():
+        if len(self.queues.get(signal.session, ())) >= limit: return False
+        self.enqueue(signal); return True
+    return asyncio.run_coroutine_threadsafe(put(), self.loop).result(timeout)
+
 # %% ../nbs/51_daemon.ipynb #9f189b63
 _DERIVED = {'proposals': 'proposal', 'verdicts': 'verdict', 'actions': 'result', 'errors': 'error'}   # Turn.to_dict's lists of one kind of event
 
