@@ -7,8 +7,8 @@ Docs: https://passepartout-agent.github.io/passepartout/daemon.html.md"""
 # %% auto #0
 __all__ = ['OWNER', 'LOOPBACK', 'SOCK_DIAG_BY_FAMILY', 'NETLINK_SOCK_DIAG', 'NO_COOKIE', 'ACCEPT_BACKLOG', 'HANDSHAKE_BYTES',
            'is_owner', 'write_secret', 'state_files', 'Daemon', 'default_agent', 'peer_uid', 'Connection', 'response',
-           'RefusalLog', 'sent_turn', 'full_turn', 'read_address', 'request', 'Client', 'daemon_running', 'client_send',
-           'client_status', 'AsyncClient', 'log_to_stderr']
+           'RefusalLog', 'sent_turn', 'full_turn', 'ClientGone', 'read_address', 'request', 'Client', 'daemon_running',
+           'client_send', 'client_status', 'AsyncClient', 'log_to_stderr']
 
 # %% ../nbs/51_daemon.ipynb #c46f1838
 import asyncio, hmac, json, logging, os, secrets, signal as signals_module, socket, struct, sys, threading, time
@@ -342,7 +342,13 @@ def full_turn(sent:dict) -> dict:
             'replies': sent.get('replies') or [], 'reply': sent.get('reply'), 'usage': sent.get('usage') or {},
             'failed': bool(sent.get('failed')), 'events': events}
 
-# %% ../nbs/51_daemon.ipynb #266d4329
+# %% ../nbs/51_daemon.ipynb #45560228
+class ClientGone(threading.Event):
+    "A turn's stop flag that is also set once the client's connection has closed (the person pressed Ctrl-C)."
+    def __init__(self, conn): super().__init__(); self.conn = conn
+    def is_set(self) -> bool: return super().is_set() or not self.conn.open
+
+# %% ../nbs/51_daemon.ipynb #c29d2b84
 _serving = threading.local()   # per turn thread: the session it is running
 
 @patch
@@ -360,7 +366,7 @@ def _run_batch(self:Daemon, batch:list) -> list:
 def _progress(self:Daemon, conn, meta:dict) -> dict:
     "For a request that asked (`meta.progress`): the turn's tokens and events as `progress` frames to `conn`; the turn stops once `conn` is gone."
     if conn is None or not meta.get('progress'): return {}
-    stop = threading.Event()
+    stop = ClientGone(conn)
     def forward(**payload):
         if not conn.open: stop.set()
         else: self.loop.call_soon_threadsafe(conn.send, response('progress', meta, **payload))
