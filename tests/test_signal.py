@@ -350,3 +350,19 @@ def test_the_command_serves_until_sigterm(server):
         if proc.poll() is None: proc.kill()
     assert proc.returncode == 0, err
     assert 'serving 2 Signal owners through signal-cli' in err and 'Signal gateway stopped (1 messages served)' in err
+
+
+def test_an_approval_answered_elsewhere_first_is_not_run_again_from_signal(server):
+    "Answered once across channels: approved by typing (any channel), then a 👍 on the question; the action ran once."
+    agent = agent_with(tool_call('shell', {'command': 'rm -r build'}, explanation='clean up'), lambda req: reply('Done.'), lambda req: reply('Nothing more.'))
+    with serving(agent) as gw:
+        listening(server, gw)
+        token, held = held_shell(server, agent)
+        server.message(f'approve {token}')
+        server.wait_for(lambda: 'Done.' in server.texts())
+        (server.workspace / 'build').mkdir()                            # were it run again, it would remove this one
+        server.react('👍', held['timestamp'])
+        server.wait_for(lambda: len(server.texts(OWNER)) >= 4)
+    assert (server.workspace / 'build').exists() and ApprovalStore().get(token)['state'] == 'used'
+    assert len(AuditLog().recent(50, kind='approval')) == 1
+    assert server.texts(OWNER)[3].startswith(f'approval {token} was already used'), server.texts(OWNER)
