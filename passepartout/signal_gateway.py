@@ -71,7 +71,7 @@ def _retry_after(error:dict) -> float|None:
     waits = [r['retryAfterSeconds'] for r in results or [] if isinstance(r, dict) and type(r.get('retryAfterSeconds')) in (int, float)]
     return max(waits) if waits else None
 
-# %% ../nbs/71_signal.ipynb #86fd6262
+# %% ../nbs/71_signal.ipynb #0ed3f1d2
 class SignalCLI:
     "signal-cli's HTTP daemon: JSON-RPC requests at `/api/v1/rpc`, the event stream at `/api/v1/events`."
     def __init__(self, account:str, base:str|None=None, # None: PASSEPARTOUT_SIGNAL_URL
@@ -81,7 +81,9 @@ class SignalCLI:
         self.transport, self.timeout, self.sleep = transport, timeout, sleep
         self.client, self.ids = httpx.Client(transport=transport), itertools.count(1)
     def __repr__(self): return f"SignalCLI({self.base!r})"
-    def fork(self) -> 'SignalCLI': return SignalCLI(self.account, self.base, self.transport, self.timeout, self.sleep)   # its own connections
+    def fork(self) -> 'SignalCLI':
+        "The same daemon on connections of its own (the event stream's: closing them ends the stream only)."
+        return SignalCLI(self.account, self.base, self.transport, self.timeout, self.sleep)
 
 # %% ../nbs/71_signal.ipynb #a167a344
 @patch
@@ -144,8 +146,10 @@ def events(self:SignalCLI, last_id:str|None=None, read_timeout:float=60.0):
             yield from sse_events(r.iter_lines())
     except httpx.HTTPError as e: raise SignalError(f"events: cannot reach signal-cli at {self.base} ({type(e).__name__})") from None
 
-# %% ../nbs/71_signal.ipynb #125f2cb3
-def _text(value) -> str|None: return value if isinstance(value, str) else None
+# %% ../nbs/71_signal.ipynb #99461081
+def _text(value) -> str|None:
+    "`value` if it is a string, else None (a field of an envelope may hold anything)."
+    return value if isinstance(value, str) else None
 
 def sender(envelope:dict) -> tuple:
     "(number, account id, consistent) of an envelope's sender: well-formed values or None; consistent when the legacy `source` names one of them."
@@ -174,7 +178,7 @@ def reaction_verb(emoji) -> str|None:
     "'approve' for a thumbs up, 'deny' for a thumbs down (any skin tone), else None."
     return {APPROVE: 'approve', DENY: 'deny'}.get(_SKIN.sub('', emoji)) if isinstance(emoji, str) else None
 
-# %% ../nbs/71_signal.ipynb #16f6212e
+# %% ../nbs/71_signal.ipynb #8898ca19
 class HeldMessages:
     "Which sent message (its timestamp) announced which token: the last `size`, kept in a 0600 file so a restart remembers them."
     def __init__(self, path:Path|None=None, size:int=256):
@@ -187,12 +191,16 @@ class HeldMessages:
             self.held.update({t: token for t in timestamps if type(t) is int})
             self.held = dict(list(self.held.items())[-self.size:])
             write_secret(self.path, json.dumps(self.held))
-    def token(self, timestamp) -> str|None: return self.held.get(timestamp) if type(timestamp) is int else None
+    def token(self, timestamp) -> str|None:
+        "The token the message sent at `timestamp` announced, if it is one of ours."
+        return self.held.get(timestamp) if type(timestamp) is int else None
 
-# %% ../nbs/71_signal.ipynb #08c1f9dd
+# %% ../nbs/71_signal.ipynb #d587f678
 REACT_HINT = "\n\nReact 👍 to this message to approve, 👎 to deny (or reply `approve {t} --always`)."
 
-def session_of(who:str) -> str: return f"signal-{who}"
+def session_of(who:str) -> str:
+    "The conversation of owner `who` (a number or an account id)."
+    return f"signal-{who}"
 
 class SignalGateway:
     "signal-cli's event stream read; the owner's messages become signals, strangers get a fixed reply."
@@ -208,9 +216,11 @@ class SignalGateway:
         self.counts, self.queued = {'events': 0, 'messages': 0, 'refused': 0}, {}
     def __repr__(self): return f"SignalGateway({self.cli.base!r}, {len(self.owners)} owners, {self.state})"
 
-# %% ../nbs/71_signal.ipynb #c59585c2
+# %% ../nbs/71_signal.ipynb #d3a63d49
 @patch
-def _log(self:SignalGateway, level:str, text:str): self.agent.syslog.log(level, f"signal: {text}")
+def _log(self:SignalGateway, level:str, text:str):
+    "One line in the agent's log, marked as the Signal gateway's."
+    self.agent.syslog.log(level, f"signal: {text}")
 
 @patch
 def _say(self:SignalGateway, who, text:str, retry:bool=True):
