@@ -10,7 +10,8 @@ It speaks what `signal-cli-jsonrpc(5)` documents for `signal-cli -a ACCOUNT daem
   reports it.
 - `GET /api/v1/events`: a Server-Sent Events stream; each incoming message is one event `id:N`,
   `event:receive`, `data:{"account": ..., "envelope": {...}}`, and `:` keeps the connection alive.
-  A `Last-Event-ID` header resumes after that event; an unknown one gets every kept event again.
+  A new client gets the events from then on; a `Last-Event-ID` header resumes after that event, and an
+  unknown one gets every kept event again.
 - `GET /api/v1/check`: 200. A request whose `Host` is not the bound address is refused with 421, as
   signal-cli pins it.
 
@@ -132,12 +133,18 @@ class SignalCLIServer:
         results = [{'recipientAddress': {'uuid': None, 'number': r, 'username': None}, 'type': 'SUCCESS'} for r in recipients]
         return {'jsonrpc': '2.0', 'result': {'timestamp': ts, 'results': results}, 'id': rid}
 
-    def _stream(self, handler, last_id):
-        "Write events from after `last_id` (all kept ones if unknown) until the stream is cut or the client leaves."
+    def _subscribe(self, last_id) -> tuple:
+        "Where a new stream starts: (generation, index of its first event); before the client hears the stream is open."
         with self.cond:
             generation, self.streams = self.generation, self.streams + 1
             self.last_event_ids.append(last_id)
-            start = int(last_id) + 1 if last_id is not None and last_id.isdigit() and int(last_id) < len(self.events) else 0
+            if last_id is None: start = len(self.events)                     # a new client: what comes from now on
+            elif last_id.isdigit() and int(last_id) < len(self.events): start = int(last_id) + 1
+            else: start = 0                                                 # an unknown id: every kept event again
+        return generation, start
+
+    def _stream(self, handler, generation, start):
+        "Write the events from `start` on until the stream is cut or the client leaves."
         sent = start
         while True:
             with self.cond:
@@ -172,8 +179,9 @@ class SignalCLIServer:
                 path = urlsplit(self.path).path
                 if path == '/api/v1/check': self.send_response(200); self.send_header('Content-Length', '0'); self.end_headers(); return
                 if path != '/api/v1/events': return self._json(404, {})
+                generation, start = server._subscribe(self.headers.get('Last-Event-ID'))
                 self.send_response(200); self.send_header('Content-Type', 'text/event-stream'); self.end_headers(); self.wfile.flush()
-                try: server._stream(self, self.headers.get('Last-Event-ID'))
+                try: server._stream(self, generation, start)
                 except OSError: pass
                 self.close_connection = True
         return Handler
