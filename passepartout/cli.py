@@ -11,7 +11,7 @@ __all__ = ['COMMANDS', 'SUMMARIES', 'CHECKS', 'LazyGroup', 'SetupFailed', 'main'
 import importlib, importlib.util, os
 import click
 
-# %% ../nbs/60_cli.ipynb #c1996b8b
+# %% ../nbs/60_cli.ipynb #86bf0654
 COMMANDS = {
     'demo': 'passepartout.demo:demo_command',
     'send': 'passepartout.daemon_commands:send_command',
@@ -30,9 +30,10 @@ COMMANDS = {
     'memory': 'passepartout.memory_commands:memory_command',
     'tui': 'passepartout.tui:tui_command',
     'telegram': 'passepartout.telegram:telegram_command',
+    'signal': 'passepartout.signal_gateway:signal_command',
 }
 
-# %% ../nbs/60_cli.ipynb #48a3a413
+# %% ../nbs/60_cli.ipynb #285420a3
 SUMMARIES = {   # what `passepartout --help` lists, without importing a single command's module
     'demo': 'Play an offline session through the real pipeline, gates and approvals (no key, no network).',
     'send': 'Send TEXT to the agent and print its answer.',
@@ -51,6 +52,7 @@ SUMMARIES = {   # what `passepartout --help` lists, without importing a single c
     'memory': 'Inspect the agent\'s memory: list, show, search, snapshot, history, diff, rollback, verify, export, import.',
     'tui': 'Talk with the agent in a terminal interface.',
     'telegram': 'Serve the agent on Telegram in the foreground until SIGINT or SIGTERM (the daemon hosts it by itself when configured).',
+    'signal': 'Serve the agent on Signal in the foreground until SIGINT or SIGTERM (the daemon hosts it by itself when configured).',
 }
 
 # %% ../nbs/60_cli.ipynb #1c1bcc1d

@@ -64,7 +64,7 @@ def ensure_dirs(p:Paths|None=None, env=None) -> Paths:
         if not os.access(d, os.W_OK | os.X_OK): raise _unusable(d, f"{d} is not writable", "make it writable", env)
     return p
 
-# %% ../nbs/09_config.ipynb #d731c60b
+# %% ../nbs/09_config.ipynb #0263c324
 SETTINGS = {
     # name: (default, type, documentation)
     'PASSEPARTOUT_HOME': ('', str, "Directory holding config/, data/ and state/ (default: XDG directories)."),
@@ -113,8 +113,9 @@ SETTINGS = {
     'PASSEPARTOUT_TELEGRAM_TOKEN': ('', str, "Telegram bot token: leave empty and store it in the vault as TELEGRAM_TOKEN (`passepartout vault add TELEGRAM_TOKEN`), or name another secret as {{vault:NAME}}; a token in clear is refused."),
     'PASSEPARTOUT_TELEGRAM_OWNERS': ('', str, "Telegram chat ids allowed to talk to the agent, comma-separated."),
     'PASSEPARTOUT_TELEGRAM_API': ('https://api.telegram.org', str, "Base URL of the Telegram Bot API (a local Bot API server, or a test server on loopback)."),
-    'PASSEPARTOUT_SIGNAL_ACCOUNT': ('', str, "signal-cli account (phone number) for the Signal gateway."),
-    'PASSEPARTOUT_SIGNAL_OWNERS': ('', str, "Signal numbers allowed to talk to the agent, comma-separated."),
+    'PASSEPARTOUT_SIGNAL_ACCOUNT': ('', str, "The Signal gateway's own number (signal-cli's account): leave empty and store it in the vault as SIGNAL_ACCOUNT, name another secret as {{vault:NAME}}, or write it (+4915112345678)."),
+    'PASSEPARTOUT_SIGNAL_OWNERS': ('', str, "Signal numbers (+4915112345678) or account ids (UUIDs) allowed to talk to the agent, comma-separated."),
+    'PASSEPARTOUT_SIGNAL_URL': ('http://127.0.0.1:8080', str, "signal-cli's HTTP daemon (`signal-cli -a NUMBER daemon --http 127.0.0.1:8080`): JSON-RPC and events under /api/v1."),
     'PASSEPARTOUT_DEBUG': (0, int, "1: a setup mistake shows its traceback too (like `passepartout --debug`)."),
 }
 

@@ -6,7 +6,8 @@ Docs: https://passepartout-agent.github.io/passepartout/daemon.html.md"""
 
 # %% auto #0
 __all__ = ['OWNER', 'LOOPBACK', 'SOCK_DIAG_BY_FAMILY', 'NETLINK_SOCK_DIAG', 'NO_COOKIE', 'ACCEPT_BACKLOG', 'HANDSHAKE_BYTES',
-           'is_owner', 'Daemon', 'peer_uid', 'Connection', 'response', 'RefusalLog', 'sent_turn', 'log_to_stderr']
+           'is_owner', 'Daemon', 'peer_uid', 'Connection', 'response', 'RefusalLog', 'sent_turn', 'ClientGone',
+           'log_to_stderr']
 
 # %% ../nbs/51_daemon.ipynb #aa573969
 import asyncio, hmac, json, logging, os, secrets, signal as signals_module, socket, struct, sys, threading, time
@@ -304,11 +305,26 @@ def enqueue(self:Daemon, signal, conn:Connection|None=None, reply_meta:dict|None
     if session not in self.workers: self.workers[session] = asyncio.create_task(self._work(session))
 
 
+# %% ../nbs/51_daemon.ipynb #277560a5
+@patch
+def offer(self:Daemon, signal, limit:int, timeout:float=30.0) -> bool:
+    "From another thread (a gateway's): queue `signal` on its session unless `limit` signals wait there already; False when full."
+    async def put():
+        if len(self.queues.get(signal.session, ())) >= limit: return False
+        self.enqueue(signal); return True
+    return asyncio.run_coroutine_threadsafe(put(), self.loop).result(timeout)
+
 # %% ../nbs/51_daemon.ipynb #31b545ef
 def sent_turn(turn) -> dict:
     "A turn as a reply frame carries it: every event once, in order, with the replies, the actions held, the usage and the final reply."
     return {'events': turn.events, 'pending': turn.pending, 'replies': turn.replies, 'reply': turn.reply,
             'usage': turn.usage, 'failed': turn.failed}
+
+# %% ../nbs/51_daemon.ipynb #45560228
+class ClientGone(threading.Event):
+    "A turn's stop flag that is also set once the client's connection has closed (the person pressed Ctrl-C)."
+    def __init__(self, conn): super().__init__(); self.conn = conn
+    def is_set(self) -> bool: return super().is_set() or not self.conn.open
 
 # %% ../nbs/51_daemon.ipynb #81db2a61
 _serving = threading.local()   # per turn thread: the session it is running
@@ -324,12 +340,12 @@ def _run_batch(self:Daemon, batch:list) -> list:
         finally: _serving.session = None
     return out
 
-# %% ../nbs/51_daemon.ipynb #4bcb5bcc
+# %% ../nbs/51_daemon.ipynb #91fbfc4f
 @patch
 def _progress(self:Daemon, conn, meta:dict) -> dict:
     "For a request that asked (`meta.progress`): the turn's tokens and events as `progress` frames to `conn`; the turn stops once `conn` is gone."
     if conn is None or not meta.get('progress'): return {}
-    stop = threading.Event()
+    stop = ClientGone(conn)
     def forward(**payload):
         if not conn.open: stop.set()
         else: self.loop.call_soon_threadsafe(conn.send, response('progress', meta, **payload))

@@ -8,7 +8,7 @@ Docs: https://passepartout-agent.github.io/passepartout/daemon_commands.html.md"
 __all__ = ['daemon_command', 'start_command', 'stop_command', 'status_command', 'turn_text', 'run_turn', 'send_command',
            'repl_command']
 
-# %% ../nbs/60b_daemon_commands.ipynb #7f4d8dba
+# %% ../nbs/60b_daemon_commands.ipynb #b8670724
 import asyncio, json, os, signal as signals_module, subprocess, sys, time
 from pathlib import Path
 import click
@@ -19,6 +19,7 @@ from .daemon_client import daemon_running, read_address, state_files, client_sta
 from .heartbeat import services, shutdown_hooks
 from .doctor import run_checks, format_report
 from .telegram import gateway_services
+from .signal_gateway import signal_services
 from .app import build_agent
 
 # %% ../nbs/60b_daemon_commands.ipynb #524b30d0
@@ -26,14 +27,14 @@ from .app import build_agent
 def daemon_command():
     "Run the agent as a background daemon on loopback."
 
-# %% ../nbs/60b_daemon_commands.ipynb #7a1b1c15
+# %% ../nbs/60b_daemon_commands.ipynb #95ec249d
 def _foreground(port:int|None):
     "Run the daemon in this process until SIGINT or SIGTERM."
     config.ensure_dirs(); log_to_stderr()
     try: click.echo(format_report(run_checks()), err=True)
     except Exception as e: click.echo(f"doctor could not run ({type(e).__name__}: {e}); starting anyway", err=True)
     daemon = Daemon(build_agent, port=port)
-    daemon.background = services(daemon) + gateway_services()   # Telegram, when PASSEPARTOUT_TELEGRAM_OWNERS is set
+    daemon.background = services(daemon) + gateway_services() + signal_services()   # each gateway whose owners are set
     daemon.save_hooks.extend(shutdown_hooks(daemon))
     ready = lambda d: click.echo(f"passepartout daemon {os.getpid()} listening on {d.host}:{d.port}", err=True)
     asyncio.run(daemon.serve(ready))

@@ -7,10 +7,10 @@ Docs: https://passepartout-agent.github.io/passepartout/doctor.html.md"""
 # %% auto #0
 __all__ = ['Finding', 'format_report', 'check_home', 'env_file_problems', 'check_config', 'workspace_problem', 'check_workspace',
            'check_daemon', 'Ping', 'ask_once', 'probe_provider', 'check_providers', 'check_sandbox', 'agent_entries',
-           'check_stores', 'check_skills', 'check_mcp', 'is_private', 'check_permissions', 'run_checks',
-           'doctor_command', 'write_env', 'configure_command']
+           'check_stores', 'check_skills', 'check_mcp', 'is_private', 'check_permissions', 'check_telegram',
+           'check_signal', 'run_checks', 'doctor_command', 'write_env', 'configure_command']
 
-# %% ../nbs/54_doctor.ipynb #31199407
+# %% ../nbs/54_doctor.ipynb #bb58d5c3
 import contextlib, importlib.util, io, json, os, shutil, sqlite3, stat, sys, time
 from dataclasses import dataclass, asdict
 from pathlib import Path
@@ -24,6 +24,9 @@ from .cascade import PROVIDER_KINDS, make_provider
 from . import sandbox
 from .instruction_skills import load_instruction_skills
 from .mcp import load_mcp_config
+from .vault import Vault
+from .telegram import bot_token, owner_chats, BotAPI
+from .signal_gateway import signal_account, signal_owners
 
 # %% ../nbs/54_doctor.ipynb #927665cc
 @dataclass(frozen=True, slots=True)
@@ -345,7 +348,48 @@ def check_permissions(p:config.Paths, env, fix:bool=False) -> list:
     counted = f"{len(entries) - dirs} file{'s' * (len(entries) - dirs != 1)} and {dirs} director{'ies' if dirs != 1 else 'y'}"
     return out or [Finding('permissions', 'ok', f"everything the agent keeps is private ({counted})" if entries else "nothing kept yet")]
 
-# %% ../nbs/54_doctor.ipynb #f44ea2e6
+# %% ../nbs/54_doctor.ipynb #df72ea44
+def check_telegram(p:config.Paths, env, timeout:float=3.0, network:bool=False) -> list:
+    "When PASSEPARTOUT_TELEGRAM_OWNERS is set: the owners parse, the bot token is in the vault and, with `network`, getMe answers."
+    if not config.setting('PASSEPARTOUT_TELEGRAM_OWNERS', env).strip(): return []
+    try: owners, token = owner_chats(env), bot_token(Vault(p.data / 'vault.enc', _vault_key(p, env)), env)
+    except SetupError as e: return [Finding('telegram', 'fail', e.message)]
+    api = BotAPI(token, config.setting('PASSEPARTOUT_TELEGRAM_API', env), timeout=timeout)
+    if not network: return [Finding('telegram', 'ok', f"the bot token is in the vault, {len(owners)} owner ids; {api.base} not asked (network checks skipped)")]
+    try: me = api.call('getMe')
+    except PassepartoutError as e:
+        fix = ("the bot token was refused: replace it with `passepartout vault add TELEGRAM_TOKEN`" if getattr(e, 'code', None) == 401
+               else "check the network, or PASSEPARTOUT_TELEGRAM_API")
+        return [Finding('telegram', 'fail', f"{e.message}: {fix}")]
+    return [Finding('telegram', 'ok', f"the bot @{(me or {}).get('username', '?')} answers at {api.base}; {len(owners)} owner ids")]
+
+# %% ../nbs/54_doctor.ipynb #a24bfa9d
+def check_signal(p:config.Paths, env, timeout:float=3.0, network:bool=False) -> list:
+    "When PASSEPARTOUT_SIGNAL_OWNERS is set: the owners and the account parse, signal-cli is installed or, with `network`, its daemon answers."
+    if not config.setting('PASSEPARTOUT_SIGNAL_OWNERS', env).strip(): return []
+    try: owners, account = signal_owners(env), signal_account(Vault(p.data / 'vault.enc', _vault_key(p, env)), env)
+    except SetupError as e: return [Finding('signal', 'fail', e.message)]
+    url, installed = config.setting('PASSEPARTOUT_SIGNAL_URL', env).rstrip('/'), shutil.which('signal-cli') is not None
+    start = f"`signal-cli -a {account} daemon --http {url.split('//')[-1]}`"
+    if not network:
+        if installed: return [Finding('signal', 'ok', f"signal-cli is installed, {len(owners)} owners; {url} not asked (network checks skipped)")]
+        return [Finding('signal', 'warn', f"signal-cli is not installed here (not on PATH): the gateway needs its daemon at {url}; "
+                                          f"install it (https://github.com/AsamK/signal-cli) and run {start}")]
+    return [_signal_daemon(url, start, installed, len(owners), timeout)]
+
+# %% ../nbs/54_doctor.ipynb #27c32b37
+def _signal_daemon(url:str, start:str, installed:bool, owners:int, timeout:float) -> Finding:
+    "Does signal-cli's daemon answer `GET /api/v1/check` at `url`?"
+    import httpx
+    try: r = httpx.get(f"{url}/api/v1/check", timeout=timeout)
+    except (httpx.HTTPError, ValueError) as e: r, why = None, type(e).__name__
+    if r is not None and r.status_code == 200: return Finding('signal', 'ok', f"signal-cli answers at {url}; {owners} owners")
+    why = f"HTTP {r.status_code}" if r is not None else why
+    if not installed: return Finding('signal', 'fail', f"signal-cli is not installed (not on PATH) and nothing answers at {url} ({why}): "
+                                                         f"install it (https://github.com/AsamK/signal-cli), register the agent's number and run {start}")
+    return Finding('signal', 'fail', f"signal-cli's daemon does not answer at {url} ({why}): run {start}, or correct PASSEPARTOUT_SIGNAL_URL")
+
+# %% ../nbs/54_doctor.ipynb #c43b877e
 def run_checks(env=None, fix:bool=False, timeout:float=3.0, network:bool=False) -> list:
     "Every check, in order; a check that crashes is one `fail` naming the error."
     env = dict(os.environ if env is None else env)
@@ -354,7 +398,8 @@ def run_checks(env=None, fix:bool=False, timeout:float=3.0, network:bool=False) 
     checks = [('home', lambda: check_home(p, env, fix)), ('config', lambda: check_config(env, p.config / '.env')), ('workspace', lambda: check_workspace(env)),
               ('daemon', lambda: check_daemon(p, env)), ('providers', lambda: check_providers(env, timeout, network)), ('sandbox', check_sandbox),
               ('stores', lambda: check_stores(p.data)), ('skills', lambda: check_skills(p)), ('mcp', lambda: check_mcp(p)),
-              ('permissions', lambda: check_permissions(p, env, fix))]
+              ('permissions', lambda: check_permissions(p, env, fix)),
+              ('telegram', lambda: check_telegram(p, env, timeout, network)), ('signal', lambda: check_signal(p, env, timeout, network))]
     out = []
     for name, check in checks:
         try: out += check()

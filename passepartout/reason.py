@@ -7,10 +7,10 @@ Docs: https://passepartout-agent.github.io/passepartout/reason.html.md"""
 # %% auto #0
 __all__ = ['MODEL_BLIND', 'STRANGER_HOLD_REPLY', 'STRANGER_REFUSAL', 'UnusableAnswer', 'Proposal', 'why_rule', 'fixed_part',
            'memory_context', 'system_prompt', 'ProposalRequest', 'ScriptedProvider', 'note_signal', 'note_release',
-           'as_proposed', 'note_action', 'streams', 'reason']
+           'as_proposed', 'note_action', 'streams', 'StopTurn', 'abandonable', 'reason']
 
-# %% ../nbs/05_reason.ipynb #8ba3258e
-import dataclasses, inspect, weakref
+# %% ../nbs/05_reason.ipynb #636cb646
+import dataclasses, inspect, threading, weakref
 from collections.abc import Callable
 from .basics import patch
 from .errors import LLMError
@@ -186,11 +186,30 @@ def streams(provider) -> bool:
     try: return 'on_token' in inspect.signature(provider.propose).parameters
     except (AttributeError, TypeError, ValueError): return False
 
-# %% ../nbs/05_reason.ipynb #769384a9
+# %% ../nbs/05_reason.ipynb #f4f3542d
+class StopTurn(Exception):
+    "The person watching a turn asked to stop it: the loop ends the turn, recording `stopped`."
+
+def abandonable(call, stop=None, poll:float=0.05): # `stop`: a `threading.Event`, or None
+    "`call()`; with `stop`, run in a thread of its own and `StopTurn` as soon as `stop` is set, the call left to end unseen."
+    if stop is None: return call()
+    box, done = {}, threading.Event()
+    def run():
+        try: box['value'] = call()
+        except BaseException as e: box['error'] = e
+        finally: done.set()
+    threading.Thread(target=run, name='passepartout-model-call', daemon=True).start()
+    while not done.wait(poll):
+        if stop.is_set(): raise StopTurn()
+    if 'error' in box: raise box['error']
+    return box['value']
+
+# %% ../nbs/05_reason.ipynb #73e969b9
 def _propose(agent, signal:Signal, transcript:list, rejections:list, turn) -> Action:
     "One attempt of think: the provider's action, with a call id if it is a tool call; its text streams to `turn.on_token` if set."
     request, on_token = ProposalRequest(agent, signal, transcript, rejections), turn.on_token if turn is not None else None
-    proposal = agent.provider.propose(request, on_token=on_token) if on_token is not None and streams(agent.provider) else agent.provider.propose(request)
+    call = (lambda: agent.provider.propose(request, on_token=on_token)) if on_token is not None and streams(agent.provider) else (lambda: agent.provider.propose(request))
+    proposal = abandonable(call, turn.stop if turn is not None else None)
     if turn is not None:
         if proposal.usage: _add_usage(turn, proposal.usage)
         turn.record('proposal', action=proposal.action.to_dict(), attempt=len(rejections) + 1, provider=proposal.provider)

@@ -164,12 +164,14 @@ def sender_of(signal:Signal) -> str:
     chat = signal.meta.get('chat_id')
     return f"{signal.source or 'an unnamed gateway'} chat {chat}" if chat is not None else (signal.source or 'an unnamed gateway')
 
-# %% ../nbs/02_signals.ipynb #9044ccd6
+# %% ../nbs/02_signals.ipynb #b8d2400c
 class Turn:
     "Everything one user message caused: proposals, verdicts, results, replies, held actions."
     def __init__(self, sink=None, # `sink(event)`: also called for every event (the audit log, a chat's display)
-                 on_token=None):       # `on_token(text)`: the model's text as it streams, for a person watching
+                 on_token=None,        # `on_token(text)`: the model's text as it streams, for a person watching
+                 stop=None):           # a `threading.Event`: set, the turn ends, a model call in flight is not waited for
         self.events, self.replies, self.pending, self.usage, self.sink, self.on_token = [], [], [], {}, sink, on_token
+        self.stop = stop
     @property
     def reply(self) -> str|None:
         "The last reply delivered to the user, if any."

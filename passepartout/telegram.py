@@ -156,7 +156,7 @@ def approval_buttons(text:str, ctx:Context|None) -> dict|None:
     return {'inline_keyboard': [[{'text': 'Approve', 'callback_data': f'pp:a:{t}'}, {'text': 'Deny', 'callback_data': f'pp:d:{t}'}],
                                 [{'text': 'Approve always', 'callback_data': f'pp:A:{t}'}]]}
 
-# %% ../nbs/70_telegram.ipynb #3de254b1
+# %% ../nbs/70_telegram.ipynb #a42f96d9
 STRANGER_REPLY = "This assistant talks with its owner only."
 STRANGER_WINDOW = 60.0    # seconds: one reply per stranger (chat and sender), and one notice to the owner, per window
 STRANGER_NOTICES = 10     # replies to strangers, and notices about them, per window, all strangers together
@@ -170,8 +170,9 @@ class TelegramGateway:
     "The Bot API polled for updates; the owner's messages become signals, strangers get a fixed reply."
     def __init__(self, agent:Agent, api:BotAPI, owners:frozenset,
                  submit=None,   # `submit(signal)`: run a turn (None: `agent.process` at once, in the polling thread)
-                 poll_timeout:int=POLL_TIMEOUT, backoff:tuple=(BACKOFF_START, BACKOFF_MAX), stranger_window:float=STRANGER_WINDOW):
-        self.agent, self.api, self.owners, self.submit = agent, api, frozenset(owners), submit or agent.process
+                 poll_timeout:int=POLL_TIMEOUT, backoff:tuple=(BACKOFF_START, BACKOFF_MAX), stranger_window:float=STRANGER_WINDOW,
+                 max_queued:int=MAX_QUEUED):   # messages of one chat waiting at once
+        self.agent, self.api, self.owners, self.submit, self.max_queued = agent, api, frozenset(owners), submit or agent.process, max_queued
         self.poller = api.fork()   # long polls on connections of their own: closing them ends a poll, not a reply being sent
         self.poll_timeout, self.backoff, self.stranger_window = poll_timeout, backoff, stranger_window
         self.offset, self.strangers, self.callbacks, self.answered, self.notices = 0, OrderedDict(), OrderedDict(), OrderedDict(), []
@@ -207,7 +208,7 @@ def handle(self:TelegramGateway, update):
     if isinstance(update.get('message'), dict): return self._message(update['message'])
     if isinstance(update.get('callback_query'), dict): return self._callback(update['callback_query'])
 
-# %% ../nbs/70_telegram.ipynb #58cef081
+# %% ../nbs/70_telegram.ipynb #1a2d2b03
 @patch
 def _message(self:TelegramGateway, message:dict):
     "The owner's text becomes a turn in the chat's session; a stranger gets the fixed reply."
@@ -219,10 +220,10 @@ def _message(self:TelegramGateway, message:dict):
     if len(text) > MAX_INPUT_CHARS:
         return self._say(chat, f"That message is {len(text)} characters long; I take at most {MAX_INPUT_CHARS}. Nothing was done: send it in parts.")
     if not text or text == '/start': return self._say(chat, "Passepartout is listening. Write to talk with the agent.")
-    if self.queued.get(chat, 0) >= MAX_QUEUED:
-        return self._say(chat, f"{MAX_QUEUED} messages are waiting already; this one was not taken. Send it again once I have answered.")
+    signal = text_signal(text, source='telegram', session=session_of(chat), chat_id=chat, owner=True, sender=f"telegram user {user}")
+    if self.queued.get(chat, 0) >= self.max_queued or self.submit(signal) is False:   # False: the daemon's queue for the chat is full
+        return self._say(chat, f"{self.max_queued} messages are waiting already; this one was not taken. Send it again once I have answered.")
     self.counts['messages'] += 1
-    self.submit(text_signal(text, source='telegram', session=session_of(chat), chat_id=chat, owner=True, sender=f"telegram user {user}"))
 
 # %% ../nbs/70_telegram.ipynb #ceb885b9
 def _preview(text) -> str:
@@ -341,12 +342,12 @@ def status(self:TelegramGateway) -> dict:
     return {'state': self.state, 'error': self.error, 'failures': self.failures, 'api': self.api.base,
             'owners': len(self.owners), **self.counts, 'since': round(self.since, 3)}
 
-# %% ../nbs/70_telegram.ipynb #3cca0110
+# %% ../nbs/70_telegram.ipynb #6029d10c
 class SerialRunner:
     "Runs the submitted signals one after another in one worker thread: the gateway's turns outside the daemon."
-    def __init__(self, agent:Agent, gateway:TelegramGateway|None=None):
-        self.agent, self.gateway, self.queue, self.lock = agent, gateway, queue.Queue(), threading.Lock()
-        self.thread = threading.Thread(target=self._work, name='passepartout-telegram-turns', daemon=True); self.thread.start()
+    def __init__(self, agent:Agent, gateway=None, name:str='telegram'): # `gateway`: its `queued` counts and its `_say`; `name`: the log's
+        self.agent, self.gateway, self.name, self.queue, self.lock = agent, gateway, name, queue.Queue(), threading.Lock()
+        self.thread = threading.Thread(target=self._work, name=f'passepartout-{name}-turns', daemon=True); self.thread.start()
     def _count(self, chat, n:int):
         "Keep the gateway's count of `chat`'s messages waiting (what `MAX_QUEUED` bounds)."
         if self.gateway is None: return
@@ -359,7 +360,7 @@ class SerialRunner:
         while (signal := self.queue.get()) is not None:
             try: self.agent.process(signal)
             except Exception as e:
-                self.agent.syslog.log('ERROR', f"telegram: a turn failed: {type(e).__name__}: {e}")
+                self.agent.syslog.log('ERROR', f"{self.name}: a turn failed: {type(e).__name__}: {e}")
                 if self.gateway is not None: self.gateway._say(signal.meta.get('chat_id'), f"The turn failed ({type(e).__name__}); your message is in the conversation.")
             finally: self._count(signal.meta.get('chat_id'), -1)
     def close(self, timeout:float=30.0): self.queue.put(None); self.thread.join(timeout)
@@ -384,12 +385,12 @@ def run_telegram(agent:Agent, stop:threading.Event|None=None, ready=None, **kw) 
     finally: runner.close()
     return gw
 
-# %% ../nbs/70_telegram.ipynb #0783f9f0
+# %% ../nbs/70_telegram.ipynb #4a5571a6
 async def telegram_service(daemon, **kw):
     "The gateway as a background service of the daemon: its turns go to the daemon's per-session workers."
     stop = threading.Event()
     try:
-        gw = telegram_gateway(daemon.agent, submit=lambda s: daemon.loop.call_soon_threadsafe(daemon.enqueue, s), **kw)
+        gw = telegram_gateway(daemon.agent, submit=lambda s: daemon.offer(s, gw.max_queued), **kw)
     except Exception as e:
         daemon.agent.syslog.log('ERROR', f"telegram: the gateway cannot start: {e}"); return
     daemon.gateways['telegram'] = gw

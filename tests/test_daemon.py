@@ -116,6 +116,22 @@ def test_slow_session_does_not_block_others(tmp_path):
         slow.close()
 
 
+def test_a_watched_turn_stops_when_its_client_leaves_even_while_the_model_is_silent(tmp_path):
+    "Ctrl-C in the chat or the TUI closes the connection; the turn ends without waiting for the model, which never answers here."
+    blocking, release = threading.Event(), threading.Event()
+    def behave(text, session):
+        if text == 'block': blocking.set(); release.wait(120)
+        return text
+    with daemon_in_thread(Agent(ScriptModel(behave)), state_dir=tmp_path) as d:
+        watcher = Client(tmp_path)
+        envelope = request('block', session='s'); envelope['meta'].update(id=1, progress=True)
+        send_frame(watcher.sock, envelope)
+        assert blocking.wait(60)
+        watcher.close()                                           # the person pressed Ctrl-C
+        assert client_send('next', session='s', state_dir=tmp_path)['reply'] == 'next'   # same session: the stopped turn let it run
+        release.set()
+
+
 def test_a_turn_that_raises_is_one_error_reply(tmp_path):
     def behave(text, session):
         if text == 'crash': raise MemoryError('pretend')

@@ -369,3 +369,52 @@ def test_a_daemon_started_on_a_home_with_stores_keeps_its_sessions_visible(tmp_p
             listed = run('sessions').stdout                                # opens and closes the store in another process
             assert name in listed, (name, listed)
     finally: run('daemon', 'stop')
+
+
+# ---- gateways: checked when configured ----
+def _vault_with(env, name, value):
+    "Store secret `name` in the vault of the home `env` names (as `passepartout vault add` would)."
+    r = subprocess.run([sys.executable, '-c', f"from passepartout.vault import Vault; Vault().add({name!r}, {value!r})"],
+                       env={**os.environ, **env, 'PYTHONPATH': ROOT}, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+def test_gateways_that_are_not_configured_are_not_mentioned(tmp_path, home):
+    status, out = doctor(home, '--offline')
+    assert not lines(out, 'ok', 'telegram') + lines(out, 'fail', 'telegram') + lines(out, 'ok', 'signal') + lines(out, 'warn', 'signal'), out
+
+
+def test_telegram_without_a_token_and_with_a_refused_one(tmp_path, home):
+    from telegram_server import BotAPIServer
+    with BotAPIServer() as server:
+        env = {**home, 'PASSEPARTOUT_TELEGRAM_OWNERS': '1001', 'PASSEPARTOUT_TELEGRAM_API': server.url}
+        status, out = doctor(env, '--offline')
+        assert lines(out, 'fail', 'telegram') == ["no Telegram bot token: store it with `passepartout vault add TELEGRAM_TOKEN` (the vault has no secret TELEGRAM_TOKEN)"], out
+        assert status == 1
+        _vault_with(env, 'TELEGRAM_TOKEN', 'revoked:token')
+        status, out = doctor(env)
+        [refused] = lines(out, 'fail', 'telegram')
+        assert refused.startswith('getMe: 401') and 'replace it with `passepartout vault add TELEGRAM_TOKEN`' in refused and 'revoked' not in out, out
+        _vault_with(env, 'TELEGRAM_TOKEN', server.token)
+        server._m_getMe = lambda body: (200, {'ok': True, 'result': {'id': 1, 'is_bot': True, 'username': 'my_agent_bot'}})
+        status, out = doctor(env)
+        assert lines(out, 'ok', 'telegram') == [f"the bot @my_agent_bot answers at {server.url}; 1 owner ids"], out
+
+
+def test_signal_cli_missing_or_unreachable_is_said_clearly(tmp_path, home):
+    from signal_server import SignalCLIServer, ACCOUNT
+    with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
+    env = {**home, 'PASSEPARTOUT_SIGNAL_OWNERS': '+4915112345678', 'PASSEPARTOUT_SIGNAL_URL': f'http://127.0.0.1:{port}'}
+    status, out = doctor(env, '--offline')
+    assert lines(out, 'fail', 'signal')[0].startswith('no Signal account: store the agent\'s number with `passepartout vault add SIGNAL_ACCOUNT`'), out
+    _vault_with(env, 'SIGNAL_ACCOUNT', ACCOUNT)
+    no_program = {**env, 'PATH': str(tmp_path)}   # no signal-cli on PATH
+    status, out = doctor(no_program, '--offline', prefix=())
+    [warned] = lines(out, 'warn', 'signal')
+    assert warned.startswith('signal-cli is not installed here (not on PATH)') and f'signal-cli -a {ACCOUNT} daemon --http 127.0.0.1:{port}' in warned, out
+    status, out = doctor(no_program)
+    [failed] = lines(out, 'fail', 'signal')
+    assert failed.startswith(f'signal-cli is not installed (not on PATH) and nothing answers at http://127.0.0.1:{port} (ConnectError)'), out
+    with SignalCLIServer(port=port):
+        status, out = doctor(no_program)
+        assert lines(out, 'ok', 'signal') == [f"signal-cli answers at http://127.0.0.1:{port}; 1 owners"], out

@@ -25,9 +25,9 @@ LAYERS = {
     3: ('app', 'app'),
     4: ('services', 'heartbeat repl'),
     5: ('daemon', 'protocol daemon_client daemon'),
-    5.5: ('gateways', 'telegram'),
+    5.5: ('gateways', 'telegram signal_gateway'),
     6: ('operations', 'doctor'),
-    7: ('command line', 'cli approval_commands daemon_commands demo chat memory_commands tui'),
+    7: ('command line', 'cli __main__ approval_commands daemon_commands demo chat memory_commands tui'),
 }
 RANK = {m: r for r, (_, names) in LAYERS.items() for m in names.split()}
 

@@ -346,3 +346,25 @@ def test_an_action_held_at_the_terminal_is_approved_from_telegram(server):
     assert not (server.workspace / 'build').exists()
     assert agent.transcript('work')[-1]['content'] == 'Done in work'    # the terminal's conversation carried on, not the chat's
     assert [a['data']['channel'] for a in AuditLog().recent(50, kind='approval')] == ['telegram']
+
+
+def test_the_daemon_bounds_a_chats_queue(server):
+    "Hosted by the daemon: the model is busy with the first message; three more wait; the rest are refused with a reply."
+    from passepartout.loop import Agent
+    from passepartout.reason import Proposal
+    started, release = threading.Event(), threading.Event()
+    class Slow:
+        name = 'slow'
+        def propose(self, request):
+            started.set(); release.wait(60)
+            return Proposal(reply(f"done {request.signal.text}"))
+    hosted = lambda d: telegram_service(d, poll_timeout=1, backoff=(0.02, 0.2), max_queued=3)
+    with daemon_in_thread(Agent(Slow()), background=[hosted]) as daemon:
+        server.message('m0')
+        assert started.wait(30)
+        for i in range(1, 10): server.message(f'm{i}')
+        refusal = "3 messages are waiting already; this one was not taken. Send it again once I have answered."
+        server.wait_for(lambda: server.texts(OWNER).count(refusal) == 6)
+        release.set()
+        server.wait_for(lambda: len([t for t in server.texts(OWNER) if t.startswith('done')]) == 4)
+    assert [t for t in server.texts(OWNER) if t.startswith('done')] == ['done m0', 'done m1', 'done m2', 'done m3']

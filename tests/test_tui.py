@@ -156,10 +156,12 @@ def test_ctrl_c_stops_the_turn_in_the_daemon_and_the_tui_goes_on(home, server):
             await until(pilot, lambda: 'A long story' in texts(app))
             await pilot.press('ctrl+c')
             await until(pilot, lambda: 'stopped' in texts(app) and app.busy == '')
-            never.set()                                   # the model goes on: the daemon, its client gone, stops the turn
+            # the model is still holding its answer: the daemon, its client gone, stops the turn without waiting for it
             await until(pilot, lambda: 'stopped' in audit(), timeout=60)
+            assert 'timed out' not in audit()             # stopped at once, not after the provider's timeout
             await say(pilot, 'are you there?')
             await until(pilot, lambda: 'Still here.' in texts(app))
+            never.set()                                   # the abandoned call ends; nothing of it is shown or recorded
             assert not any('never told' in t for t in texts(app))
             await pilot.press('ctrl+c')                   # at rest: once warns, twice quits
             assert app.is_running
