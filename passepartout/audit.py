@@ -208,6 +208,16 @@ def run_due(cls:Later):
 
 atexit.register(Later.run_due)
 
+# %% ../nbs/33_audit.ipynb #f1dd515a
+_after_fork = []   # what each store module resets in a forked child (`_forked`)
+
+def _forked():
+    "In a child made by `fork`: no writer thread came along, and the turns waiting in memory are the parent's to write."
+    Later.lock, Later.running, Later.wake, Later.due, Later.thread = threading.Lock(), threading.Lock(), threading.Event(), {}, None
+    for reset in _after_fork: reset()
+
+os.register_at_fork(after_in_child=_forked)
+
 # %% ../nbs/33_audit.ipynb #b1db6138
 def _migrate(db:sqlite3.Connection):
     "Give a log created before anchoring its `mac` column (once, whichever process comes first)."
@@ -251,6 +261,13 @@ class AuditLog:
         if self.waiting: self.sync()              # this process's finished turns first (`sync`, below)
         return self.db.execute('SELECT count(*) FROM audit').fetchone()[0]
     def __repr__(self): return f"AuditLog({str(self.path)!r}, {len(self)} records)"
+
+# %% ../nbs/33_audit.ipynb #dc4d369a
+def _fresh_logs():
+    "After a fork: every log of this process starts with no turn waiting and unheld locks."
+    for log in list(_open_logs): log.waiting, log.lock, log.waiting_lock, log.head_lock = [], threading.Lock(), threading.Lock(), threading.Lock()
+
+_after_fork.append(_fresh_logs)
 
 # %% ../nbs/33_audit.ipynb #05b11423
 @patch

@@ -8,14 +8,14 @@ Docs: https://passepartout-agent.github.io/passepartout/sessions.html.md"""
 __all__ = ['Transcript', 'changes', 'SessionStore', 'new_session_id', 'list_sessions', 'latest_session', 'session_line',
            'message_line', 'sessions_command', 'show_command', 'forget_command']
 
-# %% ../nbs/34_sessions.ipynb #17599324
+# %% ../nbs/34_sessions.ipynb #894828a6
 import json, operator, os, secrets, threading, time, weakref
 from collections import namedtuple
 from datetime import datetime
 from pathlib import Path
 import click
 from . import config
-from .audit import connect, Later
+from .audit import connect, Later, _after_fork
 from .vault import Vault, redact
 from .basics import patch
 
@@ -77,6 +77,13 @@ class SessionStore:
         if self.waiting: self.sync()
         self.db.close()
     def __repr__(self): return f"SessionStore({str(self.path)!r}, {self.db.execute('SELECT count(*) FROM sessions').fetchone()[0]} sessions)"
+
+# %% ../nbs/34_sessions.ipynb #5a590be5
+def _fresh_stores():
+    "After a fork: every store of this process starts with no turn waiting and unheld locks (the parent writes its own turns)."
+    for store in list(_open_stores): store.waiting, store.lock, store.waiting_lock = [], threading.Lock(), threading.Lock()
+
+_after_fork.append(_fresh_stores)
 
 # %% ../nbs/34_sessions.ipynb #40bfdc49
 _dump = json.encoder.c_make_encoder and json.encoder.c_make_encoder(   # `json.dumps(m, ensure_ascii=False, separators=(',', ':'), default=str)`'s encoder, made once

@@ -140,3 +140,18 @@ def test_a_left_turn_that_finds_another_writer_first_makes_the_agent_read_again(
     store.sync()
     assert mine.stale and not store.current(mine)                             # the write told: read it again
     assert [m['content'] for m in store.load('s')] == ['mine', 'theirs', 'mine again']
+
+
+def test_a_forked_child_does_not_write_the_parents_waiting_turns(tmp_path, monkeypatch):
+    "A child made by fork while the parent has a turn waiting (and its lock held) writes only its own records."
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    log = AuditLog(tmp_path / 'audit.db', vault=False)
+    with log.lock:                                                            # held at the fork, as by a writer thread mid-write
+        with log.batch(): log.append({'kind': 'reply', 'text': 'parent, left'})
+        pid = os.fork()
+        if pid == 0:
+            try: log.append({'kind': 'reply', 'text': 'child'}); log.sync()
+            finally: os._exit(0)
+    assert os.waitpid(pid, 0)[1] == 0
+    log.sync()
+    assert sorted(r['data']['text'] for r in log.recent(10)) == ['child', 'parent, left'] and log.verify() == (True, [])
