@@ -155,3 +155,24 @@ def test_a_forked_child_does_not_write_the_parents_waiting_turns(tmp_path, monke
     assert os.waitpid(pid, 0)[1] == 0
     log.sync()
     assert sorted(r['data']['text'] for r in log.recent(10)) == ['child', 'parent, left'] and log.verify() == (True, [])
+
+
+def test_a_watched_turn_writes_its_records_before_a_tool_with_effects_runs(tmp_path, monkeypatch):
+    "With `on_event` (chat, TUI) the turn's sink is a wrapper, not the log's `append`: the write-ahead must hold all the same."
+    from passepartout.loop import Agent
+    from passepartout.perceive import perceive
+    from passepartout.reason import ScriptedProvider
+    from passepartout.signals import tool_call, reply
+    from passepartout.tools import Toolbelt
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    log, seen, shown = AuditLog(tmp_path / 'audit.db', vault=False), {}, []
+    belt = Toolbelt()
+    @belt.tool(effect='local-write')
+    def tidy():
+        "Tidy up."
+        seen['tidy'] = [k for k, in sqlite3.connect(tmp_path / 'audit.db').execute('SELECT kind FROM audit ORDER BY seq')]
+        return 'tidied'
+    agent = Agent(ScriptedProvider([tool_call('tidy'), reply('tidied up')]), tools=belt)
+    agent.audit = log.append
+    agent.process(perceive('tidy up'), on_event=shown.append)
+    assert seen['tidy'] == ['message', 'proposal', 'verdict'] and 'result' in [e['kind'] for e in shown]
