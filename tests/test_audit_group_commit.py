@@ -176,3 +176,24 @@ def test_a_watched_turn_writes_its_records_before_a_tool_with_effects_runs(tmp_p
     agent.audit = log.append
     agent.process(perceive('tidy up'), on_event=shown.append)
     assert seen['tidy'] == ['message', 'proposal', 'verdict'] and 'result' in [e['kind'] for e in shown]
+
+
+ENDS = '''
+import sys
+from passepartout.audit import AuditLog
+from passepartout.sessions import SessionStore
+log, store = AuditLog(vault=False, window=60), SessionStore(sys.argv[1], vault=False, window=60)   # the writer thread would wait a minute
+for n in range(5):
+    with log.batch(): log.append({'kind': 'reply', 'text': f"turn {n}"})
+    t = store.load(f"s{n}"); t += [{'role': 'user', 'content': f"hi {n}", 'owner': True}]; store.save(t)
+assert (log.deferred, store.deferred) == (5, 5)
+'''                                                                             # and the process ends at once, normally
+
+
+def test_a_process_that_ends_normally_writes_every_waiting_turn(tmp_path, monkeypatch):
+    "`send` and the daemon end through the interpreter's exit: `atexit` writes what waits (the writer thread would not have yet)."
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    subprocess.run([sys.executable, '-c', ENDS, str(tmp_path / 'sessions.db')], env=dict(os.environ), check=True, timeout=120)
+    assert [r['data']['text'] for r in AuditLog(vault=False).recent(10)] == [f"turn {n}" for n in range(5)]
+    assert CliRunner().invoke(audit_command, ['verify']).exit_code == 0
+    assert sqlite3.connect(tmp_path / 'sessions.db').execute('SELECT count(*) FROM messages').fetchone()[0] == 5
