@@ -8,8 +8,10 @@ every request is a turn in which the model calls `echo` once and then replies. E
 of a new conversation (the server gives each turn its own session, as the store keeps every session;
 bench/history_cost.py measures long ones). Prints the median turns per second over the runs, next to the 5,000 target as a
 ratio; the median CPU time of a turn inside the daemon (`time.thread_time` around each turn in its
-worker thread) and the daemon process's whole CPU time per turn (a mean: the event loop and the
-protocol are not per turn); refusals (any turn whose tool did not run); and the daemon's memory.
+worker thread: without the writing of its records and messages, which the group-commit writer thread
+does for several turns at once) and the daemon process's whole CPU time per turn (a mean over every
+thread: the event loop, the protocol and the writer thread are not per turn; this is the honest
+figure, and 1 / it is what one process can serve on one free core); refusals (any turn whose tool did not run); and the daemon's memory.
 
     python bench/daemon_throughput.py [--clients 100] [--window 4] [--requests 6000] [--repeat 3]
 """

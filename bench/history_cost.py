@@ -6,7 +6,8 @@ then `notify` (outward: the provenance and recipients gates read the session), t
 
 The model reads only the last message (what a provider pays to send a longer history is the
 provider's, and the transcript is capped at `max_transcript` messages): the figures are the
-harness's. Prints the median CPU time per turn (`time.process_time` around each) near message 10,
+harness's. Prints the median CPU time per turn (`time.process_time` around each, the audit log and the
+session store synced at its end, so its writing is inside: no group commit across turns) near message 10,
 near message 1,000 and, in another session, after twenty 100 KB tool outputs; the ratios to the
 first must stay within 1.5.
 
@@ -14,7 +15,7 @@ first must stay within 1.5.
 """
 import argparse, os, statistics, sys, time
 sys.path.insert(0, os.path.dirname(__file__))
-from _shipped import shipped_home, show
+from _shipped import shipped_home, show, sync_stores
 
 
 class Model:
@@ -57,6 +58,7 @@ def agent():
 def turn(a, n, session):
     t0 = time.process_time()
     t = a.send(f"read page {n} and notify bob@example.org", session=session)
+    sync_stores(a)                                  # its records and messages written now, inside the measured time (no group commit across turns)
     dt = (time.process_time() - t0) * 1e6
     assert t.reply == 'done' and len(t.of('result')) == 2 and not t.pending, t.events[-3:]
     return dt

@@ -3,22 +3,31 @@ audit log, vault; temporary PASSEPARTOUT_HOME and workspace) with a model that b
 body of every request (see bench/_shipped.py). A user message -> N tool calls -> a reply, each turn
 in a fresh conversation (bench/history_cost.py measures long ones).
 
-Prints the median (and quartiles) of the CPU time of each turn (`time.process_time` around one turn)
-for 1 and 10 calls of a read-only `echo` tool added to the shipped belt (it costs nothing, so the
+Prints the median (and quartiles) of the CPU time per turn for 1 and 10 calls of a read-only `echo` tool added to the shipped belt (it costs nothing, so the
 harness's own cost shows), next to the targets (<= 100 µs, <= 1 ms) as ratios; the same less the
 model's own CPU time in each turn (building and serialising the request, parsing the answer: what
-any provider pays), which is the harness's share; the 1-tool turn without the audit log, then also
-without the session store (what each costs of a turn); the
+any provider pays), which is the harness's share; the 1-tool turn with each turn written as it ends
+(`window=0`: no group commit across turns), without the audit log, then also without the session
+store (what each costs of a turn); the
 built-in `read_file` (the tool's own cost included) and `write_file` (a tool with effects: the audit
 log commits and anchors before it runs); the bare pipeline for comparison (`Agent` with the default
 gates and one echo tool, no audit log, no vault, a model that reads nothing); the floor (the same
 calls as plain Python); and the import time.
 
+How the CPU time of a turn is measured: the audit log and the session store leave a finished turn to
+a writer thread, which writes every turn of a few milliseconds in one transaction (group commit), so
+a turn's writing happens in another thread, at another time, once for several turns. Timing each
+turn alone would leave most turns without their share of it. So the turns run in batches of 25, each
+batch ends with both stores' durability barrier (`sync`: everything written and anchored), and the
+figure of a batch is its `time.process_time` (every thread of the process) divided by 25; medians and
+quartiles are over the batches. Every turn figure in this file, the bare pipeline's too, is measured
+that way, so they compare.
+
     python bench/loop_overhead.py [--turns 1500]
 """
 import argparse, itertools, statistics, subprocess, sys, time, os
 sys.path.insert(0, os.path.dirname(__file__))
-from _shipped import shipped_home, shipped_agent, cpu_per_turn, show
+from _shipped import shipped_home, shipped_agent, cpu_per_turn, cpu_per_turn_batched, show
 
 
 class InstantModel:
@@ -50,21 +59,22 @@ def bare_agent(n):
 
 _NAMES = itertools.count()   # session names never used before in this process, whichever agent and call
 
-def turns(agent, n, calls, turns_count, session='bench', harness=None):
-    "Per-turn CPU times of `turns_count` turns (after a warm-up), each in a new session, checking each ran `calls` tools; `harness`: a list that gets each turn's time minus the model's own."
+def turns(agent, n, calls, turns_count, session='bench', harness=None, batch=25):
+    "CPU time per turn over `turns_count` turns (after a warm-up), each in a new session, checking each ran `calls` tools: one figure per batch of `batch` turns (`cpu_per_turn_batched`); `harness`: a list that gets each batch's figure minus the model's own CPU."
     model = agent.provider
     def one():
         name = f"{session}-{next(_NAMES)}"         # a new conversation (the store keeps every session): bench/history_cost.py measures long ones
-        before = getattr(model, 'cpu', 0.0)
-        t0 = time.process_time()
         t = agent.send('go', session=name)
-        dt = time.process_time() - t0
         agent.transcripts.pop(name, None); agent.used.pop(name, None)
-        if harness is not None: harness.append((dt - (model.cpu - before)) * 1e6)
         assert t.reply == 'done' and len(t.of('result')) == calls and not t.pending, t.events[-3:]
     for _ in range(20): one()
-    if harness is not None: harness.clear()
-    return cpu_per_turn(one, turns_count)
+    if harness is None: return cpu_per_turn_batched(one, turns_count, agent, batch)
+    harness.clear(); out = []
+    for _ in range(max(1, turns_count // batch)):
+        before = getattr(model, 'cpu', 0.0)
+        out += cpu_per_turn_batched(one, batch, agent, batch)
+        harness.append(out[-1] - (model.cpu - before) * 1e6 / batch)
+    return out
 
 
 def import_ms(repeat):
@@ -82,12 +92,18 @@ if __name__ == '__main__':
     harness = []
     print(show('shipped 1-tool turn (echo)', turns(one, 1, 1, a.turns, harness=harness), target=100))
     print(show("  less the model's own CPU (building the request)", harness, target=100))
+    log = one.audit.__self__
+    log.window = one.sessions.window = 0
+    print(show('  the same, each turn written as it ends (window=0)', turns(one, 1, 1, a.turns)))
+    log.window = one.sessions.window = 0.005
     one.audit = None
     print(show('  the same turn without the audit log', turns(one, 1, 1, a.turns)))
     one.sessions = None
     print(show('  ... and without the session store', turns(one, 1, 1, a.turns)))
     print(show('shipped 10-tool turn (echo)', turns(shipped_agent(10), 10, 10, a.turns // 5, harness=harness), target=1000))
     print(show("  less the model's own CPU (building the request)", harness, target=1000))
+    ten = shipped_agent(10); ten.audit.__self__.window = ten.sessions.window = 0
+    print(show('  the same, each turn written as it ends (window=0)', turns(ten, 10, 10, a.turns // 5)))
     print(show('shipped 1-tool turn (built-in read_file)', turns(shipped_agent(1, 'read_file', {'path': 'notes.txt'}), 1, 1, a.turns // 3)))
     write = shipped_agent(1, 'write_file', {'path': 'out.txt', 'content': 'hello'})
     print(show('shipped 1-tool turn (built-in write_file)', turns(write, 1, 1, a.turns // 3)))

@@ -117,14 +117,14 @@ def deliver_reply(action:Action, ctx:Context):
         ctx.turn.replies.append(action.text)
         ctx.turn.record('reply', text=action.text)
 
-# %% ../nbs/07_act.ipynb #52dd80f0
+# %% ../nbs/07_act.ipynb #c3404f93
 def _anchor_before_acting(action:Action, agent, turn) -> None:
     "Have the audit log write and anchor the records that led to an action with effects (its queue, its head checkpoint) before the action runs."
     tool = agent.tools.by_name.get(action.tool) if action.kind == 'tool' else None
     if tool is not None and tool.effect == 'read-only': return
-    sink = turn.sink if turn is not None else None
-    checkpoint = getattr(getattr(sink, '__self__', None), 'checkpoint', None)   # any callable is a sink: only a bound `AuditLog.append` has a checkpoint
-    if checkpoint is not None: checkpoint()
+    for sink in (turn.sink if turn is not None else None, getattr(agent, 'audit', None)):   # the turn's sink, or the log it wraps (`watched`)
+        checkpoint = getattr(getattr(sink, '__self__', None), 'checkpoint', None)   # any callable is a sink: only a bound `AuditLog.append` has a checkpoint
+        if checkpoint is not None: checkpoint(); return
 
 # %% ../nbs/07_act.ipynb #39af0096
 def _audit_delivery(action:Action, target:str, ctx:Context) -> None:

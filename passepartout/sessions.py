@@ -8,24 +8,25 @@ Docs: https://passepartout-agent.github.io/passepartout/sessions.html.md"""
 __all__ = ['Transcript', 'changes', 'SessionStore', 'new_session_id', 'list_sessions', 'latest_session', 'session_line',
            'message_line', 'sessions_command', 'show_command', 'forget_command']
 
-# %% ../nbs/34_sessions.ipynb #c5e8dfa5
-import json, operator, os, secrets, threading, time
+# %% ../nbs/34_sessions.ipynb #894828a6
+import json, operator, os, secrets, threading, time, weakref
+from collections import namedtuple
 from datetime import datetime
 from pathlib import Path
 import click
 from . import config
-from .audit import connect
+from .audit import connect, Later, _after_fork
 from .vault import Vault, redact
 from .basics import patch
 
-# %% ../nbs/34_sessions.ipynb #7f1aa1c9
+# %% ../nbs/34_sessions.ipynb #f6747305
 class Transcript(list):
     "A session's messages in memory, remembering (by identity) the ones the store holds, from position `base` on."
     def __init__(self, messages=(), session:str='default', base:int=0, # position of the first message in the session
                  created:float|None=None, version:int=0): # the session row as last read or written (None: not stored)
         super().__init__(messages)
         self.session, self.base, self.created, self.version = session, base, created, version
-        self.saved = list(self)
+        self.saved, self.stale = list(self), False   # stale: a write left to the writer thread found another writer's turn first
     def __delitem__(self, key):
         if isinstance(key, slice) and key.start in (None, 0) and key.step in (None, 1):
             n = len(range(*key.indices(len(self))))
@@ -56,18 +57,33 @@ def _private(path:Path):
     try: os.fchmod(fd, 0o600)
     finally: os.close(fd)
 
-# %% ../nbs/34_sessions.ipynb #33c28e67
+# %% ../nbs/34_sessions.ipynb #9846b92b
+_open_stores = weakref.WeakSet()   # every SessionStore of this process
+
 class SessionStore:
     "Every session's transcript, in SQLite, shared by every process of the user."
     def __init__(self, path=None, # the SQLite file (default `$data/sessions.db`)
-                 vault=None):     # the Vault whose secrets are redacted before writing (None: the default vault; False: none)
+                 vault=None,      # the Vault whose secrets are redacted before writing (None: the default vault; False: none)
+                 window:float=0.005): # seconds a finished turn may wait to share a transaction with others' (0: written as the turn ends)
         self.path = Path(path) if path else config.paths().data / 'sessions.db'
         _private(self.path)
-        self.db, self.lock, self._vault = connect(self.path), threading.Lock(), vault
-        self.waiting, self.waiting_lock = [], threading.Lock()   # turns of other threads waiting for the connection (`save`)
+        self.db, self.lock, self._vault, self.window, self.deferred = connect(self.path), threading.Lock(), vault, window, 0
+        self.waiting, self.waiting_lock = [], threading.Lock()   # turns waiting for the connection: of threads in `save`, or left to the writer
         for statement in _SCHEMA: self.db.execute(statement)
-    def close(self): self.db.close()
+        for other in list(_open_stores):               # another store on this file in this process: its finished turns first
+            if other.waiting and other.path == self.path: other.sync()
+        _open_stores.add(self)
+    def close(self):
+        if self.waiting: self.sync()
+        self.db.close()
     def __repr__(self): return f"SessionStore({str(self.path)!r}, {self.db.execute('SELECT count(*) FROM sessions').fetchone()[0]} sessions)"
+
+# %% ../nbs/34_sessions.ipynb #5a590be5
+def _fresh_stores():
+    "After a fork: every store of this process starts with no turn waiting and unheld locks (the parent writes its own turns)."
+    for store in list(_open_stores): store.waiting, store.lock, store.waiting_lock = [], threading.Lock(), threading.Lock()
+
+_after_fork.append(_fresh_stores)
 
 # %% ../nbs/34_sessions.ipynb #40bfdc49
 _dump = json.encoder.c_make_encoder and json.encoder.c_make_encoder(   # `json.dumps(m, ensure_ascii=False, separators=(',', ':'), default=str)`'s encoder, made once
@@ -100,16 +116,17 @@ def _title(messages) -> str:
             return line if len(line) <= 80 else line[:79] + '…'
     return ''
 
-# %% ../nbs/34_sessions.ipynb #5f4a449d
+# %% ../nbs/34_sessions.ipynb #1b869569
 _SAVE_ROW = ('INSERT INTO sessions VALUES (?,?,?,?,?,?,?) ON CONFLICT (id) DO UPDATE SET '   # a row updated in place: its index entries by id stay
              'used = excluded.used, messages = excluded.messages, version = excluded.version, title = excluded.title')
 
 @patch
 def _write(self:SessionStore, t:Transcript, replaced:list, bodies:list, source:str,
-           plain:list|None=None) -> tuple: # the added messages, when redaction left them as they are
+           plain:list|None=None,   # the added messages, when redaction left them as they are
+           new:float|None=None) -> tuple: # the creation time of a session not stored yet (default: now)
     "One turn's statements (inside `_commit`'s transaction): replace in place, append after the last stored message, move the version; `(created, version, in_step)`."
     row = self.db.execute('SELECT created, messages, version, title, source FROM sessions WHERE id = ?', (t.session,)).fetchone()
-    created, count, version, title, began = row or (time.time(), 0, 0, '', source)
+    created, count, version, title, began = row or (new or time.time(), 0, 0, '', source)
     if replaced and row is not None and created == t.created:   # the same session (not forgotten and begun again): replace in place
         self.db.executemany('UPDATE messages SET body = ? WHERE session = ? AND seq = ?', [(b, t.session, s) for b, s in replaced])
     self.db.executemany('INSERT INTO messages VALUES (?,?,?)', [(t.session, count + i, b) for i, b in enumerate(bodies)])
@@ -132,38 +149,89 @@ def _commit(self:SessionStore, group:list):
         return
     for ticket, outcome in zip(group, outcomes): ticket[1] = outcome
 
-# %% ../nbs/34_sessions.ipynb #e9b052af
+# %% ../nbs/34_sessions.ipynb #0b9f6ad8
+@patch
+def _commit_waiting(self:SessionStore) -> BaseException|None:
+    "Write every waiting turn in one transaction; a turn left to the writer learns whether it was in step (`stale`), or waits again if the write failed (its error returned). Callers hold `lock`."
+    with self.waiting_lock: group, self.waiting = self.waiting, []
+    if not group: return None
+    self._commit(group)
+    again = [w for w in group if w[2] is not None and len(w) > 3]
+    for w in group:
+        if len(w) > 3 and w[2] is None and not w[1][2]: w[3].stale = True   # another writer's turn came first: read the session again
+    if not again: return None
+    error = again[0][2]
+    for w in again: w[1] = w[2] = None
+    with self.waiting_lock: self.waiting[:0] = again
+    return error
+
+# %% ../nbs/34_sessions.ipynb #622c14f5
+@patch
+def sync(self:SessionStore):
+    "Write the turns left to the writer thread: what this store saved before, in any thread, is on disk."
+    if not self.waiting: return
+    with self.lock: error = self._commit_waiting()
+    if error is not None: raise error
+
+@patch
+def _drain(self:SessionStore):
+    "The writer thread's call: `sync`, asking again in a second if the write failed (the turns wait in memory)."
+    try: self.sync()
+    except BaseException: Later.ask(self._drain, max(self.window, 1.0)); raise
+
+# %% ../nbs/34_sessions.ipynb #d459ce07
+_Step = namedtuple('_Step', 'session created version')   # a transcript's session row as it expects the store to hold it
+
+@patch
+def _leave(self:SessionStore, t:Transcript, args:tuple) -> bool:
+    "Leave a finished turn to the writer thread; the transcript takes the version its write will give, and learns later if it was not in step."
+    with self.waiting_lock: self.waiting.append([args, None, None, t]); many = len(self.waiting) >= 64
+    t.saved, t.created, t.version = list(t), args[5], t.version + 1
+    self.deferred += 1
+    if many: self.sync()
+    else: Later.ask(self._drain, self.window)
+    return True
+
+# %% ../nbs/34_sessions.ipynb #834a6996
 @patch
 def save(self:SessionStore, t:Transcript, source:str='') -> bool:
-    "Write what `t` added or replaced since it was loaded or saved, in one transaction; False when another writer had moved the session."
+    "Write what `t` added or replaced since it was loaded or saved (left to the writer thread unless it holds an action for approval); False when another writer had moved the session."
     replaced, added = changes(t)
     if not replaced and not added: return True
     if self._vault is None: self._vault = Vault()
     secrets = self._vault is not False and bool(self._vault.names())   # one look at the vault per save, none per message while it is empty
     replaced, bodies = [(self._redacted(m, secrets), seq) for seq, m in replaced], [self._redacted(m, secrets) for m in added]
-    ticket = [(t, replaced, bodies, source, None if secrets else added), None, None]   # the turn, its outcome, the error if it failed
+    args = (_Step(t.session, t.created, t.version), replaced, bodies, source, None if secrets else added, t.created or time.time())
+    if self.window > 0 and not any('held' in m for m in added): return self._leave(t, args)
+    ticket = [args, None, None]   # the turn, its outcome, the error if it failed
     with self.waiting_lock: self.waiting.append(ticket)
     try:
         with self.lock:
-            if ticket[1] is None and ticket[2] is None:   # not written yet by the thread that held the lock before us
-                with self.waiting_lock: group, self.waiting = self.waiting, []
-                self._commit(group)
+            if ticket[1] is None and ticket[2] is None: self._commit_waiting()   # not written yet by the thread that held the lock before us
     except BaseException:                             # interrupted while waiting: the turn stays unsaved, for the next save
         with self.waiting_lock: self.waiting = [w for w in self.waiting if w is not ticket]
         raise
     if ticket[2] is not None: raise ticket[2]
     created, version, in_step = ticket[1]
     if in_step: t.saved, t.created, t.version = list(t), created, version
-    return in_step
+    return in_step and not t.stale
 
-# %% ../nbs/34_sessions.ipynb #690b6e26
+# %% ../nbs/34_sessions.ipynb #45ecf5af
+@patch
+def _waits(self:SessionStore, session:str) -> bool:
+    "Does a turn of `session` wait to be written?"
+    with self.waiting_lock: return any(w[0][0].session == session for w in self.waiting)
+
+# %% ../nbs/34_sessions.ipynb #1918a15e
 _LOAD = """SELECT s.created, s.messages, s.version, m.seq, m.body FROM sessions s
            LEFT JOIN messages m ON m.session = s.id AND m.seq >= max(0, s.messages - ?) WHERE s.id = ? ORDER BY m.seq"""
 
 @patch
 def load(self:SessionStore, session:str, limit:int=200) -> Transcript:
     "The last `limit` messages of `session` (at most), starting at a user message; empty for a session not stored."
-    with self.lock: rows = self.db.execute(_LOAD, (max(0, limit), session)).fetchall()
+    with self.lock:
+        if self.waiting and self._waits(session) and (error := self._commit_waiting()) is not None: raise error   # its own turns first
+        rows = self.db.execute(_LOAD, (max(0, limit), session)).fetchall()
     if not rows: return Transcript(session=session)
     created, count, version = rows[0][:3]
     rows = [(seq, body) for *_, seq, body in rows if seq is not None]
@@ -171,42 +239,49 @@ def load(self:SessionStore, session:str, limit:int=200) -> Transcript:
     cut = next((i for i, m in enumerate(messages) if m['role'] == 'user'), len(messages))
     return Transcript(messages[cut:], session, rows[cut][0] if cut < len(rows) else count, created, version)
 
-# %% ../nbs/34_sessions.ipynb #3d59f4c2
+# %% ../nbs/34_sessions.ipynb #cd0747fb
 @patch
 def current(self:SessionStore, t:Transcript) -> bool:
     "Has nobody else written `t`'s session since `t` was loaded or saved?"
-    with self.lock: row = self.db.execute('SELECT created, version FROM sessions WHERE id = ?', (t.session,)).fetchone()
+    with self.lock:
+        if t.stale: return False                      # a left turn found another writer's first
+        if self.waiting and self._waits(t.session): return True   # its own turn waits: the writer will tell
+        row = self.db.execute('SELECT created, version FROM sessions WHERE id = ?', (t.session,)).fetchone()
     return (row is None and t.created is None) or (row is not None and (row[0], row[1]) == (t.created, t.version))
 
-# %% ../nbs/34_sessions.ipynb #7ec3f2f7
+# %% ../nbs/34_sessions.ipynb #5b4054db
 _LISTED = ('id', 'created', 'used', 'messages', 'title', 'source')
 
 @patch
 def sessions(self:SessionStore, limit:int|None=None, source:str|None=None) -> list:
     "The stored sessions, most recently used first (only those begun from `source` if given)."
     where, args = ('WHERE source = ?', [source]) if source else ('', [])
+    self.sync()
     with self.lock: rows = self.db.execute(f"SELECT {', '.join(_LISTED)} FROM sessions {where} ORDER BY used DESC, rowid DESC LIMIT ?",
                                            (*args, -1 if limit is None else limit)).fetchall()
     return [dict(zip(_LISTED, r)) for r in rows]
 
-# %% ../nbs/34_sessions.ipynb #52c3e7c1
+# %% ../nbs/34_sessions.ipynb #8730f492
 @patch
 def get(self:SessionStore, session:str) -> dict|None:
     "One session's row (as `sessions` lists it), or None."
+    self.sync()
     with self.lock: row = self.db.execute(f"SELECT {', '.join(_LISTED)} FROM sessions WHERE id = ?", (session,)).fetchone()
     return dict(zip(_LISTED, row)) if row else None
 
-# %% ../nbs/34_sessions.ipynb #b1eb0e1c
+# %% ../nbs/34_sessions.ipynb #84a781d0
 @patch
 def messages(self:SessionStore, session:str) -> list:
     "Every stored message of `session`, in order."
+    self.sync()
     with self.lock: rows = self.db.execute('SELECT body FROM messages WHERE session = ? ORDER BY seq', (session,)).fetchall()
     return [_message(b) for b, in rows]
 
-# %% ../nbs/34_sessions.ipynb #adb83e6c
+# %% ../nbs/34_sessions.ipynb #f9e4245e
 @patch
 def forget(self:SessionStore, session:str) -> bool:
     "Delete `session` and all its messages; False if there was no such session."
+    self.sync()
     with self.lock:
         self.db.execute('BEGIN IMMEDIATE')
         try:

@@ -259,9 +259,10 @@ def test_a_crash_between_the_records_and_their_checkpoint_does_not_fail_verify(t
 
 
 def test_one_checkpoint_per_batch(tmp_path, monkeypatch):
+    "Without a window (a turn written as it ends), a batch is one transaction and one checkpoint."
     import passepartout.audit as audit
     monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
-    log = AuditLog(tmp_path / 'audit.db', vault=False)
+    log = AuditLog(tmp_path / 'audit.db', vault=False, window=0)
     log.append({'kind': 'reply', 'text': 'first'})
     writes = []
     monkeypatch.setattr(audit, 'overwrite_head', lambda fd, content, w=audit.overwrite_head: (writes.append(json.loads(content)['seq']), w(fd, content)))
@@ -441,8 +442,9 @@ def _queued_turns(log, n:int) -> tuple:
 
 
 def test_threads_waiting_for_the_write_lock_share_one_transaction(tmp_path, monkeypatch):
+    "Turns that wait for their own records (no window) and queue behind the write lock."
     monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
-    log = AuditLog(tmp_path / 'audit.db', vault=False)
+    log = AuditLog(tmp_path / 'audit.db', vault=False, window=0)
     log.append({'kind': 'reply', 'text': 'first'})
     log.db = counting = _CountingDb(log.db)
     errors, _ = _queued_turns(log, 4)
@@ -454,8 +456,9 @@ def test_threads_waiting_for_the_write_lock_share_one_transaction(tmp_path, monk
 
 
 def test_a_failed_group_transaction_is_an_error_in_every_thread_it_held(tmp_path, monkeypatch):
+    "Turns that wait for their own records (no window) and queue behind the write lock."
     monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
-    log = AuditLog(tmp_path / 'audit.db', vault=False)
+    log = AuditLog(tmp_path / 'audit.db', vault=False, window=0)
     log.append({'kind': 'reply', 'text': 'first'})
     log.db = counting = _CountingDb(log.db)
     counting.fail_commit = True

@@ -206,7 +206,7 @@ def test_threads_waiting_for_the_store_share_one_transaction(tmp_path):
     "Turns saved while another save holds the connection are written by one transaction, each whole, each thread told its own outcome."
     import threading
     from passepartout.sessions import SessionStore
-    store = SessionStore(tmp_path / 'sessions.db', vault=False)
+    store = SessionStore(tmp_path / 'sessions.db', vault=False, window=0)   # turns written as they end: each save waits for its own
     stale = store.load('shared'); stale.append({'role': 'user', 'content': 'first', 'owner': True}); store.save(stale)
     stale = store.load('shared'); other = store.load('shared')
     other.append({'role': 'user', 'content': 'moved it', 'owner': True}); store.save(other)   # `stale` is now behind
@@ -233,7 +233,7 @@ def test_threads_waiting_for_the_store_share_one_transaction(tmp_path):
 def test_a_save_interrupted_while_it_waits_leaves_nothing_queued(tmp_path):
     "A save interrupted while it waits for the store is not written later by another: the next save writes the turn, once."
     from passepartout.sessions import SessionStore
-    store = SessionStore(tmp_path / 'sessions.db', vault=False)
+    store = SessionStore(tmp_path / 'sessions.db', vault=False, window=0)   # turns written as they end: each save waits for its own
     t = store.load('s'); t += [{'role': 'user', 'content': 'hi', 'owner': True}, {'role': 'assistant', 'content': 'hello'}]
     class Interrupted:
         def __enter__(self): raise KeyboardInterrupt
@@ -300,6 +300,7 @@ def test_secrets_are_redacted_before_they_are_stored(tmp_path, monkeypatch):
     Vault().add('GITHUB_TOKEN', 'ghp_sessionSecret123456')
     agent = build_agent(provider=ScriptedProvider([reply('I will not repeat it.')]))
     agent.send('my token is ghp_sessionSecret123456, keep it safe', session='vaulted')
+    agent.sessions.sync()                                      # the turn, left to the writer thread, on disk now
     raw = b''.join(p.read_bytes() for p in (tmp_path / 'home' / 'data').glob('sessions.db*'))
     assert b'ghp_sessionSecret' not in raw and b'{{vault:GITHUB_TOKEN}}' in raw
 
