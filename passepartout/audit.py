@@ -10,12 +10,13 @@ __all__ = ['GENESIS', 'HEAD_SIZE', 'COLUMNS', 'canonical_json', 'record_hash', '
            'anchor_files', 'connect', 'AuditLog', 'chain_hash', 'describe', 'audit_command', 'audit_verify',
            'audit_reanchor']
 
-# %% ../nbs/33_audit.ipynb #a53972de
+# %% ../nbs/33_audit.ipynb #87eaaf83
 import contextlib, fcntl, hashlib, hmac, json, math, os, re, secrets, sqlite3, tempfile, threading, time
 from pathlib import Path
 import click
 from . import config
 from .basics import patch
+from .vault import Vault, redact
 
 # %% ../nbs/33_audit.ipynb #fee8acba
 def _finite(obj):
@@ -183,7 +184,7 @@ def _migrate(db:sqlite3.Connection):
         db.execute('COMMIT')
     except BaseException: db.execute('ROLLBACK'); raise
 
-# %% ../nbs/33_audit.ipynb #c8671526
+# %% ../nbs/33_audit.ipynb #58f696ca
 class AuditLog:
     "An append-only, hash-chained log of everything the agent heard, proposed, decided and did, anchored by a key and a checkpoint."
     def __init__(self, path=None,     # the SQLite file (default `$data/audit.db`)
@@ -193,9 +194,7 @@ class AuditLog:
         self.path = Path(path) if path else config.paths().data / 'audit.db'
         keys, heads = anchor_files(self.path)
         self.key_file, self.head_file = Path(key_file or keys), Path(head_file or heads)
-        if vault is None:
-            from passepartout.vault import Vault
-            vault = Vault()
+        if vault is None: vault = Vault()
         self.vault, self.lock, self.head_lock, self.batches = vault or None, threading.Lock(), threading.Lock(), threading.local()
         self.waiting, self.waiting_lock = [], threading.Lock()   # records of other threads waiting for the write lock (`_write`)
         self.key, self.pending, self.checkpointed, self.written, self.head, self.anchor = None, None, 0, (None, None, None), None, None
@@ -243,12 +242,11 @@ def chain_hash(seq:int, at:float, kind:str, data_text:str, prev_hash:str) -> str
 
 _PLAIN = re.compile(r'[\w .:-]*', re.ASCII)   # text JSON writes as it is, between quotes
 
-# %% ../nbs/33_audit.ipynb #b5fe1d1b
+# %% ../nbs/33_audit.ipynb #90cfc767
 @patch
 def _redacted(self:AuditLog, items:list) -> list:
     "`items` with secrets replaced by their handles; nothing to do, not even a look at each record, while the vault is empty."
     if self.vault is None or not self.vault.names(): return items
-    from passepartout.vault import redact
     out = []
     for at, kind, text in items:
         clean = redact(text, self.vault)

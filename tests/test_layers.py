@@ -60,9 +60,6 @@ LAZY = {
     ('self_protection_gates', '_reads_only', 'shell_gate'): f"{FALLBACK}: without the shell gate no command counts as read-only",
     ('vault', '_unsealed_risk', 'shell_gate'): f"{FALLBACK}: without the shell gate a sealed shell call counts as one that may write",
     ('turn_gates', 'sandbox_ready', 'sandbox'): f"{FALLBACK}: a sandbox module that fails to load reads as no sandbox (every shell command asks)",
-    ('network_gates', '_vault_values', 'vault'): "only for an agent with a vault: the gate module stays free of the vault (click, cryptography)",
-    ('audit', 'AuditLog.__init__', 'vault'): "the approval store imports audit for `connect` alone; the vault (click, cryptography) loads with an audit log",
-    ('audit', '_redacted', 'vault'): "the approval store imports audit for `connect` alone; the vault (click, cryptography) loads with an audit log",
 }
 
 
