@@ -10,12 +10,13 @@ __all__ = ['GENESIS', 'HEAD_SIZE', 'COLUMNS', 'WRITE_AHEAD', 'canonical_json', '
            'overwrite_head', 'anchor_files', 'connect', 'Later', 'AuditLog', 'chain_hash', 'describe', 'audit_command',
            'audit_verify', 'audit_reanchor']
 
-# %% ../nbs/33_audit.ipynb #8917886a
+# %% ../nbs/33_audit.ipynb #e24bfc72
 import atexit, contextlib, fcntl, hashlib, hmac, json, logging, math, os, re, secrets, sqlite3, tempfile, threading, time, weakref
 from pathlib import Path
 import click
 from . import config
 from .basics import patch
+from .vault import Vault, redact
 
 # %% ../nbs/33_audit.ipynb #fee8acba
 def _finite(obj):
@@ -228,7 +229,7 @@ def _migrate(db:sqlite3.Connection):
         db.execute('COMMIT')
     except BaseException: db.execute('ROLLBACK'); raise
 
-# %% ../nbs/33_audit.ipynb #ba1b1cdf
+# %% ../nbs/33_audit.ipynb #b8a43ca3
 _open_logs = weakref.WeakSet()   # every AuditLog of this process: a new one on the same file writes their waiting turns first
 
 class AuditLog:
@@ -241,9 +242,7 @@ class AuditLog:
         self.path = Path(path) if path else config.paths().data / 'audit.db'
         keys, heads = anchor_files(self.path)
         self.key_file, self.head_file = Path(key_file or keys), Path(head_file or heads)
-        if vault is None:
-            from passepartout.vault import Vault
-            vault = Vault()
+        if vault is None: vault = Vault()
         self.vault, self.lock, self.head_lock, self.batches = vault or None, threading.Lock(), threading.Lock(), threading.local()
         self.waiting, self.waiting_lock = [], threading.Lock()   # records of other threads waiting for the write lock (`_write`)
         self.key, self.pending, self.checkpointed, self.written, self.head, self.anchor = None, None, 0, (None, None, None), None, None
@@ -303,12 +302,11 @@ def chain_hash(seq:int, at:float, kind:str, data_text:str, prev_hash:str) -> str
 
 _PLAIN = re.compile(r'[\w .:-]*', re.ASCII)   # text JSON writes as it is, between quotes
 
-# %% ../nbs/33_audit.ipynb #b5fe1d1b
+# %% ../nbs/33_audit.ipynb #90cfc767
 @patch
 def _redacted(self:AuditLog, items:list) -> list:
     "`items` with secrets replaced by their handles; nothing to do, not even a look at each record, while the vault is empty."
     if self.vault is None or not self.vault.names(): return items
-    from passepartout.vault import redact
     out = []
     for at, kind, text in items:
         clean = redact(text, self.vault)

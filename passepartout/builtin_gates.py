@@ -7,13 +7,11 @@ Docs: https://passepartout-agent.github.io/passepartout/builtin_gates.html.md"""
 # %% auto #0
 __all__ = ['log', 'FAMILIES', 'VALIDATOR_PRIORITY', 'BUDGET_PRIORITY', 'POLICY_PRIORITY', 'AUTHORITY_PRIORITY',
            'SELF_PROTECTION_PRIORITY', 'PATHS_PRIORITY', 'SECRETS_PRIORITY', 'NETWORK_PRIORITY', 'PERMISSIONS_PRIORITY',
-           'DEFAULT_SHELL_PRIORITY', 'SANDBOX_PRIORITY', 'PROVENANCE_PRIORITY', 'RECIPIENTS_PRIORITY',
-           'ask_every_shell_command', 'default_gates']
+           'SANDBOX_PRIORITY', 'PROVENANCE_PRIORITY', 'RECIPIENTS_PRIORITY', 'default_gates']
 
-# %% ../nbs/20_builtin_gates.ipynb #59f4a704
+# %% ../nbs/20_builtin_gates.ipynb #64af8b99
 import logging
-from .gates import GateEngine, Verdict, TOOL_CALLS, ToolsExcept, ask
-from .signals import Action, Context
+from .gates import GateEngine, TOOL_CALLS, ToolsExcept
 from .validation_gates import *
 from .turn_gates import *
 from .path_gates import *
@@ -22,6 +20,8 @@ from .permission_gates import *
 from .network_gates import *
 from .provenance_gates import *
 from . import validation_gates, turn_gates, path_gates, self_protection_gates, permission_gates, network_gates, provenance_gates
+from .shell_gate import shell_gate, SHELL_GATE_PRIORITY
+from .vault import vault_gate, VAULT_PRIORITY
 
 log = logging.getLogger('passepartout.gates')
 
@@ -29,31 +29,13 @@ log = logging.getLogger('passepartout.gates')
 FAMILIES = (validation_gates, turn_gates, path_gates, self_protection_gates, permission_gates, network_gates, provenance_gates)
 __all__ = list(dict.fromkeys([*globals().get('__all__', ()), *(name for family in FAMILIES for name in family.__all__)]))
 
-# %% ../nbs/20_builtin_gates.ipynb #f29ab91e
+# %% ../nbs/20_builtin_gates.ipynb #465cb1da
 VALIDATOR_PRIORITY, BUDGET_PRIORITY, POLICY_PRIORITY, AUTHORITY_PRIORITY = 100, 95, 90, 88
 SELF_PROTECTION_PRIORITY, PATHS_PRIORITY, SECRETS_PRIORITY = 85, 80, 75
 NETWORK_PRIORITY, PERMISSIONS_PRIORITY = 70, 65
-DEFAULT_SHELL_PRIORITY = 60   # passepartout.shell_gate.SHELL_GATE_PRIORITY
 SANDBOX_PRIORITY, PROVENANCE_PRIORITY, RECIPIENTS_PRIORITY = 55, 50, 45
 
-# %% ../nbs/20_builtin_gates.ipynb #bea4ea46
-def ask_every_shell_command(action:Action, ctx:Context) -> Verdict|None:
-    "Stand-in for a missing shell gate: every shell command asks, none is allowed unseen."
-    if action.kind == 'tool' and action.tool == 'shell':
-        return ask("the shell gate (passepartout.shell_gate) is not available: every shell command needs approval")
-    return None
-
-# %% ../nbs/20_builtin_gates.ipynb #9e0bcf68
-def _shell_gate():
-    "The shell gate and its priority, or the asking stand-in (logged) when it cannot be imported."
-    try:
-        from passepartout.shell_gate import shell_gate, SHELL_GATE_PRIORITY
-        return shell_gate, SHELL_GATE_PRIORITY
-    except Exception as e:
-        log.warning("shell gate unavailable (%s: %s): every shell command will ask", type(e).__name__, e)
-        return ask_every_shell_command, DEFAULT_SHELL_PRIORITY
-
-# %% ../nbs/20_builtin_gates.ipynb #31100af6
+# %% ../nbs/20_builtin_gates.ipynb #8f94f7fb
 def default_gates() -> GateEngine:
     "Every built-in gate, in priority order, with the shell gate, the sandbox gate and the vault gate (see the vault notebook)."
     engine, tools, shell_only = GateEngine(), TOOL_CALLS, {'shell'}
@@ -66,9 +48,7 @@ def default_gates() -> GateEngine:
             ('provenance', allowed_by_rule(provenance_gate, 'provenance', exact_only=True), PROVENANCE_PRIORITY, None),   # every action: it notes the session's new messages
             ('recipients', recipients_gate, RECIPIENTS_PRIORITY, ToolsExcept(t for t, keys in RECIPIENT_ARGS.items() if keys == ()))]:
         engine.add(name, check, priority, scope)
-    from passepartout.vault import vault_gate, VAULT_PRIORITY
     engine.add('vault', vault_gate, VAULT_PRIORITY, tools)   # bare: no permission rule may send a secret somewhere it is not bound
-    shell, shell_priority = _shell_gate()
-    engine.add('shell', allowed_by_rule(shell, 'shell'), shell_priority, shell_only)
-    engine.add('sandbox', sandbox_gate, min(SANDBOX_PRIORITY, shell_priority - 1), shell_only)
+    engine.add('shell', allowed_by_rule(shell_gate, 'shell'), SHELL_GATE_PRIORITY, shell_only)
+    engine.add('sandbox', sandbox_gate, min(SANDBOX_PRIORITY, SHELL_GATE_PRIORITY - 1), shell_only)
     return engine

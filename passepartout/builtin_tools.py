@@ -11,7 +11,7 @@ __all__ = ['MAX_LINKS', 'READ_LINES', 'MAX_WRITE_BYTES', 'MAX_LIST', 'MAX_MATCHE
            'owner_approval', 'released_by_owner', 'sandbox_mode', 'shell', 'http_fetch', 'send_message',
            'builtin_tools']
 
-# %% ../nbs/30_builtin_tools.ipynb #156cea2d
+# %% ../nbs/30_builtin_tools.ipynb #6a2d6c1f
 import os, re, stat, time, errno, fnmatch, secrets, tempfile, contextlib
 from pathlib import Path
 from typing import NamedTuple
@@ -21,6 +21,7 @@ from .signals import Signal, Context, Grant, reply
 from .sandbox import run_sandboxed, run_unconfined, sandbox_problem, protected, protected_paths, SandboxUnavailable
 from .vault import substitute
 from .executed_files import verified_copies
+from . import shell_gate
 
 # %% ../nbs/30_builtin_tools.ipynb #816955b0
 def tool_workspace(ctx=None) -> Path:
@@ -425,13 +426,11 @@ def released_by_owner(ctx, command:str) -> bool:
     "Is `command` being run because the owner approved exactly it with `approve TOKEN`?"
     return owner_approval(ctx, command) is not None
 
-# %% ../nbs/30_builtin_tools.ipynb #b09bcbc0
+# %% ../nbs/30_builtin_tools.ipynb #368500a6
 def sandbox_mode(command:str, ctx=None) -> str:
     "How much of the workspace `command` may change: `full` if the owner approved exactly it, `read-only` if the shell gate finds it only reads, else `guarded`."
     if released_by_owner(ctx, command): return 'full'
-    try: from passepartout.shell_gate import shell_verdict
-    except Exception: return 'guarded'   # no shell gate to say it only reads: the stricter of the two others
-    return 'read-only' if shell_verdict(command, tool_workspace(ctx)).decision == 'allow' else 'guarded'
+    return 'read-only' if shell_gate.shell_verdict(command, tool_workspace(ctx)).decision == 'allow' else 'guarded'
 
 # %% ../nbs/30_builtin_tools.ipynb #29a67fd0
 def _approved_scripts(approval:Grant, ctx, into:str) -> list:

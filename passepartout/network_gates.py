@@ -8,13 +8,14 @@ Docs: https://passepartout-agent.github.io/passepartout/network_gates.html.md"""
 __all__ = ['log', 'METADATA_HOSTS', 'SECRET_PATTERNS', 'allowlist_plain', 'network_allowlist', 'url_verdict', 'network_gate',
            'secret_in_plain', 'secrets_gate']
 
-# %% ../nbs/20g_network_gates.ipynb #77968dba
+# %% ../nbs/20g_network_gates.ipynb #0c05c576
 import re, socket, logging, functools, ipaddress
 from urllib.parse import urlsplit
 from . import config
 from .gates import Verdict, allow, ask, deny
 from .signals import Action, Context
 from .validation_gates import _json_name
+from .vault import secrets_in, VaultError
 
 log = logging.getLogger('passepartout.gates')
 
@@ -143,12 +144,11 @@ def _carried_text(action:Action) -> str:
     parts = [s for _, s in _strings(action.args, 'args')] if isinstance(action.args, dict) else []
     return '\n'.join(parts + [action.text or '', action.explanation or ''])
 
-# %% ../nbs/20g_network_gates.ipynb #996b088e
+# %% ../nbs/20g_network_gates.ipynb #a9dd99bc
 def _vault_values(action:Action, ctx:Context) -> Verdict|None:
     "Deny an action that carries a vault secret's value, in a form redaction knows, instead of its handle."
     vault = ctx.agent.vault if ctx.agent is not None else None
     if vault is None: return None                  # an agent without a vault substitutes nothing, so its model learnt no value from it
-    from passepartout.vault import secrets_in, VaultError
     try: names = secrets_in(_carried_text(action), vault)
     except VaultError: return None                 # an unreadable vault: the vault gate refuses its handles, nothing was substituted
     if not names: return None

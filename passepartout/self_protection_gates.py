@@ -8,7 +8,7 @@ Docs: https://passepartout-agent.github.io/passepartout/self_protection_gates.ht
 __all__ = ['log', 'PROTECTED_NAMES', 'protection_plain', 'protected_places', 'protected', 'above_protected', 'home_places_plain',
            'autorun_why', 'pin_home', 'home_problem_plain', 'home_problem', 'self_protection_gate']
 
-# %% ../nbs/20e_self_protection_gates.ipynb #d332e434
+# %% ../nbs/20e_self_protection_gates.ipynb #d50442db
 import os, re, logging
 from pathlib import PurePath
 import passepartout
@@ -18,6 +18,7 @@ from .gates import Verdict, ALLOW, ASK, DENY, ask, deny
 from .signals import Action, Context
 from .validation_gates import tool_effect
 from .path_gates import env_key, workspace_of, inside, resolve_path, resolve_for, FILE_TOOLS, WRITE_TOOLS, path_problem
+from . import shell_gate
 
 log = logging.getLogger('passepartout.gates')
 
@@ -110,12 +111,10 @@ def _locality(action:Action, ctx:Context) -> list:
         return [(v, True) for k, v in action.args.items() if isinstance(v, str) and re.search(r'(?i)path|file|dir|dest|target', k)]
     return []
 
-# %% ../nbs/20e_self_protection_gates.ipynb #c74c2b56
+# %% ../nbs/20e_self_protection_gates.ipynb #47dc48e8
 def _reads_only(command:str, ws:str) -> bool:
-    "Does the shell gate judge `command` read-only (False when it cannot be asked)?"
-    try: from passepartout.shell_gate import shell_verdict
-    except Exception: return False
-    return shell_verdict(command, ws).decision == ALLOW
+    "Does the shell gate judge `command` read-only?"
+    return shell_gate.shell_verdict(command, ws).decision == ALLOW
 
 # %% ../nbs/20e_self_protection_gates.ipynb #9537c876
 def _write_verdict(action:Action, path:str, real:str, ws:str, venv:bool=True) -> Verdict|None:

@@ -7,10 +7,11 @@ Docs: https://passepartout-agent.github.io/passepartout/turn_gates.html.md"""
 # %% auto #0
 __all__ = ['log', 'authority_gate', 'budget_gate', 'sandbox_ready', 'sandbox_gate']
 
-# %% ../nbs/20c_turn_gates.ipynb #4cf49c74
+# %% ../nbs/20c_turn_gates.ipynb #871e907e
 import logging
 from .gates import Verdict, ask, deny
 from .signals import Action, Context, from_owner, sender_of, OWNER_SOURCES
+from . import sandbox
 
 log = logging.getLogger('passepartout.gates')
 
@@ -38,12 +39,10 @@ def budget_gate(action:Action, ctx:Context) -> Verdict|None:
         return deny(f"the session budget is spent (${remaining:.4f} left): no more tool calls; tell the user")
     return None
 
-# %% ../nbs/20c_turn_gates.ipynb #62374e52
+# %% ../nbs/20c_turn_gates.ipynb #d60de54a
 def sandbox_ready() -> bool:
-    "Can shell commands run inside the OS sandbox? False when the sandbox module is missing or broken."
-    try: from passepartout.sandbox import sandbox_available
-    except ImportError: return False
-    try: return bool(sandbox_available())
+    "Can shell commands run inside the OS sandbox? False when bubblewrap is missing or its probe fails or raises."
+    try: return bool(sandbox.sandbox_available())
     except Exception as e:
         log.warning("sandbox check failed: %s: %s", type(e).__name__, e); return False
 

@@ -13,7 +13,7 @@ __all__ = ['NAME_RE', 'HANDLE_RE', 'HANDLE_MARK', 'MIN_SECRET_CHARS', 'DESTINATI
            'withholds_output', 'withheld', 'vault_command', 'vault_add', 'vault_allow', 'vault_revoke', 'vault_list',
            'vault_remove']
 
-# %% ../nbs/22_vault.ipynb #f58c29cd
+# %% ../nbs/22_vault.ipynb #db2813a6
 import base64, html, ipaddress, json, os, re, shlex, sys, tempfile, unicodedata, urllib.parse
 from pathlib import Path
 import click
@@ -22,6 +22,7 @@ from . import config
 from .tools import BUILTIN_EFFECTS
 from .basics import patch
 from .gates import ask, deny, allow as allow_verdict   # `allow` here is `Vault.allow`
+from . import shell_gate
 
 # %% ../nbs/22_vault.ipynb #aad9bf2d
 class VaultError(PassepartoutError):
@@ -602,14 +603,12 @@ def withheld(action, ctx, result=None, error=None) -> str|None:
             "secret can show it in a form no redaction knows, so you are told only whether it succeeded. To read an API's answer, "
             "call it with http_fetch on a host the secret is bound to.]")
 
-# %% ../nbs/22_vault.ipynb #c1b032c6
+# %% ../nbs/22_vault.ipynb #d632549d
 def _unsealed_risk(action, ctx, names:list) -> str|None:
     "Why a sealed call could still give its secret away: it may write files a later call reads back, or the secret was used unseen often this turn."
     if not withholds_output(action, ctx): return None
     if action.tool == 'shell':
-        try: from passepartout.shell_gate import shell_gate
-        except Exception: return "the shell gate cannot tell whether the command writes files"
-        if (v := shell_gate(action, ctx)).decision != 'allow':
+        if (v := shell_gate.shell_gate(action, ctx)).decision != 'allow':   # no tree-sitter: it raises, and the engine denies
             return f"the command is not read-only ({v.reason}), and a file it writes could be read back later in any form"
     elif tool_effect(action, ctx) != 'read-only': return f"{action.tool} may write files, which a later call could read back in any form"
     turn, names = ctx.turn if ctx is not None else None, set(names)

@@ -3,7 +3,7 @@
 Each test proposes what a hostile or confused model would, against a real temporary workspace and a
 temporary PASSEPARTOUT_HOME, and checks the final decision of `default_gates()` and which gate made it.
 """
-import os, json, types
+import os, sys, json, types, threading
 from pathlib import Path
 import pytest
 
@@ -489,6 +489,18 @@ def test_no_sandbox_means_every_shell_command_asks(env, monkeypatch):
     monkeypatch.setattr(sandbox, 'sandbox_available', lambda: False)
     d = env.verify(tool_call('shell', {'command': 'ls'}, explanation='look'))
     assert d.decision == 'ask' and any(r.gate == 'sandbox' and r.decision == 'ask' for r in d.trace)
+
+
+@pytest.mark.parametrize('command', ['ls', 'cat docs/a.txt', 'echo x > docs/a.txt', 'cat .git/config'])
+def test_without_tree_sitter_no_shell_command_is_allowed(env, monkeypatch, command):
+    "Tree-sitter missing when the shell gate first parses: every shell command is denied, even one a rule allows."
+    from passepartout import shell_gate, builtin_tools as tools
+    monkeypatch.setitem(sys.modules, 'tree_sitter_bash', None)          # `import tree_sitter_bash` fails
+    monkeypatch.setattr(shell_gate, '_parsers', threading.local())      # and no parser was made before
+    permissions_file().write_text('[[rule]]\ntool = "shell"\ndecision = "allow"\n')
+    d = env.verify(tool_call('shell', {'command': command}, explanation='look'))
+    assert d.decision == 'deny' and 'tree_sitter_bash' in d.trace[-1].reason, d
+    with pytest.raises(ImportError): tools.sandbox_mode(command, env.ctx)   # nor would the tool pick a sandbox mode
 
 
 def test_a_crashing_mandate_or_gate_denies(env):

@@ -6,8 +6,8 @@ a dependency: it is how the old circle app → daemon → approvals → app went
 counted. The layer table is the one `nbs/00_package.md` shows; a new module must be placed in it.
 
 An import of the package's own modules inside a function is allowed only where `LAZY` lists it, with
-its reason: a heavy third-party package kept off a light path, the command line's start time, or a
-module whose failure to load must leave a safe stand-in. Any other one fails `test_no_unlisted_lazy_import`.
+its reason: a heavy third-party package kept off a light path, or the command line's start time. Any
+other one fails `test_no_unlisted_lazy_import`.
 """
 import ast
 from pathlib import Path
@@ -33,7 +33,6 @@ RANK = {m: r for r, (_, names) in LAYERS.items() for m in names.split()}
 
 # The package imports that may sit inside a function: (module, function, imported module) -> why.
 START = 'start time'   # the command line: `passepartout --help` imports `cli` alone (60_cli), a command loads what it uses when used
-FALLBACK = 'stand-in'  # a gate or tool that must still work, more strictly, when this module cannot be loaded
 LAZY = {
     ('cli', 'LazyGroup.invoke', 'errors'): f"{START}: `passepartout --help` imports passepartout.cli alone",
     ('cli', 'main', 'config'): f"{START}: `passepartout --help` imports passepartout.cli alone",
@@ -55,15 +54,6 @@ LAZY = {
     ('tui', 'action_new_session', 'sessions'): f"{START}: after the screen is up",
     ('tui', 'PassepartoutApp.__init__', 'sessions'): f"{START}: after Textual is imported",
     ('tui', 'tui_command', 'sessions'): f"{START}: `--continue` only",
-    ('builtin_gates', '_shell_gate', 'shell_gate'): f"{FALLBACK}: a shell gate that fails to load (tree-sitter, its rules) leaves one that asks for every command",
-    ('builtin_gates', 'default_gates', 'vault'): "the vault (click; cryptography once opened) loads with the gates, not with every import of builtin_gates",
-    ('builtin_tools', 'sandbox_mode', 'shell_gate'): f"{FALLBACK}: without the shell gate a command runs `guarded`, never `read-only`",
-    ('self_protection_gates', '_reads_only', 'shell_gate'): f"{FALLBACK}: without the shell gate no command counts as read-only",
-    ('vault', '_unsealed_risk', 'shell_gate'): f"{FALLBACK}: without the shell gate a sealed shell call counts as one that may write",
-    ('turn_gates', 'sandbox_ready', 'sandbox'): f"{FALLBACK}: a sandbox module that fails to load reads as no sandbox (every shell command asks)",
-    ('network_gates', '_vault_values', 'vault'): "only for an agent with a vault: the gate module stays free of the vault (click, cryptography)",
-    ('audit', 'AuditLog.__init__', 'vault'): "the approval store imports audit for `connect` alone; the vault (click, cryptography) loads with an audit log",
-    ('audit', '_redacted', 'vault'): "the approval store imports audit for `connect` alone; the vault (click, cryptography) loads with an audit log",
 }
 
 
