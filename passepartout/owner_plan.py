@@ -97,12 +97,12 @@ def plan_in_force(agent, session:str, sv=None) -> Plan|None:
     sv = sv or session_values(agent.transcript(session), agent, session)
     return plan if sv.owner and sv.owner[-1][0] == plan.owner else None
 
-# %% ../nbs/26_owner_plan.ipynb #d7818e9d
+# %% ../nbs/26_owner_plan.ipynb #d8e5ccb0
 def _matches(sources:list, name:str, args:dict) -> bool:
     return any(tool == name and all(_norm(args.get(a, '')) == v for a, v in want.items()) for tool, want in sources)
 
 def _source_outputs(plan:Plan, sources:list, transcript:list, sv) -> list:
-    "`(forms, normalised text, forms of its fields)` of each output, in this request, of a call that `sources` name."
+    "`(forms, normalised text, forms of its fields, forms in its sentences)` of each output, in this request, of a call that `sources` name."
     out, calls, last = [], {}, {}
     for m in transcript[max(plan.owner - (sv.next - len(transcript)), 0):]:
         if m.get('role') == 'assistant':
@@ -113,11 +113,11 @@ def _source_outputs(plan:Plan, sources:list, transcript:list, sv) -> list:
             if not _matches(sources, name, args if args is not None else last.get(name, {})): continue
             with plan.lock:
                 hit = plan.read.get(id(m))
-                if hit is None or hit[0] is not m: hit = plan.read[id(m)] = (m, forms_in(m['content']), _normal_text(m['content']), _field_forms(m['content']))
+                if hit is None or hit[0] is not m: hit = plan.read[id(m)] = (m, forms_in(m['content']), _normal_text(m['content']), _field_forms(m['content']), _prose_forms(m['content']))
             out.append(hit[1:])
     return out
 
-# %% ../nbs/26_owner_plan.ipynb #65d0a20b
+# %% ../nbs/26_owner_plan.ipynb #2489aa45
 _KEY = re.compile(r"[\w .'-]{1,40}")
 
 def _form_class(form:str) -> str|None:
@@ -139,14 +139,32 @@ def _field_forms(text:str) -> frozenset:
         if v and len(v) <= 200: out |= value_forms('recipient', v)
     return frozenset(f for f in out if _form_class(f))
 
+_SENTENCE = 4   # words: a line with fewer is a field (a name, an id, a date), one with more a sentence
+
+def _prose_forms(text:str) -> frozenset:
+    "The forms of the values named inside a sentence of `text` (a line of four words or more, after any `key:`), not as a field."
+    out = set()
+    for line in text.splitlines():
+        v = line.strip()
+        if v[:2] == '- ': v = v[2:].strip()
+        key, sep, rest = v.partition(': ')
+        if sep and _KEY.fullmatch(key): v = rest.strip()
+        if len(v.split()) >= _SENTENCE: out |= forms_in(v)
+    return frozenset(out)
+
 def _in_outputs(steer:Steer, outputs:list) -> bool:
-    return any(f in forms or (f[:5] == 'text:' and _phrase_in(f[5:], text)) for forms, text, _ in outputs for f in steer.forms)
+    return any(f in forms or (f[:5] == 'text:' and _phrase_in(f[5:], text)) for forms, text, *_ in outputs for f in steer.forms)
 
 def _as_field(steer:Steer, outputs:list) -> bool:
     "Is `steer`'s value a whole field of one of the outputs, not a word inside a text?"
-    return any(steer.forms & fields for _, _, fields in outputs)
+    return any(steer.forms & fields for _, _, fields, _ in outputs)
 
-# %% ../nbs/26_owner_plan.ipynb #6c46c9b5
+def _in_a_sentence(steer:Steer, outputs:list) -> bool:
+    "Is `steer`'s value also named inside a sentence of one of the outputs?"
+    return any(steer.forms & prose for *_, prose in outputs)
+
+# %% ../nbs/26_owner_plan.ipynb #90561798
+_PICKED = frozenset({'object', 'steering'})   # identifiers the model picks from a source: which file, which event
 PRIVATE = re.compile(r"acct:|tel:|num:\d{4}|[^:]*@")   # the forms of private data in a body: accounts, phones, codes, e-mails
 _PRIVATE_HINT = re.compile(r"@|\d{4}|\d[\d .()/-]{5,}\d")                 # a text without these holds none of them
 
@@ -163,7 +181,7 @@ def _outward_content(action, kinds, steers, flow, sv, plan, transcript) -> Verdi
         for f in forms_in(v):
             if not PRIVATE.match(f) or owned_form(flow, f) or not (where := traced_form(flow, sv, f)): continue
             if outputs is None: outputs = _source_outputs(plan, srcs, transcript, sv) if plan and (srcs := _plan_sources(plan, action.tool, arg)) else []
-            if any(f in forms for forms, _, _ in outputs): continue
+            if any(f in forms for forms, *_ in outputs): continue
             return ask(f"{arg} carries {f.split(':', 1)[-1][:60]!r}, read in {where}, to {unnamed[0].value[:60]!r}, whom you did not name: "
                        "check it before it is sent")
     return None
@@ -191,7 +209,7 @@ def _side_effect(action:Action, ctx:Context) -> tuple|None:
     effect = EFFECT_CLASS.get(getattr(tool, 'effect', 'outward'), 'outward')
     return None if effect == 'read-only' and action.tool != 'shell' else (tool, effect)
 
-# %% ../nbs/26_owner_plan.ipynb #65b58d92
+# %% ../nbs/26_owner_plan.ipynb #25a0396f
 def _held_to(plan:Plan|None, action:Action, ctx:Context, tool, effect:str) -> Verdict|None:
     "A side-effecting call judged against `plan` (rules 3 and 5); with `plan` None, rule 5 alone."
     agent, signal = ctx.agent, ctx.signal
@@ -216,6 +234,10 @@ def _held_to(plan:Plan|None, action:Action, ctx:Context, tool, effect:str) -> Ve
             if steer.kind in POSITIVE_KINDS and not _as_field(steer, outputs):
                 return deny(f"{steer.arg} {steer.value[:80]!r} is in {' or '.join(t for t, _ in srcs)} only inside a text, not as one of "
                             "its fields, so the plan does not cover it: refused. If the owner's request needs it, ask the owner to name it.")
+            if steer.kind in _PICKED and _in_a_sentence(steer, outputs):
+                return deny(f"{steer.arg} {steer.value[:80]!r} is named inside a sentence of {' or '.join(t for t, _ in srcs)}, not only given "
+                            "as one of its fields: a text there may be telling you which to pick, so the plan does not cover it: refused. "
+                            "If the owner's request needs it, say so in your reply and let the owner name it.")
             continue
         if steer.kind == 'link': return ask(judge(steer, flow, sv, action, ctx))
         return deny(_refusal(action, steer, where, plan))
