@@ -117,7 +117,7 @@ def _source_outputs(plan:Plan, sources:list, transcript:list, sv) -> list:
             out.append(hit[1:])
     return out
 
-# %% ../nbs/26_owner_plan.ipynb #2489aa45
+# %% ../nbs/26_owner_plan.ipynb #f351f8b2
 _KEY = re.compile(r"[\w .'-]{1,40}")
 
 def _form_class(form:str) -> str|None:
@@ -127,8 +127,10 @@ def _form_class(form:str) -> str|None:
     if '@' in form and ':' not in form: return 'email'
     return None
 
+_SENTENCE = 4   # words: a line with fewer is a field (a name, an id, a date), one with more a sentence
+
 def _field_forms(text:str) -> frozenset:
-    "The identities (e-mails, accounts, phones, URLs) that are a whole field of `text`: a line, a list item, or the value of a `key: value` line."
+    "The identities that are a whole field of `text` (a line, a list item, the value of a `key: value` line): any of fewer than four words, or an address."
     out = set()
     for line in text.splitlines():
         v = line.strip()
@@ -136,10 +138,11 @@ def _field_forms(text:str) -> frozenset:
         key, sep, rest = v.partition(': ')
         if sep and _KEY.fullmatch(key): v = rest.strip()
         v = v.strip('\'"').rstrip('.,;')
-        if v and len(v) <= 200: out |= value_forms('recipient', v)
-    return frozenset(f for f in out if _form_class(f))
-
-_SENTENCE = 4   # words: a line with fewer is a field (a name, an id, a date), one with more a sentence
+        if not v or len(v) > 200: continue
+        forms = value_forms('recipient', v)
+        if len(v.split()) < _SENTENCE: out |= forms | (value_forms('destination', v) if '.' in v and ' ' not in v else frozenset())   # a name, a host
+        else: out |= {f for f in forms if _form_class(f)}                             # a longer value counts only as an address
+    return frozenset(out)
 
 def _prose_forms(text:str) -> frozenset:
     "The forms of the values named inside a sentence of `text` (a line of four words or more, after any `key:`), not as a field."
@@ -149,7 +152,7 @@ def _prose_forms(text:str) -> frozenset:
         if v[:2] == '- ': v = v[2:].strip()
         key, sep, rest = v.partition(': ')
         if sep and _KEY.fullmatch(key): v = rest.strip()
-        if len(v.split()) >= _SENTENCE: out |= forms_in(v)
+        if len(v.split()) >= _SENTENCE and v[:1] not in '{[(': out |= forms_in(v)   # a dict or list on one line is not a sentence
     return frozenset(out)
 
 def _in_outputs(steer:Steer, outputs:list) -> bool:
@@ -158,6 +161,10 @@ def _in_outputs(steer:Steer, outputs:list) -> bool:
 def _as_field(steer:Steer, outputs:list) -> bool:
     "Is `steer`'s value a whole field of one of the outputs, not a word inside a text?"
     return any(steer.forms & fields for _, _, fields, _ in outputs)
+
+def _identifier(value:str) -> bool:
+    "Is `value` one token of three letters or digits or more (a file or event id, a file name), not a short number or a text?"
+    return not _short(value) and len(value.split()) == 1
 
 def _in_a_sentence(steer:Steer, outputs:list) -> bool:
     "Is `steer`'s value also named inside a sentence of one of the outputs?"
@@ -209,7 +216,7 @@ def _side_effect(action:Action, ctx:Context) -> tuple|None:
     effect = EFFECT_CLASS.get(getattr(tool, 'effect', 'outward'), 'outward')
     return None if effect == 'read-only' and action.tool != 'shell' else (tool, effect)
 
-# %% ../nbs/26_owner_plan.ipynb #e64675a0
+# %% ../nbs/26_owner_plan.ipynb #3038e3dc
 def _held_to(plan:Plan|None, action:Action, ctx:Context, tool, effect:str) -> Verdict|None:
     "A side-effecting call judged against `plan` (rules 3 and 5); with `plan` None, rule 5 alone."
     agent, signal = ctx.agent, ctx.signal
@@ -234,7 +241,7 @@ def _held_to(plan:Plan|None, action:Action, ctx:Context, tool, effect:str) -> Ve
             if steer.kind in POSITIVE_KINDS and not _as_field(steer, outputs):
                 return deny(f"{steer.arg} {steer.value[:80]!r} is in {' or '.join(t for t, _ in srcs)} only inside a text, not as one of "
                             "its fields, so the plan does not cover it: refused. If the owner's request needs it, ask the owner to name it.")
-            if steer.kind in _PICKED and not _short(steer.value) and _in_a_sentence(steer, outputs):
+            if steer.kind in _PICKED and _identifier(steer.value) and _in_a_sentence(steer, outputs):
                 return deny(f"{steer.arg} {steer.value[:80]!r} is named inside a sentence of {' or '.join(t for t, _ in srcs)}, not only given "
                             "as one of its fields: a text there may be telling you which to pick, so the plan does not cover it: refused. "
                             "If the owner's request needs it, say so in your reply and let the owner name it.")
