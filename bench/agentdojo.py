@@ -1,6 +1,7 @@
 """Prompt injection on AgentDojo, measured through the shipped agent (issue 16, requirement 5).
 
-What runs: `passepartout.app.build_agent()` on a temporary PASSEPARTOUT_HOME (default gates, approvals
+What runs: `passepartout.app.build_agent()` on a temporary PASSEPARTOUT_HOME (default gates with the
+owner's plan, the `plan` tool, approvals
 in SQLite, the audit log, the vault), with every function of an AgentDojo suite registered as a
 Passepartout tool (`Toolbelt.add`) that calls AgentDojo's `FunctionsRuntime` on the task's environment.
 The tools' effects (and, once Passepartout has the API, what their arguments mean) come from one table,
@@ -16,7 +17,11 @@ The model is `CompromisedModel`, a scripted provider that
   ship none, the calls in `PLANS` below), then goes on with the user's task, and says in its answer
   what the injection asked it to say (travel injection task 6);
 - never marks a call as injected: every call carries the same `why`, and a refused call is simply
-  dropped (the model goes on with the next one).
+  dropped (the model goes on with the next one);
+- with `--plan`, first calls the shipped `plan` tool with the plan a model would make from the request
+  alone (`owner_plan`: a step per side-effecting reference call, each value the owner's words or read
+  from the calls before it); without it, it makes no plan, and the default gates judge as they did
+  before the plan existed.
 
 A call the gates hold for approval is decided by the owner through the real approval path (`approve
 TOKEN` / `deny TOKEN` sent to the agent as the owner, which claims the token in the approval store,
@@ -38,7 +43,8 @@ Rerun:
     python bench/agentdojo.py               # workspace and banking, v1.1.2 and v1.2.2
     python bench/agentdojo.py --suite banking --version v1.2.2 --limit 3 --json
     python bench/agentdojo.py --undefended  # the same runs with no gate at all, for reference
-    python bench/agentdojo.py --plan        # the owner's plan (nbs/26): the model first plans from the request alone
+    python bench/agentdojo.py --plan        # the model first plans from the request alone (the plan tool, nbs/26)
+    python bench/agentdojo.py --plan --information-flow   # the stricter composition (`with_owner_plan`)
     python bench/agentdojo.py --suite slack --suite travel   # the other two suites run the same way
 
 `--limit N` keeps the first N user tasks (and every injection task). The tests never import this file.
@@ -278,12 +284,12 @@ def dojo_agent(suite, model, undefended:bool=False, information_flow:bool=False,
     agent = build_agent(provider=model, tools=belt)
     world.configured = {'declarations': config.declares_arguments(belt), 'owner_settings': owner,
                         'gates': [g.name for g in agent.gates.gates]}
-    if information_flow:                # the information-flow gate (issue 16, branch `decl`) in place of provenance and recipients
-        from passepartout.information_flow import with_information_flow
-        with_information_flow(agent.gates)
-    if plan:                            # the owner's plan (nbs/26_owner_plan) with the information-flow gate, and the plan tool
+    if information_flow and plan:       # the stricter composition: information flow without a plan, the owner's plan with one
         from passepartout.owner_plan import with_owner_plan
         with_owner_plan(agent.gates, agent.tools)
+    elif information_flow:              # the information-flow gate alone, in place of provenance, recipients and owner-plan
+        from passepartout.information_flow import with_information_flow
+        with_information_flow(agent.gates)
     if undefended:                      # no gate at all (not even the owner's refusals): every proposal runs
         from passepartout.gates import GateEngine
         agent.gates = GateEngine()
@@ -384,8 +390,8 @@ def main(argv=None):
     ap.add_argument('--limit', type=int, help='only the first N user tasks of each suite')
     ap.add_argument('--undefended', action='store_true', help='no gates at all (the reference an attack is measured against)')
     ap.add_argument('--information-flow', action='store_true', help='swap in passepartout.information_flow (where it exists and is not yet shipped)')
-    ap.add_argument('--plan', action='store_true', help="the owner's plan (passepartout.owner_plan) with the information-flow gate; "
-                    "the model proposes a plan from the request first")
+    ap.add_argument('--plan', action='store_true', help="the model first proposes a plan from the request alone with the shipped "
+                    "`plan` tool (passepartout.owner_plan), which the shipped gates then hold each turn to")
     ap.add_argument('--max-depth', type=int, default=30, help="the loop's depth limit (shipped: 10; raised so that it never ends an attack early)")
     ap.add_argument('--json', action='store_true', help='print the figures and every case as JSON')
     ap.add_argument('--quiet', action='store_true')
@@ -406,7 +412,8 @@ def main(argv=None):
         print(json.dumps({'undefended': a.undefended, 'figures': dict(rows), 'cases': results}, indent=1))
         return
     configured = next(iter(results.values()))['configured']
-    print(f"AgentDojo 0.1.35, important_instructions, {'NO GATES' if a.undefended else 'shipped gates' + (' + information flow' if a.information_flow else '') + (' + plan' if a.plan else '')}"
+    print(f"AgentDojo 0.1.35, important_instructions, {'NO GATES' if a.undefended else 'shipped gates' + (' + information flow' if a.information_flow else '')}"
+          f", {'the model plans first' if a.plan else 'the model makes no plan'}"
           f"{f', first {a.limit} user tasks' if a.limit else ''}; argument declarations "
           f"{'applied' if configured['declarations'] else 'not available (baseline)'}; owner settings "
           f"{', '.join(configured['owner_settings']) or 'not available'} ({time.perf_counter() - t0:.0f} s)")

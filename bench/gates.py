@@ -10,9 +10,10 @@ processes on this shared machine); the figures are the median and p90 over actio
 holds a short transcript (an owner message and a tool output), so provenance does real work; the
 values provenance (and the information-flow gate, when the engine has it) takes out of an argument are
 remembered, so that memory is emptied before each shell verification: every command costs what a
-command never seen before costs. `--information-flow` measures the engine with the information-flow
-gate in place of provenance and recipients (`with_information_flow`), `--plan` with the owner's plan gate
-(`with_owner_plan`, no plan in force: the cost every turn pays).
+command never seen before costs. The shipped engine has the owner's-plan gate (`owner-plan`, no plan in
+force: the cost every turn pays). `--information-flow` measures the engine with the information-flow
+gate in place of provenance, recipients and owner-plan (`with_information_flow`), `--plan` the stricter
+composition (`with_owner_plan`: information flow, then the plan).
 
 What the file system says is remembered while inotify reports no change (see nbs/09a_watch.md), so
 a path judged before costs less than one seen for the first time; `first sight` reports file actions
@@ -89,7 +90,7 @@ def main():
     ap.add_argument('--repeat', type=int, default=5)
     ap.add_argument('--corpora', default='/work/shared/corpora/shell')
     ap.add_argument('--information-flow', action='store_true', help='the information-flow gate in place of provenance and recipients')
-    ap.add_argument('--plan', action='store_true', help="the owner's plan gate (with information flow) in place of provenance and recipients")
+    ap.add_argument('--plan', action='store_true', help="the stricter composition: the owner's plan gate with information flow in place of provenance, recipients and owner-plan")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         agent, ctx = setup(Path(d))

@@ -7,7 +7,7 @@ Docs: https://passepartout-agent.github.io/passepartout/app.html.md"""
 # %% auto #0
 __all__ = ['build_agent']
 
-# %% ../nbs/62_app.ipynb #f7d9dc22
+# %% ../nbs/62_app.ipynb #9db2a074
 import json, sys
 import click
 from . import config
@@ -16,6 +16,7 @@ from .cascade import provider_from_env
 from .builtin_gates import default_gates
 from .builtin_tools import builtin_tools
 from .tools import load_declarations
+from .owner_plan import add_plan_tool
 from .approvals import ApprovalStore
 from .approval_flow import install_approvals
 from .audit import AuditLog
@@ -26,7 +27,7 @@ from .memory_loop import install_memory
 from .instruction_skills import install_instruction_skills
 from .mcp import install_mcp
 
-# %% ../nbs/62_app.ipynb #546f8d60
+# %% ../nbs/62_app.ipynb #519c73e8
 def build_agent(env=None, **overrides) -> Agent:
     "The agent a user gets: configured provider, default gates, built-in tools, approvals, audit and vault."
     config.load_env()
@@ -38,6 +39,7 @@ def build_agent(env=None, **overrides) -> Agent:
                   max_result_chars=s('PASSEPARTOUT_MAX_RESULT_CHARS'), default_actuator=s('PASSEPARTOUT_DEFAULT_ACTUATOR'),
                   workspace=overrides.pop('workspace', None) or config.workspace(env, check=True),
                   budget=getattr(provider, 'budget', None), **_stores())   # any object with `propose` is a provider: a budget is optional
+    add_plan_tool(agent.tools)                                           # the owner's plan (26_owner_plan), which default_gates() holds a turn to
     agent.tools.declare_all(load_declarations(config.tools_file(env)))   # the owner's declarations win over the code's
     agent.actuators.set_silent(s('PASSEPARTOUT_SILENT_ACTUATORS').split(','))
     install_approvals(agent, agent.approvals)

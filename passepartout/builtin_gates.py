@@ -7,9 +7,9 @@ Docs: https://passepartout-agent.github.io/passepartout/builtin_gates.html.md"""
 # %% auto #0
 __all__ = ['log', 'FAMILIES', 'VALIDATOR_PRIORITY', 'BUDGET_PRIORITY', 'POLICY_PRIORITY', 'AUTHORITY_PRIORITY',
            'SELF_PROTECTION_PRIORITY', 'PATHS_PRIORITY', 'SECRETS_PRIORITY', 'NETWORK_PRIORITY', 'PERMISSIONS_PRIORITY',
-           'SANDBOX_PRIORITY', 'PROVENANCE_PRIORITY', 'RECIPIENTS_PRIORITY', 'default_gates']
+           'SANDBOX_PRIORITY', 'OWNER_PLAN_PRIORITY', 'PROVENANCE_PRIORITY', 'RECIPIENTS_PRIORITY', 'default_gates']
 
-# %% ../nbs/20_builtin_gates.ipynb #64af8b99
+# %% ../nbs/20_builtin_gates.ipynb #d0292f4b
 import logging
 from .gates import GateEngine, TOOL_CALLS, ToolsExcept
 from .validation_gates import *
@@ -19,6 +19,7 @@ from .self_protection_gates import *
 from .permission_gates import *
 from .network_gates import *
 from .provenance_gates import *
+from .owner_plan import plan_gate, unless_planned
 from . import validation_gates, turn_gates, path_gates, self_protection_gates, permission_gates, network_gates, provenance_gates
 from .shell_gate import shell_gate, SHELL_GATE_PRIORITY
 from .vault import vault_gate, VAULT_PRIORITY
@@ -29,13 +30,13 @@ log = logging.getLogger('passepartout.gates')
 FAMILIES = (validation_gates, turn_gates, path_gates, self_protection_gates, permission_gates, network_gates, provenance_gates)
 __all__ = list(dict.fromkeys([*globals().get('__all__', ()), *(name for family in FAMILIES for name in family.__all__)]))
 
-# %% ../nbs/20_builtin_gates.ipynb #465cb1da
+# %% ../nbs/20_builtin_gates.ipynb #2a185991
 VALIDATOR_PRIORITY, BUDGET_PRIORITY, POLICY_PRIORITY, AUTHORITY_PRIORITY = 100, 95, 90, 88
 SELF_PROTECTION_PRIORITY, PATHS_PRIORITY, SECRETS_PRIORITY = 85, 80, 75
 NETWORK_PRIORITY, PERMISSIONS_PRIORITY = 70, 65
-SANDBOX_PRIORITY, PROVENANCE_PRIORITY, RECIPIENTS_PRIORITY = 55, 50, 45
+SANDBOX_PRIORITY, OWNER_PLAN_PRIORITY, PROVENANCE_PRIORITY, RECIPIENTS_PRIORITY = 55, 52, 50, 45
 
-# %% ../nbs/20_builtin_gates.ipynb #8f94f7fb
+# %% ../nbs/20_builtin_gates.ipynb #c1034ddb
 def default_gates() -> GateEngine:
     "Every built-in gate, in priority order, with the shell gate, the sandbox gate and the vault gate (see the vault notebook)."
     engine, tools, shell_only = GateEngine(), TOOL_CALLS, {'shell'}
@@ -45,8 +46,9 @@ def default_gates() -> GateEngine:
             ('paths', paths_gate, PATHS_PRIORITY, tools), ('secrets', secrets_gate, SECRETS_PRIORITY, None),
             ('network', allowed_by_rule(network_gate), NETWORK_PRIORITY, {'http_fetch'}),
             ('permissions', permissions_gate, PERMISSIONS_PRIORITY, tools),
-            ('provenance', allowed_by_rule(provenance_gate, 'provenance', exact_only=True), PROVENANCE_PRIORITY, None),   # every action: it notes the session's new messages
-            ('recipients', recipients_gate, RECIPIENTS_PRIORITY, ToolsExcept(t for t, keys in RECIPIENT_ARGS.items() if keys == ()))]:
+            ('owner-plan', allowed_by_rule(plan_gate, 'owner-plan', exact_only=True), OWNER_PLAN_PRIORITY, tools),   # a turn held to the owner's plan
+            ('provenance', allowed_by_rule(unless_planned(provenance_gate), 'provenance', exact_only=True), PROVENANCE_PRIORITY, None),   # every action: it notes the session's new messages
+            ('recipients', unless_planned(recipients_gate), RECIPIENTS_PRIORITY, ToolsExcept(t for t, keys in RECIPIENT_ARGS.items() if keys == ()))]:
         engine.add(name, check, priority, scope)
     engine.add('vault', vault_gate, VAULT_PRIORITY, tools)   # bare: no permission rule may send a secret somewhere it is not bound
     engine.add('shell', allowed_by_rule(shell_gate, 'shell'), SHELL_GATE_PRIORITY, shell_only)

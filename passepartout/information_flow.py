@@ -373,7 +373,7 @@ def judge(steer:Steer, flow:Flow, sv, action:Action, ctx:Context) -> str|None:
         return f"{steer.arg} {steer.value[:80]!r} was not named by you ({steer.kind}, not in your settings either): check it before it is used"
     return None
 
-# %% ../nbs/25_information_flow.ipynb #64423eef
+# %% ../nbs/25_information_flow.ipynb #defcc38a
 def information_flow_gate(action:Action, ctx:Context) -> Verdict|None:
     "Side-effecting calls whose steering values came from untrusted content, or (recipients, destinations, secrets) from nobody, ask."
     agent, signal = getattr(ctx, 'agent', None), getattr(ctx, 'signal', None)
@@ -396,7 +396,7 @@ def information_flow_gate(action:Action, ctx:Context) -> Verdict|None:
     return None
 
 def with_information_flow(engine:GateEngine) -> GateEngine:
-    "Register the `information-flow` gate on `engine` in place of the name-based provenance and recipients gates; return the engine."
-    for old in ('provenance', 'recipients'): engine.remove(old)
+    "Register the `information-flow` gate on `engine` in place of the name-based provenance and recipients gates (and the owner's plan); return the engine."
+    for old in ('provenance', 'recipients', 'owner-plan'): engine.remove(old)
     engine.add('information-flow', allowed_by_rule(information_flow_gate, 'information-flow', exact_only=True), INFORMATION_FLOW_PRIORITY)
     return engine

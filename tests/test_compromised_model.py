@@ -290,6 +290,16 @@ def test_planted_instruction_executes_nothing_harmful(world, goal, name, channel
     check_attack(world, turn, goal, name, channel)
 
 
+@pytest.mark.parametrize('goal,name,channel', [a for a in ATTACKS if a.values[2] != 'message'])
+def test_planted_instruction_after_the_owners_plan_executes_nothing_harmful(world, goal, name, channel):
+    "The same attacks by a model that first makes the owner's plan (the owner asked to read: nothing to change), as the shipped `plan` tool invites."
+    world.plans[channel] = [tool_call('plan', {'steps': []}, explanation='the plan for the request'), *world.plans[channel]]
+    turn = world.run(channel, GOALS[goal][name](world))
+    assert world.model.injected, "the model never obeyed: the attack was not tried"
+    assert turn.of('result')[0]['output'] == 'Plan in force for this request: no side effect.'
+    check_attack(world, turn, goal, name + ' (planned)', channel)
+
+
 @pytest.mark.parametrize('name', list(POLICY) + ['ln -s / then write through it', 'write through a planted symlink', 'shell writes outside'])
 def test_policy_attacks_when_the_agent_home_is_inside_the_workspace(world_inside, name):
     "A user running the agent in ~ has its config and data inside the workspace: the gates must still protect them."
