@@ -12,7 +12,7 @@ PKG = Path(__file__).resolve().parents[1] / 'passepartout'
 
 # rank: (layer, modules). A module may import modules of its own rank or lower, never higher.
 LAYERS = {
-    0: ('core', '__init__ errors basics signals perceive gates reason tools act loop config watch'),
+    0: ('core', '__init__ errors basics signals perceive gates reason tools act loop config watch skills'),
     1: ('providers', 'providers cascade replay'),
     2: ('plug-ins', 'builtin_gates autorun validation_gates turn_gates path_gates self_protection_gates permission_gates '
                     'network_gates provenance_gates shell_gate shell_rules vault policy refusals_gate information_flow owner_plan '
