@@ -8,11 +8,11 @@ Docs: https://passepartout-agent.github.io/passepartout/builtin_gates.html.md"""
 __all__ = ['log', 'FAMILIES', 'VALIDATOR_PRIORITY', 'BUDGET_PRIORITY', 'POLICY_PRIORITY', 'AUTHORITY_PRIORITY',
            'SELF_PROTECTION_PRIORITY', 'PATHS_PRIORITY', 'SECRETS_PRIORITY', 'NETWORK_PRIORITY', 'PERMISSIONS_PRIORITY',
            'DEFAULT_SHELL_PRIORITY', 'SANDBOX_PRIORITY', 'PROVENANCE_PRIORITY', 'RECIPIENTS_PRIORITY',
-           'ask_every_shell_command', 'default_gates']
+           'ask_every_shell_command', 'builtin_gate_list', 'default_gates']
 
-# %% ../nbs/20_builtin_gates.ipynb #59f4a704
+# %% ../nbs/20_builtin_gates.ipynb #02ba4b8c
 import logging
-from .gates import GateEngine, Verdict, TOOL_CALLS, ToolsExcept, ask
+from .gates import Gate, GateEngine, Verdict, TOOL_CALLS, ToolsExcept, ask
 from .signals import Action, Context
 from .validation_gates import *
 from .turn_gates import *
@@ -52,22 +52,25 @@ def _shell_gate():
         log.warning("shell gate unavailable (%s: %s): every shell command will ask", type(e).__name__, e)
         return ask_every_shell_command, DEFAULT_SHELL_PRIORITY
 
-# %% ../nbs/20_builtin_gates.ipynb #31100af6
-def default_gates() -> GateEngine:
-    "Every built-in gate, in priority order, with the shell gate, the sandbox gate and the vault gate (see the vault notebook)."
-    engine, tools, shell_only = GateEngine(), TOOL_CALLS, {'shell'}
-    for name, check, priority, scope in [('validator', validator_gate, VALIDATOR_PRIORITY, None), ('budget', budget_gate, BUDGET_PRIORITY, tools),
+# %% ../nbs/20_builtin_gates.ipynb #86728f15
+def builtin_gate_list() -> list:
+    "Every built-in gate as a `Gate`, in the order the default pipeline registers them (the shell gate's stand-in if it is missing)."
+    from passepartout.vault import vault_gate, VAULT_PRIORITY
+    tools, shell_only = TOOL_CALLS, {'shell'}
+    shell, shell_priority = _shell_gate()
+    return [Gate(name, check, priority, scope) for name, check, priority, scope in [
+            ('validator', validator_gate, VALIDATOR_PRIORITY, None), ('budget', budget_gate, BUDGET_PRIORITY, tools),
             ('policy', policy_gate, POLICY_PRIORITY, None), ('authority', authority_gate, AUTHORITY_PRIORITY, tools),
             ('self-protection', self_protection_gate, SELF_PROTECTION_PRIORITY, tools),
             ('paths', paths_gate, PATHS_PRIORITY, tools), ('secrets', secrets_gate, SECRETS_PRIORITY, None),
             ('network', allowed_by_rule(network_gate), NETWORK_PRIORITY, {'http_fetch'}),
             ('permissions', permissions_gate, PERMISSIONS_PRIORITY, tools),
             ('provenance', allowed_by_rule(provenance_gate, 'provenance', exact_only=True), PROVENANCE_PRIORITY, None),   # every action: it notes the session's new messages
-            ('recipients', recipients_gate, RECIPIENTS_PRIORITY, ToolsExcept(t for t, keys in RECIPIENT_ARGS.items() if keys == ()))]:
-        engine.add(name, check, priority, scope)
-    from passepartout.vault import vault_gate, VAULT_PRIORITY
-    engine.add('vault', vault_gate, VAULT_PRIORITY, tools)   # bare: no permission rule may send a secret somewhere it is not bound
-    shell, shell_priority = _shell_gate()
-    engine.add('shell', allowed_by_rule(shell, 'shell'), shell_priority, shell_only)
-    engine.add('sandbox', sandbox_gate, min(SANDBOX_PRIORITY, shell_priority - 1), shell_only)
-    return engine
+            ('recipients', recipients_gate, RECIPIENTS_PRIORITY, ToolsExcept(t for t, keys in RECIPIENT_ARGS.items() if keys == ())),
+            ('vault', vault_gate, VAULT_PRIORITY, tools),   # bare: no permission rule may send a secret somewhere it is not bound
+            ('shell', allowed_by_rule(shell, 'shell'), shell_priority, shell_only),
+            ('sandbox', sandbox_gate, min(SANDBOX_PRIORITY, shell_priority - 1), shell_only)]]
+
+def default_gates() -> GateEngine:
+    "Every built-in gate, in priority order, with the shell gate, the sandbox gate and the vault gate (see the vault notebook)."
+    return GateEngine(builtin_gate_list())
