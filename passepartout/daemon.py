@@ -10,7 +10,7 @@ __all__ = ['OWNER', 'LOOPBACK', 'SOCK_DIAG_BY_FAMILY', 'NETLINK_SOCK_DIAG', 'NO_
            'RefusalLog', 'sent_turn', 'full_turn', 'read_address', 'request', 'Client', 'daemon_running', 'client_send',
            'client_status', 'AsyncClient', 'log_to_stderr']
 
-# %% ../nbs/51_daemon.ipynb #c46f1838
+# %% ../nbs/51_daemon.ipynb #13510fca
 import asyncio, hmac, json, logging, os, secrets, signal as signals_module, socket, struct, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,7 +21,8 @@ from .protocol import BrokenStream, encode_frame, read_frame, send_frame, recv_f
 from .perceive import perceive
 from .act import deliver_reply
 from .loop import Agent
-from .repl import install_repl
+from .skills import add_skill
+from .skill_repl import repl_skill
 from .basics import patch
 
 # %% ../nbs/51_daemon.ipynb #88147296
@@ -83,7 +84,7 @@ class Daemon:
         self.gateways = {}   # name -> a gateway a background service hosts (`70_telegram`): its `status()` is in the daemon's
     def __repr__(self): return f"Daemon({self.host}:{self.port}, {'serving' if self.server else 'stopped'})"
 
-# %% ../nbs/51_daemon.ipynb #40396d28
+# %% ../nbs/51_daemon.ipynb #4ffde974
 def default_agent() -> Agent:
     "The agent the command line serves: `app.build_agent()` if present, else the provider cascade from the environment."
     try: from passepartout.app import build_agent
@@ -96,7 +97,7 @@ def default_agent() -> Agent:
 def _prepare_agent(agent:Agent) -> Agent:
     "Make sure daemon replies are collected into the turn and the owner's REPL is available."
     if 'daemon' not in agent.actuators: agent.actuators.register('daemon', deliver_reply, silent=True)
-    install_repl(agent, is_owner)
+    add_skill(agent, repl_skill(is_owner))   # the owner's REPL (`nbs/skills/07_repl`), once
     return agent
 
 # %% ../nbs/51_daemon.ipynb #65960528
