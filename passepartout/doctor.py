@@ -7,10 +7,10 @@ Docs: https://passepartout-agent.github.io/passepartout/doctor.html.md"""
 # %% auto #0
 __all__ = ['Finding', 'format_report', 'check_home', 'env_file_problems', 'check_config', 'workspace_problem', 'check_workspace',
            'check_daemon', 'Ping', 'ask_once', 'probe_provider', 'check_providers', 'check_sandbox', 'agent_entries',
-           'check_stores', 'is_private', 'check_permissions', 'run_checks', 'doctor_command', 'write_env',
-           'configure_command']
+           'check_stores', 'is_private', 'check_permissions', 'check_skills', 'run_checks', 'doctor_command',
+           'write_env', 'configure_command']
 
-# %% ../nbs/54_doctor.ipynb #4a8bf196
+# %% ../nbs/54_doctor.ipynb #dcd9ddec
 import contextlib, io, json, os, shutil, sqlite3, stat, sys, time
 from dataclasses import dataclass, asdict
 from pathlib import Path
@@ -21,6 +21,8 @@ from .autorun import autorun_places
 from .daemon import daemon_running, read_address, write_secret
 from .providers import ProviderError
 from .cascade import PROVIDER_KINDS, make_provider
+from .skills import check_folder, skills_report
+from .app import builtin_skills
 
 # %% ../nbs/54_doctor.ipynb #ecdf180f
 @dataclass(frozen=True, slots=True)
@@ -329,7 +331,16 @@ def check_permissions(p:config.Paths, env, fix:bool=False) -> list:
     counted = f"{len(entries) - dirs} file{'s' * (len(entries) - dirs != 1)} and {dirs} director{'ies' if dirs != 1 else 'y'}"
     return out or [Finding('permissions', 'ok', f"everything the agent keeps is private ({counted})" if entries else "nothing kept yet")]
 
-# %% ../nbs/54_doctor.ipynb #1a6353c1
+# %% ../nbs/54_doctor.ipynb #a5d94ea5
+def check_skills(p:config.Paths) -> list:
+    "The owner's skills in `$config/skills`: each that loads, with its version and the file's SHA-256; each that does not, and why."
+    found = check_folder(p.config / 'skills', builtin_skills())
+    out = [Finding('skills', 'ok', f"{s.name} {s.version} sha256:{s.digest[:16]} ({s.path})") for s in found.skills if s.origin == 'user']
+    out += [Finding('skills', 'ok', f"{name}: disabled in skills.toml") for name in sorted(found.disabled)]
+    out += [Finding('skills', 'warn', f"{text} (skipped: the agent starts without it)") for status, text in skills_report(found) if status == 'fail']
+    return out or [Finding('skills', 'ok', f"no skills of the owner's in {p.config / 'skills'}")]
+
+# %% ../nbs/54_doctor.ipynb #020c43e0
 def run_checks(env=None, fix:bool=False, timeout:float=3.0, network:bool=False) -> list:
     "Every check, in order; a check that crashes is one `fail` naming the error."
     env = dict(os.environ if env is None else env)
@@ -337,7 +348,7 @@ def run_checks(env=None, fix:bool=False, timeout:float=3.0, network:bool=False) 
     except Exception as e: return [Finding('home', 'fail', f"the agent's home cannot be found ({type(e).__name__}: {e}): set PASSEPARTOUT_HOME to a directory")]
     checks = [('home', lambda: check_home(p, env, fix)), ('config', lambda: check_config(env, p.config / '.env')), ('workspace', lambda: check_workspace(env)),
               ('daemon', lambda: check_daemon(p, env)), ('providers', lambda: check_providers(env, timeout, network)), ('sandbox', check_sandbox),
-              ('stores', lambda: check_stores(p.data)), ('permissions', lambda: check_permissions(p, env, fix))]
+              ('stores', lambda: check_stores(p.data)), ('permissions', lambda: check_permissions(p, env, fix)), ('skills', lambda: check_skills(p))]
     out = []
     for name, check in checks:
         try: out += check()
