@@ -23,7 +23,7 @@ LAYERS = {
     5: ('daemon', 'protocol daemon'),
     5.5: ('gateways', 'telegram'),
     6: ('operations', 'doctor'),
-    7: ('command line', 'cli approval_commands daemon_commands demo chat memory_commands tui'),
+    7: ('command line', 'cli approval_commands daemon_commands demo chat memory_commands tui skill_commands'),
 }
 RANK = {m: r for r, (_, names) in LAYERS.items() for m in names.split()}
 
