@@ -7,7 +7,7 @@ Docs: https://passepartout-agent.github.io/passepartout/app.html.md"""
 # %% auto #0
 __all__ = ['builtin_skills', 'skills_dir', 'build_agent']
 
-# %% ../nbs/62_app.ipynb #33e50b0a
+# %% ../nbs/62_app.ipynb #867ff80e
 import json, sys
 from pathlib import Path
 import click
@@ -19,7 +19,6 @@ from .approvals import ApprovalStore
 from .audit import AuditLog
 from .sessions import SessionStore
 from .vault import Vault
-from .memory_store import MemoryStore
 from .skills import install_skills, disabled_skills
 from .skill_guards import guards_skill
 from .skill_shell import shell_skill
@@ -29,11 +28,10 @@ from .skill_messaging import messaging_skill
 from .skill_approvals import approvals_skill
 from .skill_memory import memory_skill
 
-# %% ../nbs/62_app.ipynb #3127a5a1
+# %% ../nbs/62_app.ipynb #d555e62d
 def builtin_skills(memory=None) -> list:
-    "The built-in skills (`nbs/skills/`) a user's agent is assembled from, in order; memory when given a store."
-    return [guards_skill(), shell_skill(), files_skill(), web_skill(), messaging_skill(), approvals_skill(),
-            *([memory_skill(memory)] if memory is not None else [])]
+    "The built-in skills (`nbs/skills/`) a user's agent is assembled from, in order (`memory`: its store; None: the data directory's)."
+    return [guards_skill(), shell_skill(), files_skill(), web_skill(), messaging_skill(), approvals_skill(), memory_skill(memory)]
 
 def skills_dir(env=None) -> Path:
     "`$config/skills`, where the owner's skills live (made 0700 if missing, so that it can be watched)."
@@ -41,7 +39,7 @@ def skills_dir(env=None) -> Path:
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     return folder
 
-# %% ../nbs/62_app.ipynb #25efc647
+# %% ../nbs/62_app.ipynb #573327de
 def build_agent(env=None, **overrides) -> Agent:
     "The agent a user gets: configured provider, the built-in skills and the owner's, approvals, audit and vault."
     config.load_env()
@@ -52,8 +50,9 @@ def build_agent(env=None, **overrides) -> Agent:
                   max_result_chars=s('PASSEPARTOUT_MAX_RESULT_CHARS'), default_actuator=s('PASSEPARTOUT_DEFAULT_ACTUATOR'),
                   workspace=overrides.pop('workspace', None) or config.workspace(env, check=True),
                   budget=getattr(provider, 'budget', None), **_stores())   # any object with `propose` is a provider: a budget is optional
-    memory = overrides.pop('memory', None) or (MemoryStore() if s('PASSEPARTOUT_MEMORY') else None)   # loaded at boot: the head snapshot
-    folder = skills_dir(env); off = disabled_skills(folder)
+    memory = overrides.pop('memory', None)   # None: the data directory's, loaded at boot (the head snapshot)
+    folder = skills_dir(env)
+    off = disabled_skills(folder) | (set() if memory is not None or s('PASSEPARTOUT_MEMORY') else {'memory'})
     install_skills(agent, [k for k in builtin_skills(memory) if k.required or k.name not in off], folder,
                    gates=overrides.pop('gates', None), tools=overrides.pop('tools', None))
     agent.tools.declare_all(load_declarations(config.tools_file(env)))   # the owner's declarations win over the code's

@@ -7,13 +7,14 @@ Docs: https://passepartout-agent.github.io/passepartout/skills/memory.html.md"""
 # %% auto #0
 __all__ = ['memory_skill']
 
-# %% ../nbs/skills/06_memory.ipynb #21629c3a
+# %% ../nbs/skills/06_memory.ipynb #ec8a6dd9
 from . import __version__
 from .skills import Skill
+from .memory_store import MemoryStore
 from .memory_loop import install_memory
 
-# %% ../nbs/skills/06_memory.ipynb #9c5f1d7e
-def memory_skill(store) -> Skill:
-    "Memory for the agent, from `store` (a `MemoryStore`)."
+# %% ../nbs/skills/06_memory.ipynb #83455d4a
+def memory_skill(store=None) -> Skill:
+    "Memory for the agent, from `store` (a `MemoryStore`; None: the data directory's, opened when the skill is installed)."
     return Skill('memory', __version__, depends=['guards'], description="remember, recall, link and forget; rollback of a crashed turn",
-                 install=lambda agent: install_memory(agent, store))
+                 install=lambda agent: install_memory(agent, store if store is not None else MemoryStore()))
