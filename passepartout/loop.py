@@ -53,7 +53,7 @@ class Recovery:
 SKIP, ABORT = Recovery('skip'), Recovery('abort')
 def fallback(text:str) -> Recovery: return Recovery('fallback', text)
 
-# %% ../nbs/08_loop.ipynb #dd2daf25
+# %% ../nbs/08_loop.ipynb #a9eb69b9
 class Parts(NamedTuple):
     "What the agent's skills give it, swapped as one reference and read whole by a turn in progress."
     gates:GateEngine; tools:Toolbelt; handlers:PreReasonHandlers
@@ -61,7 +61,15 @@ class Parts(NamedTuple):
 
 _pinned = contextvars.ContextVar('passepartout_pinned', default=None)   # (agent, Parts) of the chain running in this context
 
-# %% ../nbs/08_loop.ipynb #1a66f6a1
+def _part(index:int, doc:str) -> property:
+    "A property of the agent reading part `index` of its parts: those the chain running here pinned, else the current ones."
+    def get(self, pinned=_pinned.get):
+        held = pinned()
+        return (held[1] if held is not None and held[0] is self else self.parts)[index]
+    def put(self, value): self.parts = self.parts._replace(**{Parts._fields[index]: value})
+    return property(get, put, doc=doc)
+
+# %% ../nbs/08_loop.ipynb #18039bf9
 class Agent:
     "A provider, gates, tools and actuators, joined by the metabolic loop, with the collaborators it was given."
     def __init__(self, provider=None, *, gates:GateEngine|None=None, tools:Toolbelt|None=None,
@@ -90,15 +98,10 @@ class Agent:
         self.recovery, self.transcripts, self.used, self.held = [], {}, {}, {}   # used: session -> when its transcript was last read
         self.interrupt, self.rollback, self.checkpoint = threading.Event(), None, None  # rollback, checkpoint: set by the memory store (`43_memory_loop`)
     def __repr__(self): return f"Agent({self.name!r}, provider={getattr(self.provider, 'name', None)!r}, {len(self.gates)} gates, {len(self.tools)} tools)"   # any object with `propose` is a provider: a name is optional
-    def _parts(self) -> Parts:
-        "The parts the chain running here pinned, else the current ones."
-        pinned = _pinned.get()
-        return pinned[1] if pinned is not None and pinned[0] is self else self.parts
-    def _set_part(self, **part): self.parts = self.parts._replace(**part)
-    gates = property(lambda self: self._parts().gates, lambda self, v: self._set_part(gates=v), doc="The gate engine (of the turn in progress).")
-    tools = property(lambda self: self._parts().tools, lambda self, v: self._set_part(tools=v), doc="The tool belt (of the turn in progress).")
-    handlers = property(lambda self: self._parts().handlers, lambda self, v: self._set_part(handlers=v), doc="The pre-reason handlers (of the turn in progress).")
-    skills = property(lambda self: self._parts().skills, doc="The `SkillSet` the parts were made from, or None.")
+    gates = _part(0, "The gate engine (of the turn in progress).")
+    tools = _part(1, "The tool belt (of the turn in progress).")
+    handlers = _part(2, "The pre-reason handlers (of the turn in progress).")
+    skills = _part(3, "The `SkillSet` the parts were made from (of the turn in progress), or None.")
 
 # %% ../nbs/08_loop.ipynb #6543091c
 @patch

@@ -66,7 +66,17 @@ class Job:
     "A background job run on the heartbeat at most every `every` seconds: `fn()` may return a message for the agent."
     name:str; fn:Callable; every:float=60.0
 
-# %% ../nbs/44_skills.ipynb #fd5f8118
+# %% ../nbs/44_skills.ipynb #27a8b2db
+def _check_parts(skill) -> None:
+    "`SkillError` unless every part of `skill` is of its kind: a mistake found when the skill is declared, not when it runs."
+    kinds = [('depends', str), ('gates', Gate), ('handlers', Handler), ('jobs', Job)]
+    bad = [f"{field} must hold {kind.__name__}s, not {x!r}" for field, kind in kinds for x in getattr(skill, field) if not _is(x, kind)]
+    if type(skill.priority) is not int: bad.append(f"priority must be a whole number, not {skill.priority!r}")
+    if not isinstance(skill.version, str) or not isinstance(skill.prompt, str) or not isinstance(skill.augment, str):
+        bad.append("version, prompt and augment are text")
+    if bad: raise SkillError(f"skill {skill.name!r}: " + '; '.join(bad), [skill.name])
+
+# %% ../nbs/44_skills.ipynb #344e7e8b
 SKILL_NAME = re.compile(r'[a-z][a-z0-9_-]{0,63}\Z')
 
 @dataclass(frozen=True, eq=False)
@@ -92,8 +102,10 @@ class Skill:
     def __post_init__(self):
         if not isinstance(self.name, str) or not SKILL_NAME.match(self.name):
             raise SkillError(f"a skill's name is lower-case letters, digits, - and _, starting with a letter, not {self.name!r}", [self.name])
+        if isinstance(self.depends, str): object.__setattr__(self, 'depends', (self.depends,))
         for f in ('depends', 'gates', 'handlers', 'jobs'): object.__setattr__(self, f, tuple(getattr(self, f)))
         object.__setattr__(self, 'tools', tuple(map(_spec, self.tools)))
+        _check_parts(self)
     def __repr__(self): return f"Skill({self.name} {self.version}, {self.origin})"
 
 # %% ../nbs/44_skills.ipynb #d8225d1b
@@ -320,7 +332,7 @@ def _orderable(builtin:list, user:list) -> tuple:
             if not bad: raise   # the built-in skills themselves do not fit: a bug, not the owner's mistake
             failed += [(_file(s), e.message) for s in bad]; user = [s for s in user if s not in bad]
 
-# %% ../nbs/44_skills.ipynb #3027d4ab
+# %% ../nbs/44_skills.ipynb #d7591976
 def _file(skill:Skill) -> str: return Path(skill.path).name if skill.path else skill.name
 
 def _user_parts(agent:Agent, builtin:list, user:list, old:list=()) -> tuple:
@@ -334,6 +346,7 @@ def _user_parts(agent:Agent, builtin:list, user:list, old:list=()) -> tuple:
             failed.append((_file(skill), f"skill {skill.name!r}: its dependency {', '.join(lost)} did not load")); continue
         try: parts = add_skills(parts, [skill], agent); kept.append(skill)
         except SkillError as e: failed.append((_file(skill), e.message))
+        except Exception as e: failed.append((_file(skill), f"skill {skill.name!r}: {type(e).__name__}: {e}"))   # a part that would not go in
     return parts, kept, failed
 
 # %% ../nbs/44_skills.ipynb #31c43794

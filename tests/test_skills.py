@@ -164,6 +164,8 @@ def test_a_user_gate_that_raises_denies(home):
      "the sensor 'approval-command' is handled by the core"),
     ('shell', "from passepartout.skills import Skill\nskill = Skill('shell')\n", "a built-in skill has that name"),
     ('renamed', "from passepartout.skills import Skill\nskill = Skill('other')\n", "the file must be other.py"),
+    ('loose', "from passepartout.skills import Skill\nskill = Skill('loose', gates=[lambda action, ctx: None])\n", "gates must hold Gates"),
+    ('ranked', "from passepartout.skills import Skill\nskill = Skill('ranked', priority='high')\n", "priority must be a whole number"),
 ])
 def test_a_user_skill_cannot_replace_or_reach_around_the_core(home, name, source, why):
     write(home, name, source)
