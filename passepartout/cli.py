@@ -11,7 +11,7 @@ __all__ = ['COMMANDS', 'SUMMARIES', 'CHECKS', 'LazyGroup', 'SetupFailed', 'main'
 import importlib, importlib.util, os
 import click
 
-# %% ../nbs/60_cli.ipynb #7c5535ba
+# %% ../nbs/60_cli.ipynb #36cc50f2
 COMMANDS = {
     'demo': 'passepartout.demo:demo_command',
     'send': 'passepartout.daemon_commands:send_command',
@@ -49,7 +49,7 @@ SUMMARIES = {   # what `passepartout --help` lists, without importing a single c
     'doctor': 'Check providers, sandbox, config, stores, secret-file permissions and where the agent\'s home lies.',
     'configure': 'Write $config/.env, from --set NAME=VALUE flags or interactively.',
     'memory': 'Inspect the agent\'s memory: list, show, search, snapshot, history, diff, rollback, verify, export, import.',
-    'skills': 'See, enable, disable and start the agent\'s skills: list, show, enable, disable, new NAME.',
+    'skills': 'See, enable, disable and start the agent\'s skills: list, show, enable, disable, new.',
     'tui': 'Talk with the agent in a terminal interface.',
     'telegram': 'Serve the agent on Telegram in the foreground until SIGINT or SIGTERM (the daemon hosts it by itself when configured).',
 }

@@ -179,7 +179,7 @@ def _add_tool(belt:Toolbelt, t, skill:Skill):
         raise SkillError(f"skill {skill.name!r}: a tool named {name!r} exists already; a skill cannot replace a tool", [skill.name])
     belt.add(spec.fn, name, spec.effect, spec.description, spec.args)
 
-# %% ../nbs/44_skills.ipynb #8ad9ee93
+# %% ../nbs/44_skills.ipynb #dca2237f
 RESERVED_SENSORS = frozenset({'approval-command', 'repl', 'protocol-error', 'heartbeat'})   # the core's: no user skill claims them
 
 def _add_handler(handlers:PreReasonHandlers, h:Handler, skill:Skill, agent):
@@ -187,7 +187,7 @@ def _add_handler(handlers:PreReasonHandlers, h:Handler, skill:Skill, agent):
     fn = h.fn
     if skill.origin != 'builtin':
         if h.sensor in RESERVED_SENSORS or handlers.by_sensor.get(h.sensor):
-            raise SkillError(f"skill {skill.name!r}: the sensor {h.sensor!r} is handled by the core; a user skill cannot claim it", [skill.name])
+            raise SkillError(f"skill {skill.name!r}: the sensor {h.sensor!r} is handled by the core or another skill; a user skill cannot claim it", [skill.name])
         fn = _gated_handler(h.fn, skill, agent)
     handlers.register(h.sensor, fn, first=h.first and skill.origin == 'builtin')
 
@@ -216,12 +216,13 @@ def only_stricter(check) -> Callable:
     stricter.__wrapped__ = check
     return stricter
 
-# %% ../nbs/44_skills.ipynb #b185f6bd
+# %% ../nbs/44_skills.ipynb #e22e0e7d
 def _gated_handler(fn, skill:Skill, agent) -> Callable:
     "A user skill's pre-reason handler whose answer passes every gate of the agent (of the turn in progress)."
     def handle(signal:Signal):
         action = fn(signal)
-        if action is None or agent is None: return action
+        if action is None: return None
+        if agent is None: return reply(f"skill {skill.name}: its answer was refused (no gates to judge it)")
         decision = agent.gates.verify(action, Context(signal, agent))
         if decision.decision == ALLOW: return decision.action
         return reply(f"skill {skill.name}: its answer was refused ({'; '.join(decision.reasons) or decision.decision})")
@@ -406,7 +407,7 @@ def _reloaded(old:SkillSet, user:list, failed:list) -> tuple:
             failed[failed.index((file, why))] = (file, f"{why} (version {running[name].version} keeps running)")
     return sorted(user, key=lambda s: s.name), failed
 
-# %% ../nbs/44_skills.ipynb #50663f13
+# %% ../nbs/44_skills.ipynb #4d52156e
 @patch
 def refresh(self:SkillSet, agent:Agent, force:bool=False) -> bool:
     "Reload the user skills if their folder changed (or `force`); swap the agent's parts at once. True if swapped."
@@ -421,7 +422,9 @@ def refresh(self:SkillSet, agent:Agent, force:bool=False) -> bool:
         parts, kept, misfits = _user_parts(agent, builtin, user, old)
         for file, why in misfits: agent.syslog.log('WARNING', f"skill {file} not loaded: {why}")
         for file, why in failed: agent.syslog.log('WARNING', f"skill {file} not loaded: {why}")
-        agent.parts = parts._replace(skills=SkillSet([*builtin, *kept], [*failed, *misfits], self.user_dir, seen, off))
+        new = SkillSet([*builtin, *kept], [*failed, *misfits], self.user_dir, seen, off)
+        new.last_run.update(self.last_run)   # a reload does not make every job due at once
+        agent.parts = parts._replace(skills=new)
         return True
 
 # %% ../nbs/44_skills.ipynb #8a75dea6
