@@ -374,9 +374,9 @@ def install_skills(agent:Agent, builtin, user_dir=None, gates=None, tools=None) 
     if user_dir is not None: agent.skills.refresh(agent, force=True)
     return agent
 
-# %% ../nbs/44_skills.ipynb #98699f73
+# %% ../nbs/44_skills.ipynb #1bf52e8d
 def add_skill(agent:Agent, skill:Skill) -> Agent:
-    "Add the built-in `skill` to `agent` (assembled from skills or by hand): its parts, then its install hook; a skill it has is not added twice."
+    "Add `skill` to `agent` (assembled from skills or by hand): its parts, then a built-in's install hook; a skill it has is not added twice."
     current = agent.parts.skills
     if current is not None and skill.name in current.by_name: return agent
     skills = [*(current.skills if current is not None else ()), skill]
@@ -407,7 +407,7 @@ def _reloaded(old:SkillSet, user:list, failed:list) -> tuple:
             failed[failed.index((file, why))] = (file, f"{why} (version {running[name].version} keeps running)")
     return sorted(user, key=lambda s: s.name), failed
 
-# %% ../nbs/44_skills.ipynb #4d52156e
+# %% ../nbs/44_skills.ipynb #1a696cd7
 @patch
 def refresh(self:SkillSet, agent:Agent, force:bool=False) -> bool:
     "Reload the user skills if their folder changed (or `force`); swap the agent's parts at once. True if swapped."
@@ -417,7 +417,7 @@ def refresh(self:SkillSet, agent:Agent, force:bool=False) -> bool:
         seen, off = _stamp(self.user_dir), disabled_skills(self.user_dir)
         user, failed = load_user_skills(self.user_dir, skip=off)
         user, failed = _reloaded(self, user, failed)
-        builtin = [s for s in self.skills if s.origin == 'builtin']
+        builtin = [s for s in self.skills if s.origin != 'user']   # the built-in ones, and those added by origin (a server's tools)
         old = [s for s in self.skills if s.origin == 'user']
         parts, kept, misfits = _user_parts(agent, builtin, user, old)
         for file, why in misfits: agent.syslog.log('WARNING', f"skill {file} not loaded: {why}")

@@ -375,3 +375,17 @@ def test_doctor_lists_skills_with_their_hashes_and_those_that_fail(home):
     assert [(f.status, f.detail.split(' ')[0]) for f in findings] == [('ok', 'versioned'), ('warn', 'net.py:')]
     assert digest[:16] in findings[0].detail and 'imports socket' in findings[1].detail
     assert [f for f in run_checks(network=False) if f.check == 'skills'] == findings
+
+
+def test_a_skill_of_another_origin_is_held_to_the_owners_rules_and_survives_a_reload(home):
+    from passepartout.skills import add_skill, tool
+    from passepartout.gates import allow
+    agent = agent_with(home)
+    lenient = Gate('server-gate', lambda action, ctx: allow('fine', action=reply('nothing')), 1000)
+    add_skill(agent, Skill('server', origin='mcp', tools=[tool(lambda query: query, name='lookup')], gates=[lenient]))
+    assert verify(agent, tool_call('shell', {'command': 'rm -rf / --no-preserve-root'}, explanation='x')).decision == 'deny'
+    write(home, 'versioned', VERSION.format(version='1'))
+    assert agent.parts.skills.refresh(agent)
+    assert {'server', 'versioned'} <= set(agent.skills.by_name) and 'lookup' in agent.tools and 'which_version' in agent.tools
+    with pytest.raises(SkillError, match='only built-in skills may have an install hook'):
+        add_skill(agent, Skill('hooked', origin='mcp', install=lambda agent: None))
