@@ -7,11 +7,12 @@ Docs: https://passepartout-agent.github.io/passepartout/builtin_gates.html.md"""
 # %% auto #0
 __all__ = ['log', 'FAMILIES', 'VALIDATOR_PRIORITY', 'BUDGET_PRIORITY', 'POLICY_PRIORITY', 'AUTHORITY_PRIORITY',
            'SELF_PROTECTION_PRIORITY', 'PATHS_PRIORITY', 'SECRETS_PRIORITY', 'NETWORK_PRIORITY', 'PERMISSIONS_PRIORITY',
-           'SANDBOX_PRIORITY', 'OWNER_PLAN_PRIORITY', 'PROVENANCE_PRIORITY', 'RECIPIENTS_PRIORITY', 'default_gates']
+           'SANDBOX_PRIORITY', 'OWNER_PLAN_PRIORITY', 'PROVENANCE_PRIORITY', 'RECIPIENTS_PRIORITY', 'builtin_gate_list',
+           'default_gates']
 
-# %% ../nbs/20_builtin_gates.ipynb #d0292f4b
+# %% ../nbs/20_builtin_gates.ipynb #02ac92cb
 import logging
-from .gates import GateEngine, TOOL_CALLS, ToolsExcept
+from .gates import Gate, GateEngine, TOOL_CALLS, ToolsExcept
 from .validation_gates import *
 from .turn_gates import *
 from .path_gates import *
@@ -36,11 +37,12 @@ SELF_PROTECTION_PRIORITY, PATHS_PRIORITY, SECRETS_PRIORITY = 85, 80, 75
 NETWORK_PRIORITY, PERMISSIONS_PRIORITY = 70, 65
 SANDBOX_PRIORITY, OWNER_PLAN_PRIORITY, PROVENANCE_PRIORITY, RECIPIENTS_PRIORITY = 55, 52, 50, 45
 
-# %% ../nbs/20_builtin_gates.ipynb #c1034ddb
-def default_gates() -> GateEngine:
-    "Every built-in gate, in priority order, with the shell gate, the sandbox gate and the vault gate (see the vault notebook)."
-    engine, tools, shell_only = GateEngine(), TOOL_CALLS, {'shell'}
-    for name, check, priority, scope in [('validator', validator_gate, VALIDATOR_PRIORITY, None), ('budget', budget_gate, BUDGET_PRIORITY, tools),
+# %% ../nbs/20_builtin_gates.ipynb #512a1e23
+def builtin_gate_list() -> list:
+    "Every built-in gate as a `Gate`, in the order the default pipeline registers them."
+    tools, shell_only = TOOL_CALLS, {'shell'}
+    return [Gate(name, check, priority, scope) for name, check, priority, scope in [
+            ('validator', validator_gate, VALIDATOR_PRIORITY, None), ('budget', budget_gate, BUDGET_PRIORITY, tools),
             ('policy', policy_gate, POLICY_PRIORITY, None), ('authority', authority_gate, AUTHORITY_PRIORITY, tools),
             ('self-protection', self_protection_gate, SELF_PROTECTION_PRIORITY, tools),
             ('paths', paths_gate, PATHS_PRIORITY, tools), ('secrets', secrets_gate, SECRETS_PRIORITY, None),
@@ -48,9 +50,11 @@ def default_gates() -> GateEngine:
             ('permissions', permissions_gate, PERMISSIONS_PRIORITY, tools),
             ('owner-plan', allowed_by_rule(plan_gate, 'owner-plan', exact_only=True), OWNER_PLAN_PRIORITY, tools),   # a turn held to the owner's plan
             ('provenance', allowed_by_rule(unless_planned(provenance_gate), 'provenance', exact_only=True), PROVENANCE_PRIORITY, None),   # every action: it notes the session's new messages
-            ('recipients', unless_planned(recipients_gate), RECIPIENTS_PRIORITY, ToolsExcept(t for t, keys in RECIPIENT_ARGS.items() if keys == ()))]:
-        engine.add(name, check, priority, scope)
-    engine.add('vault', vault_gate, VAULT_PRIORITY, tools)   # bare: no permission rule may send a secret somewhere it is not bound
-    engine.add('shell', allowed_by_rule(shell_gate, 'shell'), SHELL_GATE_PRIORITY, shell_only)
-    engine.add('sandbox', sandbox_gate, min(SANDBOX_PRIORITY, SHELL_GATE_PRIORITY - 1), shell_only)
-    return engine
+            ('recipients', unless_planned(recipients_gate), RECIPIENTS_PRIORITY, ToolsExcept(t for t, keys in RECIPIENT_ARGS.items() if keys == ())),
+            ('vault', vault_gate, VAULT_PRIORITY, tools),   # bare: no permission rule may send a secret somewhere it is not bound
+            ('shell', allowed_by_rule(shell_gate, 'shell'), SHELL_GATE_PRIORITY, shell_only),
+            ('sandbox', sandbox_gate, min(SANDBOX_PRIORITY, SHELL_GATE_PRIORITY - 1), shell_only)]]
+
+def default_gates() -> GateEngine:
+    "Every built-in gate, in priority order, with the shell gate, the sandbox gate and the vault gate (see the vault notebook)."
+    return GateEngine(builtin_gate_list())

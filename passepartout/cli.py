@@ -11,7 +11,7 @@ __all__ = ['COMMANDS', 'SUMMARIES', 'CHECKS', 'LazyGroup', 'SetupFailed', 'main'
 import importlib, importlib.util, os
 import click
 
-# %% ../nbs/60_cli.ipynb #86bf0654
+# %% ../nbs/60_cli.ipynb #b8af512f
 COMMANDS = {
     'demo': 'passepartout.demo:demo_command',
     'send': 'passepartout.daemon_commands:send_command',
@@ -28,12 +28,13 @@ COMMANDS = {
     'doctor': 'passepartout.doctor:doctor_command',
     'configure': 'passepartout.doctor:configure_command',
     'memory': 'passepartout.memory_commands:memory_command',
+    'skills': 'passepartout.skill_commands:skills_command',
     'tui': 'passepartout.tui:tui_command',
     'telegram': 'passepartout.telegram:telegram_command',
     'signal': 'passepartout.signal_gateway:signal_command',
 }
 
-# %% ../nbs/60_cli.ipynb #285420a3
+# %% ../nbs/60_cli.ipynb #efb8d002
 SUMMARIES = {   # what `passepartout --help` lists, without importing a single command's module
     'demo': 'Play an offline session through the real pipeline, gates and approvals (no key, no network).',
     'send': 'Send TEXT to the agent and print its answer.',
@@ -50,6 +51,7 @@ SUMMARIES = {   # what `passepartout --help` lists, without importing a single c
     'doctor': 'Check providers, sandbox, config, stores, secret-file permissions and where the agent\'s home lies.',
     'configure': 'Write $config/.env, from --set NAME=VALUE flags or interactively.',
     'memory': 'Inspect the agent\'s memory: list, show, search, snapshot, history, diff, rollback, verify, export, import.',
+    'skills': 'See, enable, disable and start the agent\'s skills: list, show, enable, disable, new.',
     'tui': 'Talk with the agent in a terminal interface.',
     'telegram': 'Serve the agent on Telegram in the foreground until SIGINT or SIGTERM (the daemon hosts it by itself when configured).',
     'signal': 'Serve the agent on Signal in the foreground until SIGINT or SIGTERM (the daemon hosts it by itself when configured).',

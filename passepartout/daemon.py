@@ -9,7 +9,7 @@ __all__ = ['OWNER', 'LOOPBACK', 'SOCK_DIAG_BY_FAMILY', 'NETLINK_SOCK_DIAG', 'NO_
            'is_owner', 'Daemon', 'peer_uid', 'Connection', 'response', 'RefusalLog', 'sent_turn', 'ClientGone',
            'log_to_stderr']
 
-# %% ../nbs/51_daemon.ipynb #aa573969
+# %% ../nbs/51_daemon.ipynb #bf3b0bed
 import asyncio, hmac, json, logging, os, secrets, signal as signals_module, socket, struct, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,7 +20,8 @@ from .protocol import BrokenStream, encode_frame, read_frame, send_frame, recv_f
 from .perceive import perceive
 from .act import deliver_reply
 from .loop import Agent
-from .repl import install_repl
+from .skills import add_skill
+from .skill_repl import repl_skill
 from .basics import patch
 from .app import build_agent
 from .approval_flow import carry_out_signal
@@ -72,11 +73,11 @@ class Daemon:
         self.gateways = {}   # name -> a gateway a background service hosts (`70_telegram`): its `status()` is in the daemon's
     def __repr__(self): return f"Daemon({self.host}:{self.port}, {'serving' if self.server else 'stopped'})"
 
-# %% ../nbs/51_daemon.ipynb #3c6e91e8
+# %% ../nbs/51_daemon.ipynb #56ea6ad2
 def _prepare_agent(agent:Agent) -> Agent:
     "Make sure daemon replies are collected into the turn and the owner's REPL is available."
     if 'daemon' not in agent.actuators: agent.actuators.register('daemon', deliver_reply, silent=True)
-    install_repl(agent, is_owner)
+    add_skill(agent, repl_skill(is_owner))   # the owner's REPL (`nbs/skills/07_repl`), once
     return agent
 
 # %% ../nbs/51_daemon.ipynb #0b494acc

@@ -7,10 +7,10 @@ Docs: https://passepartout-agent.github.io/passepartout/doctor.html.md"""
 # %% auto #0
 __all__ = ['Finding', 'format_report', 'check_home', 'env_file_problems', 'check_config', 'workspace_problem', 'check_workspace',
            'check_daemon', 'Ping', 'ask_once', 'probe_provider', 'check_providers', 'check_sandbox', 'agent_entries',
-           'check_stores', 'check_skills', 'check_mcp', 'is_private', 'check_permissions', 'check_telegram',
-           'check_signal', 'run_checks', 'doctor_command', 'write_env', 'configure_command']
+           'check_stores', 'check_instruction_skills', 'check_mcp', 'is_private', 'check_permissions', 'check_telegram',
+           'check_signal', 'check_skills', 'run_checks', 'doctor_command', 'write_env', 'configure_command']
 
-# %% ../nbs/54_doctor.ipynb #bb58d5c3
+# %% ../nbs/54_doctor.ipynb #78ce5104
 import contextlib, importlib.util, io, json, os, shutil, sqlite3, stat, sys, time
 from dataclasses import dataclass, asdict
 from pathlib import Path
@@ -27,6 +27,8 @@ from .mcp import load_mcp_config
 from .vault import Vault
 from .telegram import bot_token, owner_chats, BotAPI
 from .signal_gateway import signal_account, signal_owners
+from .skills import check_folder, skills_report
+from .app import builtin_skills
 
 # %% ../nbs/54_doctor.ipynb #927665cc
 @dataclass(frozen=True, slots=True)
@@ -313,12 +315,12 @@ def check_stores(data_dir:Path) -> list:
         out.append(Finding('stores', 'ok' if result == 'ok' else 'fail', f"{f.name}: {'healthy' if result == 'ok' else result}"))
     return out or [Finding('stores', 'ok', "no stores yet")]
 
-# %% ../nbs/54_doctor.ipynb #7d1474f5
-def check_skills(p:config.Paths) -> list:
+# %% ../nbs/54_doctor.ipynb #82d8582b
+def check_instruction_skills(p:config.Paths) -> list:
     "The instruction skills of `$config/skills` that load, and each one skipped with its reason (`46_instruction_skills`)."
     catalogue = load_instruction_skills(p.config / 'skills')
-    out = [Finding('skills', 'warn', f"{why}; the skill is left out until it is fixed") for _, why in catalogue.skipped]
-    return [Finding('skills', 'ok', f"instruction skills: {', '.join(catalogue.skills) or 'none'}")] + out
+    out = [Finding('skill-md', 'warn', f"{why}; the skill is left out until it is fixed") for _, why in catalogue.skipped]
+    return [Finding('skill-md', 'ok', f"instruction skills: {', '.join(catalogue.skills) or 'none'}")] + out
 
 def check_mcp(p:config.Paths) -> list:
     "`$config/mcp.toml` parses and, when it lists servers, the MCP SDK is installed (`47_mcp`); nothing is started."
@@ -389,7 +391,16 @@ def _signal_daemon(url:str, start:str, installed:bool, owners:int, timeout:float
                                                          f"install it (https://github.com/AsamK/signal-cli), register the agent's number and run {start}")
     return Finding('signal', 'fail', f"signal-cli's daemon does not answer at {url} ({why}): run {start}, or correct PASSEPARTOUT_SIGNAL_URL")
 
-# %% ../nbs/54_doctor.ipynb #c43b877e
+# %% ../nbs/54_doctor.ipynb #a5d94ea5
+def check_skills(p:config.Paths) -> list:
+    "The owner's skills in `$config/skills`: each that loads, with its version and the file's SHA-256; each that does not, and why."
+    found = check_folder(p.config / 'skills', builtin_skills())
+    out = [Finding('skills', 'ok', f"{s.name} {s.version} sha256:{s.digest[:16]} ({s.path})") for s in found.skills if s.origin == 'user']
+    out += [Finding('skills', 'ok', f"{name}: disabled in skills.toml") for name in sorted(found.disabled)]
+    out += [Finding('skills', 'warn', f"{text} (skipped: the agent starts without it)") for status, text in skills_report(found) if status == 'fail']
+    return out or [Finding('skills', 'ok', f"no skills of the owner's in {p.config / 'skills'}")]
+
+# %% ../nbs/54_doctor.ipynb #f56fcb04
 def run_checks(env=None, fix:bool=False, timeout:float=3.0, network:bool=False) -> list:
     "Every check, in order; a check that crashes is one `fail` naming the error."
     env = dict(os.environ if env is None else env)
@@ -397,8 +408,8 @@ def run_checks(env=None, fix:bool=False, timeout:float=3.0, network:bool=False) 
     except Exception as e: return [Finding('home', 'fail', f"the agent's home cannot be found ({type(e).__name__}: {e}): set PASSEPARTOUT_HOME to a directory")]
     checks = [('home', lambda: check_home(p, env, fix)), ('config', lambda: check_config(env, p.config / '.env')), ('workspace', lambda: check_workspace(env)),
               ('daemon', lambda: check_daemon(p, env)), ('providers', lambda: check_providers(env, timeout, network)), ('sandbox', check_sandbox),
-              ('stores', lambda: check_stores(p.data)), ('skills', lambda: check_skills(p)), ('mcp', lambda: check_mcp(p)),
-              ('permissions', lambda: check_permissions(p, env, fix)),
+              ('stores', lambda: check_stores(p.data)), ('skills', lambda: check_skills(p)), ('skill-md', lambda: check_instruction_skills(p)),
+              ('mcp', lambda: check_mcp(p)), ('permissions', lambda: check_permissions(p, env, fix)),
               ('telegram', lambda: check_telegram(p, env, timeout, network)), ('signal', lambda: check_signal(p, env, timeout, network))]
     out = []
     for name, check in checks:

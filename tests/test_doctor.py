@@ -295,7 +295,7 @@ def test_fix_repairs_modes_and_directories_and_nothing_else(tmp_path, home):
                    capture_output=True, timeout=120)   # real stores: approvals, audit log
     assert (h / 'data' / 'audit.db').exists()
     (h / 'config' / '.env').write_text('OPENAI_MODEL=gpt-4o\n'); (h / 'config' / 'vault.key').write_bytes(os.urandom(32))
-    (h / 'config' / 'permissions.toml').write_text('# rules\n'); (h / 'config' / 'skills').mkdir()
+    (h / 'config' / 'permissions.toml').write_text('# rules\n'); (h / 'config' / 'skills').mkdir(exist_ok=True)   # build_agent makes it, to watch it
     for f in h.rglob('*'): f.chmod(0o755 if f.is_dir() else 0o666)
     shutil.rmtree(h / 'state')
     before = _digest(h)

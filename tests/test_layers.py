@@ -16,18 +16,18 @@ PKG = Path(__file__).resolve().parents[1] / 'passepartout'
 
 # rank: (layer, modules). A module may import modules of its own rank or lower, never higher.
 LAYERS = {
-    0: ('core', '__init__ errors basics signals perceive gates reason tools act loop config watch'),
+    0: ('core', '__init__ errors basics signals perceive gates reason tools act loop config watch skills'),
     1: ('providers', 'providers cascade replay'),
     2: ('plug-ins', 'builtin_gates autorun validation_gates turn_gates path_gates self_protection_gates permission_gates '
                     'network_gates provenance_gates shell_gate shell_rules vault policy refusals_gate information_flow owner_plan '
                     'builtin_tools sandbox approvals approval_flow executed_files audit sessions memory_store recall foveal memory_loop '
-                    'instruction_skills mcp'),
+                    'instruction_skills mcp skill_guards skill_shell skill_files skill_web skill_messaging skill_approvals skill_memory'),
     3: ('app', 'app'),
-    4: ('services', 'heartbeat repl'),
+    4: ('services', 'heartbeat repl skill_repl'),
     5: ('daemon', 'protocol daemon_client daemon'),
     5.5: ('gateways', 'telegram signal_gateway'),
     6: ('operations', 'doctor'),
-    7: ('command line', 'cli __main__ approval_commands daemon_commands demo chat memory_commands tui'),
+    7: ('command line', 'cli __main__ approval_commands daemon_commands demo chat memory_commands tui skill_commands'),
 }
 RANK = {m: r for r, (_, names) in LAYERS.items() for m in names.split()}
 

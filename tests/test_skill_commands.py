@@ -1,0 +1,87 @@
+"""`passepartout skills list|show|enable|disable|new NAME` (`nbs/66_skill_commands.md`): the skeleton `new` writes
+passes its own tests and loads; what list and show print; enable and disable, live for an owner's skill."""
+import os, subprocess, sys
+from pathlib import Path
+import pytest
+from click.testing import CliRunner
+from passepartout.cli import main
+from passepartout.reason import ScriptedProvider
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    monkeypatch.setenv('PASSEPARTOUT_WORKSPACE', str(tmp_path))
+    monkeypatch.setenv('PASSEPARTOUT_MEMORY', '0')
+    return tmp_path / 'home' / 'config' / 'skills'
+
+
+def run(*args):
+    result = CliRunner().invoke(main, ['skills', *args])
+    return result.exit_code, result.output
+
+
+def test_new_writes_a_skeleton_that_passes_its_own_tests_and_loads(home):
+    status, out = run('new', 'morning-news')
+    path = home / 'morning-news.py'
+    assert status == 0 and f"wrote {path}" in out and path.exists()
+    env = {**os.environ, 'PYTHONPATH': str(ROOT)}
+    tests = subprocess.run([sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', str(path)], capture_output=True, text=True, env=env, cwd=home)
+    assert tests.returncode == 0 and '3 passed' in tests.stdout, tests.stdout + tests.stderr
+    from passepartout.app import build_agent
+    agent = build_agent(provider=ScriptedProvider([]))
+    assert agent.skills.failed == () and agent.skills.by_name['morning-news'].origin == 'user'
+    assert 'morning_news_greet' in agent.tools and 'morning-news-no-shouting' in [g.name for g in agent.gates.gates]
+    assert agent.skills.triggered('hello there').name == 'morning-news'
+
+
+def test_new_never_overwrites_and_checks_the_name(home):
+    assert run('new', 'mine')[0] == 0
+    assert run('new', 'mine') == (1, f"Error: {home / 'mine.py'} exists already: edit it, or choose another name\n")
+    assert run('new', 'shell') == (1, "Error: a skill named 'shell' exists already\n")
+    assert run('new', 'Bad Name')[0] == 1 and not list(home.glob('Bad*'))
+
+
+def test_list_shows_skills_hashes_and_failures(home):
+    run('new', 'mine')
+    (home / 'net.py').write_text('import socket\n')
+    status, out = run('list')
+    lines = out.splitlines()
+    assert status == 0 and lines[0].split()[:4] == ['guards', lines[0].split()[1], 'builtin', 'on']
+    mine = next(l for l in lines if l.startswith('mine '))
+    assert mine.split()[2:4] == ['user', 'on'] and 'sha256:' in mine
+    assert any(l.startswith('FAILED net.py: line 1: imports socket') for l in lines)
+    assert run() == (status, out)   # `skills` alone lists
+
+
+def test_show_prints_the_declaration_and_an_unknown_name_is_an_error(home):
+    status, out = run('show', 'shell')
+    assert status == 0 and 'gates        shell@60, sandbox@55' in out and 'tools        shell' in out
+    assert run('show', 'nothing') == (1, "Error: no skill named 'nothing' (see `passepartout skills list`)\n")
+
+
+def test_disable_and_enable_an_owners_skill_take_effect_at_the_next_turn(home):
+    run('new', 'mine')
+    from passepartout.app import build_agent
+    agent = build_agent(provider=ScriptedProvider([]))
+    assert 'mine_greet' in agent.tools
+    status, out = run('disable', 'mine')
+    assert status == 0 and "at the daemon's next turn" in out
+    agent.parts.skills.refresh(agent)
+    assert 'mine_greet' not in agent.tools and 'mine' in agent.skills.disabled
+    assert 'mine' in [l.split()[0] for l in run('list')[1].splitlines() if l.split()[3:4] == ['off']]
+    run('enable', 'mine'); agent.parts.skills.refresh(agent)
+    assert 'mine_greet' in agent.tools
+
+
+def test_a_builtin_can_be_disabled_but_not_a_required_one(home):
+    status, out = run('disable', 'web')
+    assert status == 0 and 'when the agent next starts' in out
+    from passepartout.app import build_agent
+    assert 'http_fetch' not in build_agent(provider=ScriptedProvider([])).tools
+    assert run('disable', 'guards') == (1, "Error: guards is required: every agent has it\n")
+    assert run('disable', 'nothing')[0] == 1
+    run('enable', 'web')
+    assert 'http_fetch' in build_agent(provider=ScriptedProvider([])).tools
