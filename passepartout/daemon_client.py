@@ -15,7 +15,7 @@ from . import config
 from .errors import PassepartoutError, ProtocolError
 from .protocol import encode_frame, read_frame, send_frame, recv_frame
 
-# %% ../nbs/51a_daemon_client.ipynb #04390730
+# %% ../nbs/51a_daemon_client.ipynb #69979394
 def write_secret(path:Path, text:str) -> Path:
     "Write `text` to `path` with mode 0600 from the first byte (never readable by others, even briefly)."
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -24,6 +24,7 @@ def write_secret(path:Path, text:str) -> Path:
     finally: os.close(fd)
     return path
 
+# %% ../nbs/51a_daemon_client.ipynb #eb2b60d4
 def state_files(state_dir=None) -> dict:
     "The daemon's files in the state directory: pid, port, token, log."
     d = Path(state_dir) if state_dir is not None else config.paths().state
@@ -40,26 +41,29 @@ def full_turn(sent:dict) -> dict:
             'replies': sent.get('replies') or [], 'reply': sent.get('reply'), 'usage': sent.get('usage') or {},
             'failed': bool(sent.get('failed')), 'events': events}
 
-# %% ../nbs/51a_daemon_client.ipynb #c2e45749
+# %% ../nbs/51a_daemon_client.ipynb #997bac1e
 def read_address(state_dir=None) -> tuple|None:
     "(host, port) from the port file, or None."
     try: host, port = state_files(state_dir)['port'].read_text().split()
     except (OSError, ValueError): return None
     return host, int(port)
 
+# %% ../nbs/51a_daemon_client.ipynb #d9e1e8ab
 def _handshake(token:str) -> dict: return {'type': 'REQUEST', 'meta': {}, 'payload': {'sensor': 'handshake', 'token': token}}
 
+# %% ../nbs/51a_daemon_client.ipynb #45e49ad0
 def request(text:str|None=None, session:str='default', source:str='cli', id=None, sensor:str='user-input', **payload) -> dict:
     "A request envelope: a message `text` in `session` (or another sensor's payload)."
     body = {'sensor': sensor, **({'text': text} if text is not None else {}), **payload}
     return {'type': 'EVENT', 'meta': {'session': session, 'source': source, 'id': id}, 'payload': body}
 
-# %% ../nbs/51a_daemon_client.ipynb #913bb7a1
+# %% ../nbs/51a_daemon_client.ipynb #4c1d4022
 def _expanded(payload:dict) -> dict:
     "A reply's payload, a turn in it in the shape of `Turn.to_dict()` (`full_turn`)."
     if payload.get('sensor') == 'turn' and isinstance(payload.get('turn'), dict): payload['turn'] = full_turn(payload['turn'])
     return payload
 
+# %% ../nbs/51a_daemon_client.ipynb #e2f433b3
 class Client:
     "A blocking client: connect, hand-shake, then one request at a time."
     def __init__(self, state_dir=None, timeout:float|None=300.0, address=None, token:str|None=None):
@@ -100,19 +104,21 @@ def daemon_running(state_dir=None) -> bool:
     except OSError: return False
     return True
 
-# %% ../nbs/51a_daemon_client.ipynb #2fe011e8
+# %% ../nbs/51a_daemon_client.ipynb #2e370f04
 def _expect(payload:dict, sensor:str) -> dict:
     "The reply payload if it is of `sensor`; else the error it carries, raised."
     if payload.get('sensor') == 'protocol-error': raise ProtocolError(payload.get('text', 'protocol error'))
     if payload.get('sensor') != sensor: raise PassepartoutError(payload.get('text') or f"unexpected reply: {str(payload)[:200]}")
     return {k: v for k, v in payload.items() if k != 'sensor'}
 
+# %% ../nbs/51a_daemon_client.ipynb #0df1bf0f
 def client_send(text:str, session:str='default', source:str='cli', timeout:float|None=300.0, state_dir=None,
                 on_progress=None) -> dict: # `on_progress(payload)`: each `progress` frame (`token` or `event`) before the reply
     "Run one turn in the running daemon; the turn as JSON data (the shape of `Turn.to_dict()`)."
     with Client(state_dir, timeout) as client:
         return _expect(client.ask(request(text, session, source), on_progress), 'turn')['turn']
 
+# %% ../nbs/51a_daemon_client.ipynb #7757ba39
 def client_status(timeout:float|None=10.0, state_dir=None) -> dict:
     "The running daemon's status."
     with Client(state_dir, timeout) as client:

@@ -315,13 +315,14 @@ def check_stores(data_dir:Path) -> list:
         out.append(Finding('stores', 'ok' if result == 'ok' else 'fail', f"{f.name}: {'healthy' if result == 'ok' else result}"))
     return out or [Finding('stores', 'ok', "no stores yet")]
 
-# %% ../nbs/54_doctor.ipynb #82d8582b
+# %% ../nbs/54_doctor.ipynb #bc14bff2
 def check_instruction_skills(p:config.Paths) -> list:
     "The instruction skills of `$config/skills` that load, and each one skipped with its reason (`46_instruction_skills`)."
     catalogue = load_instruction_skills(p.config / 'skills')
     out = [Finding('skill-md', 'warn', f"{why}; the skill is left out until it is fixed") for _, why in catalogue.skipped]
     return [Finding('skill-md', 'ok', f"instruction skills: {', '.join(catalogue.skills) or 'none'}")] + out
 
+# %% ../nbs/54_doctor.ipynb #c568fe2f
 def check_mcp(p:config.Paths) -> list:
     "`$config/mcp.toml` parses and, when it lists servers, the MCP SDK is installed (`47_mcp`); nothing is started."
     try: servers = load_mcp_config(p.config / 'mcp.toml')

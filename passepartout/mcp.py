@@ -17,10 +17,11 @@ from .basics import patch
 from .errors import SetupError
 from .tools import Toolbelt, Tool, EFFECT_CLASS, ARG_KINDS, WHY, WHY_SCHEMA
 
-# %% ../nbs/47_mcp.ipynb #bd4b445e
+# %% ../nbs/47_mcp.ipynb #0b04ac5a
 SERVER_NAME = re.compile(r'[a-z0-9][a-z0-9_-]{0,31}')
 SERVER_KEYS = {'command', 'args', 'env', 'cwd', 'url', 'timeout', 'tools'}
 
+# %% ../nbs/47_mcp.ipynb #238bf874
 @dataclass(frozen=True)
 class ServerConfig:
     "One MCP server of the owner's file: how to reach it and what its tools do."
@@ -50,12 +51,13 @@ def _server(path, name, d) -> ServerConfig:
     return ServerConfig(name, d.get('command'), tuple(d.get('args', ())), d.get('env'), d.get('cwd'), d.get('url'), float(timeout),
                         {tool: _tool_declaration(fail, tool, t) for tool, t in _table(fail, d.get('tools', {})).items()})
 
-# %% ../nbs/47_mcp.ipynb #13a64eac
+# %% ../nbs/47_mcp.ipynb #59f87fb3
 def _table(fail, tools) -> dict:
     "The `tools` table of a server, or its `SetupError`."
     if not isinstance(tools, dict): raise fail("has `tools` that is not a table of tools")
     return tools
 
+# %% ../nbs/47_mcp.ipynb #33e0f35e
 def _tool_declaration(fail, tool:str, t) -> dict:
     "One tool's `effect` and `args`, checked against `EFFECT_CLASS` and `ARG_KINDS`."
     if not isinstance(t, dict) or set(t) - {'effect', 'args'}: raise fail(f"tool {tool!r} must be a table with only `effect` and `args`")
@@ -65,6 +67,7 @@ def _tool_declaration(fail, tool:str, t) -> dict:
         raise fail(f"tool {tool!r} declares unknown argument kinds {args if not isinstance(args, dict) else bad}; use {', '.join(ARG_KINDS)}")
     return dict(t)
 
+# %% ../nbs/47_mcp.ipynb #28148c3a
 def load_mcp_config(path) -> dict:
     "`{server: ServerConfig}` from the TOML file `path`; `{}` when it is missing; `SetupError` naming any mistake."
     path = Path(path)
@@ -93,11 +96,12 @@ class RemoteTool(Tool):
             self._schema = s
         return self._schema
 
-# %% ../nbs/47_mcp.ipynb #c362946b
+# %% ../nbs/47_mcp.ipynb #238c9796
 def tool_name(server:str, tool:str) -> str:
     "The belt's name of `server`'s tool `tool`: `SERVER__TOOL`, in the characters and length providers accept."
     return re.sub(r'[^A-Za-z0-9_-]', '_', f"{server}__{tool}")[:64]
 
+# %% ../nbs/47_mcp.ipynb #2b9e4ac4
 def register(belt:Toolbelt, tool:Tool) -> Tool:
     "Put `tool` on `belt` (a name taken already is a `ValueError`), with the declarations waiting for it."
     if belt.canonical(tool.name) is not None: raise ValueError(f"tool {tool.name!r} exists already")
@@ -151,7 +155,7 @@ class McpServers:
     def __getitem__(self, name) -> McpServer: return self.servers[name]
     def __repr__(self): return f"McpServers({', '.join(map(repr, self.servers.values()))})"
 
-# %% ../nbs/47_mcp.ipynb #a2e2221b
+# %% ../nbs/47_mcp.ipynb #3c019434
 @patch
 def start(self:McpServers, wait:float=0) -> McpServers:
     "Start the loop and a supervisor per server; wait up to `wait` seconds for each to be listed (or to fail once)."
@@ -161,6 +165,7 @@ def start(self:McpServers, wait:float=0) -> McpServers:
     for s in self.servers.values(): s.settled.wait(max(0, deadline - time.monotonic()))
     return self
 
+# %% ../nbs/47_mcp.ipynb #1f6b2279
 @patch
 def close(self:McpServers, timeout:float=10):
     "Stop every server (a stdio server's process ends) and the loop."
@@ -203,12 +208,13 @@ async def _supervise(self:McpServers, server:McpServer):
         server.restarts += 1
     server.status = 'stopped'
 
-# %% ../nbs/47_mcp.ipynb #a2c76d1a
+# %% ../nbs/47_mcp.ipynb #1ff8e3a7
 def _reason(e:BaseException) -> str:
     "One line for why a connection ended (the first real error of an exception group)."
     while isinstance(e, BaseExceptionGroup) and e.exceptions: e = e.exceptions[0]
     return ' '.join(f"{type(e).__name__}: {e}".split())[:300]
 
+# %% ../nbs/47_mcp.ipynb #aad4b4a2
 def _transport(conf:ServerConfig, errlog):
     "The SDK's transport for `conf`: a stdio child process, or streamable HTTP."
     from mcp.client.stdio import stdio_client, StdioServerParameters
@@ -234,7 +240,7 @@ async def _connected(self:McpServers, server:McpServer):
                 server.check.clear()
                 if not self.closing: await asyncio.wait_for(session.send_ping(), conf.timeout)   # raises when the server is gone
 
-# %% ../nbs/47_mcp.ipynb #d36c382e
+# %% ../nbs/47_mcp.ipynb #b9632862
 async def _list_tools(session) -> list:
     "Every tool the server lists, following its pages (at most 100)."
     from mcp.types import PaginatedRequestParams
@@ -245,6 +251,7 @@ async def _list_tools(session) -> list:
         if not (cursor := page.next_cursor): break
     return tools
 
+# %% ../nbs/47_mcp.ipynb #355321d6
 @patch
 def _register(self:McpServers, server:McpServer):
     "Put the server's tools that are not on the belt yet on it; log the first connection and every reconnection."
@@ -257,7 +264,7 @@ def _register(self:McpServers, server:McpServer):
     self.log('INFO', f"MCP server {server.conf.name!r} is up{again} with {len(server.tools)} tools" + (f"; added {', '.join(added)}" if added else ''))
     server.settled.set()
 
-# %% ../nbs/47_mcp.ipynb #43f3747f
+# %% ../nbs/47_mcp.ipynb #9783bb31
 @patch
 def call(self:McpServers, server:McpServer, tool:str, arguments:dict) -> str:
     "Run `server`'s tool with `arguments` on the loop and wait for its text, at most the server's timeout; `RuntimeError` saying why not."
@@ -275,6 +282,7 @@ def call(self:McpServers, server:McpServer, tool:str, arguments:dict) -> str:
         raise RuntimeError(f"MCP server {server.conf.name!r} failed to run {tool!r}: {_reason(e)}") from None
     return result_text(result)
 
+# %% ../nbs/47_mcp.ipynb #f169c5a5
 @patch
 def _check(self:McpServers, server:McpServer):
     "Ask the supervisor to ping `server` now: a call failed, perhaps because it died."

@@ -96,6 +96,30 @@ def test_sensitive_words(word, level):
     assert sensitive(word) == level
 
 
+
+@pytest.mark.parametrize('word, level', [
+    ('/usr/../etc/shadow', 'deny'), ('--data-binary=@/etc/passwd', 'deny'),
+    ('/pr?c/self/env*', 'ask'), ('~/.ss*/id_*', 'ask'), ('/etc/sha[d]ow', 'ask'), ('~/.*/config', 'ask'),
+    ('*', None), ('/etc/*.conf', None), ('~/*', None)])
+def test_sensitive_paths_after_dots_and_globs(word, level):
+    assert sensitive(word) == level
+
+
+# ---- where bash runs data as code (nbs/21_shell_gate.md): arithmetic, heredocs and the nets --------------
+
+@pytest.mark.parametrize('command, expected', [
+    *[(c, 'allow') for c in ['echo $((1 + 2))', 'echo $[2*3]', '((1 < 2))', 'for ((;;)); do break; done',
+                             'echo ${a[1]} ${a[@]}', 'a=([0]=x [1]=y)', "cat <<'EOF'\n${a[i]} ${!x}\nEOF",
+                             'cat <<EOF\n$HOME $((2*3))\nEOF']],
+    *[(c, 'ask') for c in ['echo $((x))', 'echo $[n+1]', '((n))', 'for ((i=0;i<3;i++)); do :; done', 'echo ${a[i]}',
+                           'a[$k]=1', 'a=([k]=1)', 'cat <<-EOF\n\t${a[i]}\n\tEOF', 'echo "${u:-$[n]}"',
+                           "cat <<EOF\nsum: $[n]\nEOF", 'echo "${s//${a[i]}/}"',
+                           "cat <<'EOF'\n$((n))\nEOF"]],        # the net reads raw text: a quoted `$((n))` asks too
+    ("x='a[$(rm -rf ~)]'; echo $((x))", 'deny'),               # a visible payload is judged as code
+])
+def test_arithmetic_evaluates_what_it_names(command, expected):
+    assert decision(command) == expected, analyse(command, WS).reasons
+
 # ---- fast paths beside their plain references -------------------------------------------------------
 
 _WORDS = ['ls', 'cat', 'rm', '-rf', '-o', 'out.txt', '/etc/passwd', '~/.bashrc', '.', '..', '/', 'a.txt', 'curl', '-T', 'sort',
