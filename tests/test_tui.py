@@ -218,3 +218,20 @@ def test_an_action_held_elsewhere_appears_and_is_denied_in_its_own_session(home,
         return token
     token = run(go())
     assert logs.exists() and ApprovalStore().get(token)['state'] == 'denied'
+
+
+def test_a_failed_turn_is_shown_once_as_an_error(home, server):
+    "The provider refuses the request: the error event is on the screen, the turn's reply (the same sentence) is not repeated."
+    server.add({'status': 400, 'json': {'error': {'message': 'the model does not exist'}}})
+    async def go():
+        app = PassepartoutApp()
+        async with app.run_test(size=(120, 30)) as pilot:
+            await ready(pilot)
+            await say(pilot, 'hello')
+            await until(pilot, lambda: any(b.style == 'error' for b in app.conversation.blocks) and app.busy == '')
+            await pilot.pause(0.2)
+            return [(b.kind, b.text) for b in app.conversation.blocks]
+    from passepartout.tui import PassepartoutApp
+    blocks = run(go())
+    assert blocks[0] == ('you', 'hello') and len(blocks) == 2, blocks
+    assert blocks[1][0] == 'note' and blocks[1][1].startswith('error: ') and 'the model does not exist' in blocks[1][1], blocks
