@@ -204,3 +204,18 @@ def test_a_gateway_that_cannot_start_is_shown_and_the_other_serves(servers):
         servers.telegram.message('hello', chat=TG_OWNER)
         servers.telegram.wait_for(lambda: servers.telegram.texts(TG_OWNER))
     assert servers.telegram.texts(TG_OWNER) == ['telegram-1001|hello']
+
+
+@pytest.mark.parametrize('kind', ['telegram', 'signal'])
+def test_the_wait_between_retries_doubles_up_to_the_ceiling_and_is_logged_once(servers, kind):
+    "Each failure in a row doubles the wait (1, 2, 4, … up to the ceiling); the same reason is logged once; Telegram's 429 waits at least retry_after."
+    from passepartout.telegram import TelegramGateway, BotAPI, TelegramError
+    from passepartout.signal_gateway import SignalGateway, SignalCLI, SignalError
+    agent = agent_with()
+    if kind == 'telegram': gw, error = TelegramGateway(agent, BotAPI('1:x', 'http://127.0.0.1:9'), {'1001'}, backoff=(1, 60)), TelegramError('getUpdates: 502 Bad Gateway', 502)
+    else: gw, error = SignalGateway(agent, SignalCLI(ACCOUNT, 'http://127.0.0.1:9'), {SIG_OWNER}, backoff=(1, 60)), SignalError('cannot reach signal-cli')
+    waits = [gw._failed(error) for _ in range(9)]
+    assert waits == [1, 2, 4, 8, 16, 32, 60, 60, 60] and gw.status()['state'] == 'failing' and gw.status()['failures'] == 9
+    assert len([line for line in agent.syslog.lines(100) if 'failed' in line or 'cannot reach' in line]) == 1
+    if kind == 'telegram':
+        assert gw._failed(TelegramError('getUpdates: 429 Too Many Requests', 429, retry_after=90)) == 90
