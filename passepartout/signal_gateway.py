@@ -10,7 +10,7 @@ __all__ = ['ACCOUNT_SECRET', 'NUMBER_RE', 'UUID_RE', 'MAX_MESSAGE', 'RATE_LIMITE
            'is_owner', 'held_token', 'reaction_verb', 'HeldMessages', 'session_of', 'SignalGateway', 'signal_gateway',
            'run_signal', 'signal_service', 'signal_services', 'signal_command']
 
-# %% ../nbs/71_signal.ipynb #ee115f12
+# %% ../nbs/71_signal.ipynb #7c0b0c9f
 import asyncio, itertools, json, os, re, signal as signals_module, threading, time
 from collections import OrderedDict
 from pathlib import Path
@@ -25,7 +25,7 @@ from .loop import Agent
 from .daemon import write_secret
 from .app import build_agent
 from .telegram import (clean_text, split_message, _remember, _preview, SerialRunner, STRANGER_REPLY, STRANGER_WINDOW,
-                                   STRANGER_NOTICES, BACKOFF_START, BACKOFF_MAX, MAX_INPUT_CHARS, MAX_QUEUED, MAX_RETRY_AFTER)
+                                   STRANGER_NOTICES, Unstarted, BACKOFF_START, BACKOFF_MAX, MAX_INPUT_CHARS, MAX_QUEUED, MAX_RETRY_AFTER)
 
 # %% ../nbs/71_signal.ipynb #806446d5
 ACCOUNT_SECRET = 'SIGNAL_ACCOUNT'
@@ -384,14 +384,15 @@ def run_signal(agent:Agent, stop:threading.Event|None=None, ready=None, **kw) ->
     finally: runner.close()
     return gw
 
-# %% ../nbs/71_signal.ipynb #3b126552
+# %% ../nbs/71_signal.ipynb #4c57839a
 async def signal_service(daemon, **kw):
     "The gateway as a background service of the daemon: its turns go to the daemon's per-session queues, bounded."
     stop = threading.Event()
     try:
         gw = signal_gateway(daemon.agent, submit=lambda s: daemon.offer(s, gw.max_queued), **kw)
     except Exception as e:
-        daemon.agent.syslog.log('ERROR', f"signal: the gateway cannot start: {e}"); return
+        daemon.agent.syslog.log('ERROR', f"signal: the gateway cannot start: {e}")
+        daemon.gateways['signal'] = Unstarted(str(e)); return
     daemon.gateways['signal'] = gw
     thread = threading.Thread(target=gw.run, args=(stop,), name='passepartout-signal', daemon=True)
     thread.start()

@@ -8,8 +8,8 @@ Docs: https://passepartout-agent.github.io/passepartout/telegram.html.md"""
 __all__ = ['TOKEN_SECRET', 'MAX_MESSAGE', 'MAX_INPUT_CHARS', 'MAX_RETRY_AFTER', 'STRANGER_REPLY', 'STRANGER_WINDOW',
            'STRANGER_NOTICES', 'BACKOFF_START', 'BACKOFF_MAX', 'POLL_TIMEOUT', 'MAX_QUEUED', 'bot_token', 'owner_chats',
            'clean_text', 'split_message', 'TelegramError', 'BotAPI', 'sender', 'is_owner', 'approval_buttons',
-           'session_of', 'TelegramGateway', 'SerialRunner', 'telegram_gateway', 'run_telegram', 'telegram_service',
-           'gateway_services', 'telegram_command']
+           'session_of', 'TelegramGateway', 'SerialRunner', 'telegram_gateway', 'run_telegram', 'Unstarted',
+           'telegram_service', 'gateway_services', 'telegram_command']
 
 # %% ../nbs/70_telegram.ipynb #ceeddef2
 import asyncio, re, signal as signals_module, threading, time, queue, unicodedata
@@ -225,7 +225,7 @@ def _message(self:TelegramGateway, message:dict):
         return self._say(chat, f"{self.max_queued} messages are waiting already; this one was not taken. Send it again once I have answered.")
     self.counts['messages'] += 1
 
-# %% ../nbs/70_telegram.ipynb #ceb885b9
+# %% ../nbs/70_telegram.ipynb #e033c30a
 def _preview(text) -> str:
     "A stranger's text as the owner's notice quotes it: cleaned, on one line, short."
     text = clean_text(text if isinstance(text, str) else '(not text)').replace('\n', ' ').replace('\t', ' ')
@@ -249,6 +249,8 @@ def _stranger(self:TelegramGateway, chat, user, message:dict, text):
     more = f" ({missed} more messages from it were refused meanwhile)" if missed else ''
     self.notify(f"Telegram: a message from {name} (user {user}, chat {chat}), who is not an owner, was refused; "
                 f"the agent did not see it: {_preview(text)}{more}")
+    if self.agent.audit is not None:
+        self.agent.audit({'kind': 'refused-sender', 'channel': 'telegram', 'by': f"telegram user {user}", 'chat': chat, 'missed': missed})
 
 @patch
 def notify(self:TelegramGateway, text:str):
@@ -385,14 +387,21 @@ def run_telegram(agent:Agent, stop:threading.Event|None=None, ready=None, **kw) 
     finally: runner.close()
     return gw
 
-# %% ../nbs/70_telegram.ipynb #4a5571a6
+# %% ../nbs/70_telegram.ipynb #a9d746b3
+class Unstarted:
+    "A gateway the daemon could not start: what `daemon status` shows in its place."
+    def __init__(self, error:str): self.error = error
+    def __repr__(self): return f"Unstarted({self.error!r})"
+    def status(self) -> dict: return {'state': 'cannot start', 'error': self.error, 'failures': 0}
+
 async def telegram_service(daemon, **kw):
     "The gateway as a background service of the daemon: its turns go to the daemon's per-session workers."
     stop = threading.Event()
     try:
         gw = telegram_gateway(daemon.agent, submit=lambda s: daemon.offer(s, gw.max_queued), **kw)
     except Exception as e:
-        daemon.agent.syslog.log('ERROR', f"telegram: the gateway cannot start: {e}"); return
+        daemon.agent.syslog.log('ERROR', f"telegram: the gateway cannot start: {e}")
+        daemon.gateways['telegram'] = Unstarted(str(e)); return
     daemon.gateways['telegram'] = gw
     thread = threading.Thread(target=gw.run, args=(stop,), name='passepartout-telegram', daemon=True)
     thread.start()

@@ -44,10 +44,10 @@ def trace_lines(verdict:dict) -> list:
     lines = [f"{MARKS.get(t.get('decision'), '·')} {t.get('gate')}" + (f": {t['reason']}" if t.get('reason') else '') for t in verdict.get('trace') or ()]
     return lines or [f"{MARKS.get(verdict.get('decision'), '·')} {r}" for r in verdict_reasons(verdict)]
 
-# %% ../nbs/65_tui.ipynb #f9559a5b
+# %% ../nbs/65_tui.ipynb #faad22a1
 class Conversation:
     "The blocks of a conversation, grown from a turn's streamed text and events; each call returns the blocks it changed."
-    def __init__(self): self.blocks, self.streaming, self.streamed, self.last_stream = [], None, '', None
+    def __init__(self): self.blocks, self.streaming, self.streamed, self.last_stream, self.last_error = [], None, '', None, ''
     def add(self, kind:str, text:str='', **kw) -> Block:
         "A new block at the end."
         self.blocks.append(b := Block(kind, text, **kw)); return b
@@ -82,7 +82,7 @@ def _verdict(self:Conversation, e:dict) -> list:
     return []
 
 
-# %% ../nbs/65_tui.ipynb #6e0f6922
+# %% ../nbs/65_tui.ipynb #150acefd
 NOTES = {'approval': lambda e: (f"approved {e['token']}" + (' (always)' if e.get('always') else ''), 'allow'),
          'approval-refused': lambda e: (f"approval {e['token']} refused: {e.get('reason')}", 'error'),
          'error': lambda e: (f"error: {e.get('error')}", 'error'),
@@ -96,8 +96,10 @@ def event(self:Conversation, e:dict) -> list:
     if kind == 'verdict': return self._verdict(e)
     if kind == 'result': return self._result(e)
     if kind == 'reply':
-        same, self.last_stream = (e.get('text') or '').strip() == self.last_stream, None
+        text = (e.get('text') or '').strip()
+        same, self.last_stream = text == self.last_stream or bool(text) and text in self.last_error, None
         return [] if same else [self.add('answer', e.get('text') or '')]
+    if kind == 'error': self.last_error = str(e.get('error') or '')
     if kind == 'pending':
         return [self.add('held', f"⏸ {e['token']} waits for your approval: y n a s in the approvals panel (F3)", style='ask')]
     if kind in NOTES: text, style = NOTES[kind](e); return [self.add('note', text, style=style)]

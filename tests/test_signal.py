@@ -157,6 +157,23 @@ def test_a_thumbs_up_approves_once_and_the_model_carries_on(server):
     assert (approval['data']['channel'], approval['data']['by']) == ('signal', f'signal user {OWNER}')
 
 
+def test_a_replayed_reaction_runs_nothing_again(server):
+    "The very envelope of the owner's 👍, delivered again (a resent event), is recognised and dropped: no second answer, no second run."
+    agent = agent_with(tool_call('shell', {'command': 'rm -r build'}, explanation='clean up'), lambda req: reply('Done.'), echo)
+    with serving(agent) as gw:
+        listening(server, gw)
+        token, held = held_shell(server, agent)
+        thumbs = server.react('👍', held['timestamp'])
+        server.wait_for(lambda: 'Done.' in server.texts())
+        (server.workspace / 'build').mkdir()                            # were it run again, it would remove this one
+        server.inject(thumbs)
+        server.message('still there?')
+        server.wait_for(lambda: f'signal-{OWNER}|still there?' in server.texts())
+    assert (server.workspace / 'build').exists() and ApprovalStore().get(token)['state'] == 'used'
+    assert len(AuditLog().recent(50, kind='approval')) == 1
+    assert not any('answered already' in t for t in server.texts())   # dropped as a replay, before it is read as an answer
+
+
 def test_a_typed_deny_refuses_and_tells_the_model(server):
     agent = agent_with(tool_call('shell', {'command': 'rm -r build'}, explanation='clean up'), lambda req: reply(f"OK: {req.messages[-1]['content'][:20]}"))
     with serving(agent) as gw:

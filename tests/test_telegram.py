@@ -187,6 +187,9 @@ def test_strangers_and_forged_senders_reach_nothing(server):
     assert server.texts(STRANGER) == [STRANGER_REPLY]
     notices = [t for t in server.texts(OWNER) if t.startswith('Telegram: a message from')]
     assert len(notices) == 5 and "'rm -rf ~'" in notices[0]   # chats 666 and 667, owner's chat twice (user 666, bot), the channel
+    refusals = AuditLog().recent(50, kind='refused-sender')   # each notice is audited, with the channel and the sender
+    assert len(refusals) == 5 and {r['data']['channel'] for r in refusals} == {'telegram'}
+    assert ('telegram user 666', '666') in [(r['data']['by'], r['data']['chat']) for r in refusals], refusals
 
 
 def test_a_flood_from_one_chat_costs_one_reply_and_loses_nothing_of_the_owners(server):
@@ -202,7 +205,7 @@ def test_a_flood_from_one_chat_costs_one_reply_and_loses_nothing_of_the_owners(s
     owner = server.texts(OWNER)
     assert [t for t in owner if t.startswith('telegram-1001|')] == ['telegram-1001|first', 'telegram-1001|second']
     assert len([t for t in owner if t.startswith('Telegram: a message from')]) == 1
-    assert len(agent.provider.requests) == 2
+    assert len(agent.provider.requests) == 2 and len(AuditLog().recent(500, kind='refused-sender')) == 1
 
 
 def test_the_owners_own_flood_is_answered_in_order(server):
@@ -300,7 +303,9 @@ def test_a_gateway_that_cannot_start_leaves_the_daemon_up(server):
         server.wait_for(lambda: any('the gateway cannot start' in line for line in agent.syslog.lines(50)))
         with Client(address=daemon.address, token=token_of(daemon)) as client:
             answer = client.ask({'type': 'REQUEST', 'meta': {'id': 1, 'session': 's'}, 'payload': {'sensor': 'user-input', 'text': 'hi'}})
-        assert answer['turn']['reply'] == 's|hi' and daemon.status()['gateways'] == {}
+        assert answer['turn']['reply'] == 's|hi'
+        shown = daemon.status()['gateways']
+        assert shown['telegram']['state'] == 'cannot start' and 'vault add TELEGRAM_TOKEN' in shown['telegram']['error'], shown
 
 
 def test_a_crowd_of_strangers_gets_a_bounded_number_of_replies(server):

@@ -218,3 +218,53 @@ def test_an_action_held_elsewhere_appears_and_is_denied_in_its_own_session(home,
         return token
     token = run(go())
     assert logs.exists() and ApprovalStore().get(token)['state'] == 'denied'
+
+
+def test_a_failed_turn_is_shown_once_as_an_error(home, server):
+    "The provider refuses the request: the error event is on the screen, the turn's reply (the same sentence) is not repeated."
+    server.add({'status': 400, 'json': {'error': {'message': 'the model does not exist'}}})
+    async def go():
+        app = PassepartoutApp()
+        async with app.run_test(size=(120, 30)) as pilot:
+            await ready(pilot)
+            await say(pilot, 'hello')
+            await until(pilot, lambda: any(b.style == 'error' for b in app.conversation.blocks) and app.busy == '')
+            await pilot.pause(0.2)
+            return [(b.kind, b.text) for b in app.conversation.blocks]
+    from passepartout.tui import PassepartoutApp
+    blocks = run(go())
+    assert blocks[0] == ('you', 'hello') and len(blocks) == 2, blocks
+    assert blocks[1][0] == 'note' and blocks[1][1].startswith('error: ') and 'the model does not exist' in blocks[1][1], blocks
+
+
+def test_an_action_held_from_telegram_is_approved_with_a_key_and_the_chat_hears_the_rest(home, server, monkeypatch):
+    """The daemon the TUI starts hosts the Telegram gateway: the owner's chat asks, the gates hold the action, `y` in the
+    approvals panel approves it; the model carries on in the Telegram chat, and the audit log says the TUI decided."""
+    from passepartout.tui import PassepartoutApp
+    from passepartout.vault import Vault
+    from passepartout.audit import AuditLog
+    from passepartout.approvals import ApprovalStore
+    from telegram_server import BotAPIServer
+    build = home / 'build'; build.mkdir()
+    server.add(openai_tool('shell', {'command': 'rm -r build'}, text='I will remove build.'), openai_stream(['Done, build is gone.']))
+    with BotAPIServer() as telegram:
+        monkeypatch.setenv('PASSEPARTOUT_TELEGRAM_OWNERS', '1001')
+        monkeypatch.setenv('PASSEPARTOUT_TELEGRAM_API', telegram.url)
+        Vault().add('TELEGRAM_TOKEN', telegram.token)
+        async def go():
+            app = PassepartoutApp()
+            async with app.run_test(size=(140, 40)) as pilot:
+                await ready(pilot)
+                telegram.message('clean up the build directory', chat=1001)
+                await until(pilot, lambda: [a['meta'].get('session') for a in app.pending] == ['telegram-1001'])
+                token = app.pending[0]['token']
+                assert any(m.get('reply_markup') for m in telegram.sent)          # the chat has its buttons too
+                await pilot.press('f3', 'y')
+                await until(pilot, lambda: any(t.startswith('Done') for t in telegram.texts(1001)))
+                await until(pilot, lambda: not app.pending)
+            return token
+        token = run(go())
+        chat = telegram.texts(1001)
+    assert not build.exists() and ApprovalStore().get(token)['state'] == 'used'
+    assert chat[-1] == 'Done, build is gone.', chat                               # the conversation went on where it began
+    assert [(a['data']['channel'], a['data']['token']) for a in AuditLog().recent(50, kind='approval')] == [('tui', token)]
