@@ -7,7 +7,7 @@ Docs: https://passepartout-agent.github.io/passepartout/app.html.md"""
 # %% auto #0
 __all__ = ['build_agent']
 
-# %% ../nbs/62_app.ipynb #050e150e
+# %% ../nbs/62_app.ipynb #72299e0b
 import json, sys
 import click
 from . import config
@@ -22,9 +22,9 @@ from .audit import AuditLog
 from .sessions import SessionStore
 from .vault import Vault
 from .memory_store import MemoryStore
-from .memory_loop import install_memory
+from .memory_loop import install_memory, open_memory
 
-# %% ../nbs/62_app.ipynb #e2e2b02d
+# %% ../nbs/62_app.ipynb #5e1a51ed
 def build_agent(env=None, **overrides) -> Agent:
     "The agent a user gets: configured provider, default gates, built-in tools, approvals, audit and vault."
     config.load_env()
@@ -39,7 +39,7 @@ def build_agent(env=None, **overrides) -> Agent:
     agent.tools.declare_all(load_declarations(config.tools_file(env)))   # the owner's declarations win over the code's
     agent.actuators.set_silent(s('PASSEPARTOUT_SILENT_ACTUATORS').split(','))
     install_approvals(agent, agent.approvals)
-    memory = overrides.pop('memory', None) or (MemoryStore() if s('PASSEPARTOUT_MEMORY') else None)   # loaded at boot: the head snapshot
+    memory = overrides.pop('memory', None) or (open_memory(log=agent.syslog.log) if s('PASSEPARTOUT_MEMORY') else None)   # the head snapshot; read-only when another process writes
     if memory is not None: install_memory(agent, memory)
     for k, v in overrides.items(): setattr(agent, k, v)
     return agent

@@ -6,16 +6,16 @@ Docs: https://passepartout-agent.github.io/passepartout/memory_loop.html.md"""
 
 # %% auto #0
 __all__ = ['FEEDBACK', 'MEMORY_TOOLS', 'FORGET_PRIORITY', 'question_of', 'recalled', 'distrust', 'learned_from', 'remember',
-           'recall', 'link', 'forget', 'memory_tools', 'forget_gate', 'install_memory']
+           'recall', 'link', 'forget', 'memory_tools', 'forget_gate', 'open_memory', 'install_memory']
 
-# %% ../nbs/43_memory_loop.ipynb #4da3efdb
+# %% ../nbs/43_memory_loop.ipynb #af37f0d8
 import re
 from . import config
 from .basics import patch
 from .signals import Signal, Context, from_owner, sender_of
 from .gates import ask
 from .tools import Toolbelt
-from .memory_store import MemoryStore, PROVENANCE
+from .memory_store import MemoryStore, MemoryInUse, PROVENANCE
 from .recall import Hit
 from .foveal import Assembled
 from .provenance_gates import session_values, values_in
@@ -119,7 +119,7 @@ def forget(id:str, # the id of the object to forget (earlier snapshots keep it)
     _memory(ctx).forget(id)
     return f"forgot {id} (earlier snapshots keep it)"
 
-# %% ../nbs/43_memory_loop.ipynb #63613019
+# %% ../nbs/43_memory_loop.ipynb #d87c2921
 MEMORY_TOOLS = {'remember': ('write', {'id': 'plain', 'kind': 'plain', 'content': 'content', 'summary': 'content'}),
                 'recall': ('read-only', {'query': 'plain', 'limit': 'plain'}),
                 'link': ('write', {'source': 'plain', 'target': 'plain'}),
@@ -134,7 +134,17 @@ def memory_tools(belt:Toolbelt|None=None) -> Toolbelt:
 def forget_gate(action, ctx) -> object:
     "Forgetting asks the owner: it is the one memory tool that removes something from the memory as it is now."
     if action.kind == 'tool' and action.tool == 'forget':
-        return ask(f"forget {action.args.get('id')!r}: memory would lose it (earlier snapshots keep it)")
+        return ask(f"forget {action.args.get('id')!r}: memory would lose it (earlier snapshots keep it; "
+                   "`passepartout memory purge` erases it for good)")
+
+# %% ../nbs/43_memory_loop.ipynb #060f4a92
+def open_memory(path=None, # the SQLite file (default `$data/memory.db`)
+                log=None) -> MemoryStore: # `log(level, text)`: told when the memory can only be read
+    "The agent's memory: written by this process, or read-only when another process (the daemon, another chat) writes it."
+    try: return MemoryStore(path)
+    except MemoryInUse as e:
+        if log is not None: log('WARNING', f"{e.message}; this agent recalls memory but cannot change it")
+        return MemoryStore(path, read_only=True)
 
 # %% ../nbs/43_memory_loop.ipynb #30332c6a
 FORGET_PRIORITY = 60   # after the validator and the policy (so a `why` is asked first), before provenance

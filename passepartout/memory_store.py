@@ -6,13 +6,14 @@ Docs: https://passepartout-agent.github.io/passepartout/memory_store.html.md"""
 
 # %% auto #0
 __all__ = ['PROVENANCE', 'FANOUT', 'LEAF_MAX', 'canonical', 'digest', 'Shown', 'MemoryObject', 'Leaf', 'Inner', 'Snapshot',
-           'MemoryStore', 'Diff']
+           'MemoryStore', 'MemoryInUse', 'take_write_lock', 'Diff']
 
-# %% ../nbs/40_memory_store.ipynb #00990b05
-import contextlib, hashlib, json, threading, time
+# %% ../nbs/40_memory_store.ipynb #dd72437b
+import contextlib, fcntl, hashlib, json, os, sys, threading, time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from . import config
+from .errors import PassepartoutError
 from .audit import connect
 from .basics import patch
 
@@ -102,31 +103,93 @@ _SCHEMA = ("CREATE TABLE IF NOT EXISTS objects (n INTEGER PRIMARY KEY, hash TEXT
            "CREATE TABLE IF NOT EXISTS snapshots (seq INTEGER PRIMARY KEY, root TEXT NOT NULL, time REAL NOT NULL, "
            "cause TEXT NOT NULL, objects INTEGER NOT NULL)")
 
-# %% ../nbs/40_memory_store.ipynb #91db3222
+# %% ../nbs/40_memory_store.ipynb #1ecddc8a
 class MemoryStore:
     "The agent's memory: objects in a Merkle DAG, content-addressed in SQLite, saved as snapshots."
-    def __init__(self, path=None): # the SQLite file (default `$data/memory.db`)
+    def __init__(self, path=None, # the SQLite file (default `$data/memory.db`)
+                 read_only:bool=False): # never write: for a reader while another process writes
         self.path = Path(path) if path else config.paths().data / 'memory.db'
+        self.writer = None if read_only else take_write_lock(self.path)   # the write lock this store holds (None: read-only)
         self.db, self.lock = connect(self.path), threading.RLock()
         self._nodes, self._objects, self._pending = {}, {}, {}   # caches by hash; id -> hash (None: forgotten) since the head
-        with self._transaction():
-            for statement in _SCHEMA: self.db.execute(statement)
-            if self.db.execute('SELECT 1 FROM snapshots').fetchone() is None:   # new: snapshot #1 is the empty map
-                self.db.execute('INSERT OR IGNORE INTO nodes VALUES (?,?)', (digest(empty := Leaf({}).body()), empty))
-                self._record(digest(empty), 'created', 0)
+        self._create()
         self.head = self._latest()
         self._root = self.head.root   # the head's root: a hash, or the node built by the last snapshot
         self._count = self.head.objects   # objects now, unsaved changes included
-    def close(self): self.db.close()
     def __repr__(self): return f"MemoryStore({str(self.path)!r}, {len(self)} objects, head {self.head!r})"
-    @contextlib.contextmanager
-    def _transaction(self):
-        "One write transaction (BEGIN IMMEDIATE): all of it or, if anything fails, none of it."
-        with self.lock:
-            self.db.execute('BEGIN IMMEDIATE')
-            try: yield
-            except BaseException: self.db.execute('ROLLBACK'); raise
-            self.db.execute('COMMIT')
+
+# %% ../nbs/40_memory_store.ipynb #3e38a98a
+@patch
+def _create(self:MemoryStore):
+    "Create the tables, and snapshot #1 (the empty map) in a new file; nothing in an existing one."
+    with self._transaction():
+        for statement in _SCHEMA: self.db.execute(statement)
+        if self.db.execute('SELECT 1 FROM snapshots').fetchone() is None:
+            self.db.execute('INSERT OR IGNORE INTO nodes VALUES (?,?)', (digest(empty := Leaf({}).body()), empty))
+            self._record(digest(empty), 'created', 0)
+
+@patch
+@contextlib.contextmanager
+def _transaction(self:MemoryStore):
+    "One write transaction (BEGIN IMMEDIATE): all of it or, if anything fails, none of it."
+    with self.lock:
+        self.db.execute('BEGIN IMMEDIATE')
+        try: yield
+        except BaseException: self.db.execute('ROLLBACK'); raise
+        self.db.execute('COMMIT')
+
+# %% ../nbs/40_memory_store.ipynb #31bc135f
+class MemoryInUse(PassepartoutError):
+    "Another process writes this memory (or this store was opened read-only): this one may only read it."
+
+def _holder(lock:Path) -> str:
+    "Who holds a write lock, as its file says (`pid 41: passepartout daemon start`)."
+    try: return lock.read_text().strip() or 'another process'
+    except OSError: return 'another process'
+
+_locks, _locks_guard = {}, threading.Lock()   # this process's write locks: lock file -> [descriptor, stores holding it]
+
+# %% ../nbs/40_memory_store.ipynb #814348d5
+def take_write_lock(path:Path) -> Path:
+    "This process's write lock on the memory at `path` (shared by its stores), or `MemoryInUse` naming the process that has it."
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    lock = path.resolve().with_name(path.name + '.lock')
+    with _locks_guard:
+        if lock in _locks: _locks[lock][1] += 1; return lock
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError: os.close(fd); raise MemoryInUse(f"memory {path} is being written by {_holder(lock)}: "
+                                                                "stop it, or open the memory read-only") from None
+        os.ftruncate(fd, 0); os.write(fd, f"pid {os.getpid()}: {' '.join(sys.argv)[:200]}".encode())
+        _locks[lock] = [fd, 1]
+        return lock
+
+# %% ../nbs/40_memory_store.ipynb #57a125ad
+@patch
+def close(self:MemoryStore):
+    "Close the database, and give the write lock back when this was the process's last store holding it."
+    self.db.close()
+    with _locks_guard:
+        if self.writer is not None and (held := _locks.get(self.writer)):
+            held[1] -= 1
+            if not held[1]: os.ftruncate(held[0], 0); os.close(held[0]); del _locks[self.writer]   # closing the file unlocks it
+        self.writer = None
+
+@patch
+def _writable(self:MemoryStore):
+    "Refuse a change in a read-only store."
+    if self.writer is None: raise MemoryInUse(f"memory {self.path} is open read-only here: "
+                                              f"{_holder(self.path.resolve().with_name(self.path.name + '.lock'))} writes it")
+
+# %% ../nbs/40_memory_store.ipynb #f3a4a66f
+@patch
+def refresh(self:MemoryStore) -> Snapshot:
+    "Read the head again, to follow the snapshots another process makes (a reader's way to stay current); never with unsaved changes."
+    with self.lock:
+        latest = self._latest()
+        if latest.seq != self.head.seq and not self._pending:
+            self.head, self._root, self._count = latest, latest.root, latest.objects
+        return self.head
 
 # %% ../nbs/40_memory_store.ipynb #002138a4
 @patch
@@ -238,7 +301,7 @@ def linked_from(self:MemoryStore, id:str, updates:dict|None=None) -> list:
         for src, src_id in self.db.execute('SELECT src, src_id FROM links WHERE dst = ?', (id,)): versions.setdefault(src_id, set()).add(src)
         return sorted(src_id for src_id, srcs in versions.items() if self._hash_of(src_id, updates) in srcs)
 
-# %% ../nbs/40_memory_store.ipynb #f1304932
+# %% ../nbs/40_memory_store.ipynb #69506fef
 @patch
 def _reaches(self:MemoryStore, start, target:str) -> bool:
     "Does following links from the ids in `start` lead to `target`?"
@@ -252,6 +315,7 @@ def _reaches(self:MemoryStore, start, target:str) -> bool:
 @patch
 def put(self:MemoryStore, obj:MemoryObject) -> MemoryObject:
     "Remember `obj` (new, or a new version of its id); the objects that link to it get new versions; the object as stored."
+    self._writable()
     with self.lock:
         old = self.get(obj.id)
         if old is not None and PROVENANCE in old.attributes and PROVENANCE not in obj.attributes:
@@ -288,10 +352,11 @@ def _rehash_ancestors(self:MemoryStore, id:str, updates:dict):
         obj = self[a]
         updates[a] = self._store_object(obj, [self._hash_of(l, updates) for l in obj.links])
 
-# %% ../nbs/40_memory_store.ipynb #d0785fdb
+# %% ../nbs/40_memory_store.ipynb #b4674ece
 @patch
 def forget(self:MemoryStore, id:str):
     "Drop `id` from memory (earlier snapshots keep it); refused while other objects link to it."
+    self._writable()
     with self.lock:
         if self._hash_of(id) is None: raise KeyError(f"{id!r} is not in memory")
         if (users := self.linked_from(id)): raise ValueError(f"{id!r} is linked from {users}: change or forget those first")
@@ -369,7 +434,7 @@ def _check_head(self:MemoryStore):
     if (latest := self._latest()).seq != self.head.seq:
         raise RuntimeError(f"memory snapshot #{latest.seq} was written by another process after #{self.head.seq}: open the store again")
 
-# %% ../nbs/40_memory_store.ipynb #1f66f072
+# %% ../nbs/40_memory_store.ipynb #8894cbc4
 @patch
 def history(self:MemoryStore, limit:int=20) -> list:
     "The last `limit` snapshots, newest first."
@@ -386,6 +451,7 @@ def snapshot_at(self:MemoryStore, seq:int) -> Snapshot:
 @patch
 def rollback(self:MemoryStore, to:int|None=None) -> Snapshot:
     "Make snapshot `to`'s root the head again, as a new snapshot (default `to`: the head if anything changed since it, else the one before)."
+    self._writable()
     with self.lock:
         if self._pending:
             to = self.head.seq if to is None else to
@@ -471,3 +537,72 @@ def verify(self:MemoryStore, every:bool=False) -> list:
         for s in self.history(2**62) if every else ():
             problems += [f"#{s.seq}: {p}" for p in self._verify_root(s.root, seen, links=False)]
     return problems
+
+# %% ../nbs/40_memory_store.ipynb #1ba9bc14
+@patch
+def _without(self:MemoryStore, h:str, id:str, memo:dict) -> str:
+    "The hash of version `h` with every link to `id` dropped, below it too (new versions written as needed); `h` when nothing changes."
+    if h not in memo:
+        body = json.loads(self.db.execute('SELECT body FROM objects WHERE hash = ?', (h,)).fetchone()[0])
+        links = [(l, self._without(lh, id, memo)) for l, lh in body['links'] if l != id]
+        if links == [tuple(x) for x in body['links']]: memo[h] = h
+        else: memo[h] = self._store_object(replace(_parse(json.dumps(body)), links=tuple(l for l, _ in links)), [lh for _, lh in links])
+    return memo[h]
+
+# %% ../nbs/40_memory_store.ipynb #fefdb5ed
+@patch
+def _purged_root(self:MemoryStore, root:str, id:str, memo:dict) -> tuple:
+    "`(root, objects)` of the snapshot `root` without `id` (written); `(root, None)` when it never held `id`."
+    if self._lookup(root, id) is None: return root, None
+    entries = self._entries(root)
+    del entries[id]
+    entries = {k: self._without(h, id, memo) for k, h in entries.items()}
+    return self._write_nodes(_split(entries, 0)), len(entries)
+
+@patch
+def _reachable(self:MemoryStore) -> tuple:
+    "`(nodes, objects)`: the hashes of every node and object under some snapshot's root."
+    nodes, objects, stack = set(), set(), [r for r, in self.db.execute('SELECT DISTINCT root FROM snapshots')]
+    while stack:
+        if (h := stack.pop()) in nodes: continue
+        nodes.add(h)
+        node = self._node(h)
+        if isinstance(node, Leaf): objects.update(node.entries.values())
+        else: stack.extend(_ref(c) for c in node.children if c is not None)
+    return nodes, objects
+
+# %% ../nbs/40_memory_store.ipynb #01ebac67
+@patch
+def _sweep(self:MemoryStore, id:str) -> int:
+    "Delete every version of `id` and every node and object no snapshot reaches (inside a transaction); the object versions deleted."
+    nodes, objects = self._reachable()
+    for table, keep in (('keep_nodes', nodes), ('keep_objects', objects)):
+        self.db.execute(f'CREATE TEMP TABLE IF NOT EXISTS {table} (hash TEXT PRIMARY KEY)'); self.db.execute(f'DELETE FROM {table}')
+        self.db.executemany(f'INSERT INTO {table} VALUES (?)', ((h,) for h in keep))
+    gone = self.db.execute('DELETE FROM objects WHERE id = ? OR hash NOT IN (SELECT hash FROM keep_objects)', (id,)).rowcount
+    self.db.execute('DELETE FROM nodes WHERE hash NOT IN (SELECT hash FROM keep_nodes)')
+    self.db.execute('DELETE FROM links WHERE dst = ? OR src NOT IN (SELECT hash FROM objects)', (id,))
+    self.db.execute('DROP TABLE IF EXISTS recall_index')   # the search index holds the words: rebuilt at the next search
+    return gone
+
+# %% ../nbs/40_memory_store.ipynb #66283a4c
+@patch
+def purge(self:MemoryStore, id:str) -> str:
+    "Erase `id` for good: forgotten now, rewritten out of every snapshot, its bytes deleted from the file; what was done."
+    self._writable()
+    with self.lock:
+        if id not in self and not self.db.execute('SELECT 1 FROM objects WHERE id = ? LIMIT 1', (id,)).fetchone():
+            raise KeyError(f"no object {id!r} in memory or its history")
+        if id in self: self.forget(id)
+        self.snapshot("before purge")
+        memo, rewritten = {}, 0
+        self.db.execute('PRAGMA secure_delete = ON')   # deleted rows are overwritten with zeros, not left in free pages
+        with self._transaction():
+            for seq, root in self.db.execute('SELECT seq, root FROM snapshots').fetchall():
+                new, count = self._purged_root(root, id, memo)
+                if count is not None: self.db.execute('UPDATE snapshots SET root = ?, objects = ? WHERE seq = ?', (new, count, seq)); rewritten += 1
+            gone = self._sweep(id)
+            self.head = self._record(self.head.root, f"purge: {rewritten} snapshots rewritten, {gone} versions erased", self.head.objects)
+        self._nodes.clear(); self._objects.clear(); self._root = self.head.root
+        self.db.execute('VACUUM'); self.db.execute('PRAGMA wal_checkpoint(TRUNCATE)')
+        return self.head.cause
