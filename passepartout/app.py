@@ -7,7 +7,7 @@ Docs: https://passepartout-agent.github.io/passepartout/app.html.md"""
 # %% auto #0
 __all__ = ['build_agent']
 
-# %% ../nbs/62_app.ipynb #72299e0b
+# %% ../nbs/62_app.ipynb #1abde5ae
 import json, sys
 import click
 from . import config
@@ -23,8 +23,9 @@ from .sessions import SessionStore
 from .vault import Vault
 from .memory_store import MemoryStore
 from .memory_loop import install_memory, open_memory
+from .scribe import install_scribe, provider_configured
 
-# %% ../nbs/62_app.ipynb #5e1a51ed
+# %% ../nbs/62_app.ipynb #a51d4566
 def build_agent(env=None, **overrides) -> Agent:
     "The agent a user gets: configured provider, default gates, built-in tools, approvals, audit and vault."
     config.load_env()
@@ -41,6 +42,7 @@ def build_agent(env=None, **overrides) -> Agent:
     install_approvals(agent, agent.approvals)
     memory = overrides.pop('memory', None) or (open_memory(log=agent.syslog.log) if s('PASSEPARTOUT_MEMORY') else None)   # the head snapshot; read-only when another process writes
     if memory is not None: install_memory(agent, memory)
+    if memory is not None and s('PASSEPARTOUT_SCRIBE_IDLE_SECONDS') and provider_configured(env): install_scribe(agent)   # `45_scribe`
     for k, v in overrides.items(): setattr(agent, k, v)
     return agent
 
