@@ -571,7 +571,7 @@ def _reachable(self:MemoryStore) -> tuple:
         else: stack.extend(_ref(c) for c in node.children if c is not None)
     return nodes, objects
 
-# %% ../nbs/40_memory_store.ipynb #01ebac67
+# %% ../nbs/40_memory_store.ipynb #bbf95ef4
 @patch
 def _sweep(self:MemoryStore, id:str) -> int:
     "Delete every version of `id` and every node and object no snapshot reaches (inside a transaction); the object versions deleted."
@@ -583,9 +583,10 @@ def _sweep(self:MemoryStore, id:str) -> int:
     self.db.execute('DELETE FROM nodes WHERE hash NOT IN (SELECT hash FROM keep_nodes)')
     self.db.execute('DELETE FROM links WHERE dst = ? OR src NOT IN (SELECT hash FROM objects)', (id,))
     self.db.execute('DROP TABLE IF EXISTS recall_index')   # the search index holds the words: rebuilt at the next search
+    self.db.execute('DROP TABLE IF EXISTS embeddings')     # so do static vectors (`41a_embeddings`): recomputed when needed
     return gone
 
-# %% ../nbs/40_memory_store.ipynb #66283a4c
+# %% ../nbs/40_memory_store.ipynb #55a33125
 @patch
 def purge(self:MemoryStore, id:str) -> str:
     "Erase `id` for good: forgotten now, rewritten out of every snapshot, its bytes deleted from the file; what was done."
@@ -603,6 +604,6 @@ def purge(self:MemoryStore, id:str) -> str:
                 if count is not None: self.db.execute('UPDATE snapshots SET root = ?, objects = ? WHERE seq = ?', (new, count, seq)); rewritten += 1
             gone = self._sweep(id)
             self.head = self._record(self.head.root, f"purge: {rewritten} snapshots rewritten, {gone} versions erased", self.head.objects)
-        self._nodes.clear(); self._objects.clear(); self._root = self.head.root
+        self._nodes.clear(); self._objects.clear(); self.__dict__.pop('_embedded', None); self._root = self.head.root
         self.db.execute('VACUUM'); self.db.execute('PRAGMA wal_checkpoint(TRUNCATE)')
         return self.head.cause
