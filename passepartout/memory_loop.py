@@ -6,7 +6,8 @@ Docs: https://passepartout-agent.github.io/passepartout/memory_loop.html.md"""
 
 # %% auto #0
 __all__ = ['FEEDBACK', 'MEMORY_TOOLS', 'FORGET_PRIORITY', 'question_of', 'recalled', 'distrust', 'learned_from', 'remember',
-           'recall', 'link', 'forget', 'memory_tools', 'forget_gate', 'open_memory', 'install_memory']
+           'recall', 'link', 'forget', 'memory_tools', 'forget_gate', 'checkpoint', 'rollback_chain', 'open_memory',
+           'install_memory']
 
 # %% ../nbs/43_memory_loop.ipynb #af37f0d8
 import re
@@ -137,6 +138,20 @@ def forget_gate(action, ctx) -> object:
         return ask(f"forget {action.args.get('id')!r}: memory would lose it (earlier snapshots keep it; "
                    "`passepartout memory purge` erases it for good)")
 
+# %% ../nbs/43_memory_loop.ipynb #7033a747
+def checkpoint(store:MemoryStore):
+    "At a chain's start: save what memory holds, and record from now on what this chain (this thread) changes."
+    store.snapshot('turn'); store.track()
+
+def rollback_chain(agent, store:MemoryStore) -> list:
+    "After a chain crashed: undo what it changed in memory, nothing else; the ids left alone (another session changed them since), logged."
+    if not (changes := store.tracked()): return []
+    store.snapshot('before rollback')   # the memory at the crash, one `memory rollback` away
+    left = store.undo(changes)
+    store.snapshot('rollback of a crashed turn')
+    if left: agent.syslog.log('WARNING', f"memory rollback of a crashed turn left {', '.join(left)} as they are")
+    return left
+
 # %% ../nbs/43_memory_loop.ipynb #060f4a92
 def open_memory(path=None, # the SQLite file (default `$data/memory.db`)
                 log=None) -> MemoryStore: # `log(level, text)`: told when the memory can only be read
@@ -146,14 +161,14 @@ def open_memory(path=None, # the SQLite file (default `$data/memory.db`)
         if log is not None: log('WARNING', f"{e.message}; this agent recalls memory but cannot change it")
         return MemoryStore(path, read_only=True)
 
-# %% ../nbs/43_memory_loop.ipynb #30332c6a
+# %% ../nbs/43_memory_loop.ipynb #9b75cef5
 FORGET_PRIORITY = 60   # after the validator and the policy (so a `why` is asked first), before provenance
 
 def install_memory(agent, store:MemoryStore):
     "Give `agent` its memory: the store, a checkpoint at each chain's start, the rollback of a crashed chain, the tools and the gate."
     agent.memory = store
-    agent.checkpoint = lambda: store.snapshot('turn')
-    agent.rollback = lambda: store.unsaved and store.rollback()
+    agent.checkpoint = lambda: checkpoint(store)
+    agent.rollback = lambda: rollback_chain(agent, store)
     memory_tools(agent.tools)
     agent.gates.add('forget', forget_gate, FORGET_PRIORITY, {'forget'})
     return agent

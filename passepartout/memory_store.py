@@ -6,7 +6,7 @@ Docs: https://passepartout-agent.github.io/passepartout/memory_store.html.md"""
 
 # %% auto #0
 __all__ = ['PROVENANCE', 'FANOUT', 'LEAF_MAX', 'canonical', 'digest', 'Shown', 'MemoryObject', 'Leaf', 'Inner', 'Snapshot',
-           'MemoryStore', 'MemoryInUse', 'take_write_lock', 'Diff']
+           'MemoryStore', 'MemoryInUse', 'take_write_lock', 'Changes', 'Diff']
 
 # %% ../nbs/40_memory_store.ipynb #dd72437b
 import contextlib, fcntl, hashlib, json, os, sys, threading, time
@@ -282,6 +282,33 @@ def __iter__(self:MemoryStore):
     with self.lock: ids = {**self._entries(self._root), **self._pending}
     return iter(sorted(id for id, h in ids.items() if h is not None))
 
+# %% ../nbs/40_memory_store.ipynb #fdb4ad3e
+class Changes:
+    "What one writer changed, per id: the object before its first change and after its last (None: absent)."
+    def __init__(self): self.before, self.after = {}, {}
+    def note(self, id:str, before, after): self.before.setdefault(id, before); self.after[id] = after
+    def __bool__(self): return bool(self.after)
+    def __repr__(self): return f"Changes({', '.join(self.after) or 'none'})"
+
+_journals = threading.local()   # per thread: store -> the Changes it is recording
+
+@patch
+def track(self:MemoryStore) -> Changes:
+    "Record from now on what this thread changes in this store (replacing the thread's record before); the new record."
+    changes = _journals.__dict__.setdefault('by_store', {})[self] = Changes()
+    return changes
+
+# %% ../nbs/40_memory_store.ipynb #7afd0bfc
+@patch
+def tracked(self:MemoryStore) -> Changes|None:
+    "What this thread changed in this store since its last `track()` (None when it never tracked)."
+    return _journals.__dict__.get('by_store', {}).get(self)
+
+@patch
+def _journal(self:MemoryStore, id:str, before, after):
+    "Note a change in the thread's record, if it keeps one."
+    if (changes := self.tracked()) is not None: changes.note(id, before, after)
+
 # %% ../nbs/40_memory_store.ipynb #719bd8bf
 @patch
 def _store_object(self:MemoryStore, obj:MemoryObject, link_hashes:list) -> str:
@@ -301,7 +328,7 @@ def linked_from(self:MemoryStore, id:str, updates:dict|None=None) -> list:
         for src, src_id in self.db.execute('SELECT src, src_id FROM links WHERE dst = ?', (id,)): versions.setdefault(src_id, set()).add(src)
         return sorted(src_id for src_id, srcs in versions.items() if self._hash_of(src_id, updates) in srcs)
 
-# %% ../nbs/40_memory_store.ipynb #69506fef
+# %% ../nbs/40_memory_store.ipynb #2bb92882
 @patch
 def _reaches(self:MemoryStore, start, target:str) -> bool:
     "Does following links from the ids in `start` lead to `target`?"
@@ -315,11 +342,17 @@ def _reaches(self:MemoryStore, start, target:str) -> bool:
 @patch
 def put(self:MemoryStore, obj:MemoryObject) -> MemoryObject:
     "Remember `obj` (new, or a new version of its id); the objects that link to it get new versions; the object as stored."
-    self._writable()
     with self.lock:
         old = self.get(obj.id)
         if old is not None and PROVENANCE in old.attributes and PROVENANCE not in obj.attributes:
             obj = replace(obj, attributes={**obj.attributes, PROVENANCE: old.attributes[PROVENANCE]})   # never dropped
+        return self._put(obj, old)
+
+@patch
+def _put(self:MemoryStore, obj:MemoryObject, old:MemoryObject|None) -> MemoryObject:
+    "Store `obj` exactly as given (`old`: the version it replaces), with the links checked; see `put`."
+    self._writable()
+    with self.lock:
         links = [self._hash_of(l) for l in obj.links]
         if None in links: raise ValueError(f"{obj.id!r} links to {obj.links[links.index(None)]!r}, which is not in memory")
         if obj.id in obj.links or old is not None and self.linked_from(obj.id) and self._reaches(obj.links, obj.id):
@@ -330,6 +363,7 @@ def put(self:MemoryStore, obj:MemoryObject) -> MemoryObject:
             self._rehash_ancestors(obj.id, updates)
         self._pending.update(updates)
         self._count += old is None
+        self._journal(obj.id, old, obj)
         return obj
 
 # %% ../nbs/40_memory_store.ipynb #41992529
@@ -352,7 +386,7 @@ def _rehash_ancestors(self:MemoryStore, id:str, updates:dict):
         obj = self[a]
         updates[a] = self._store_object(obj, [self._hash_of(l, updates) for l in obj.links])
 
-# %% ../nbs/40_memory_store.ipynb #b4674ece
+# %% ../nbs/40_memory_store.ipynb #5c488c44
 @patch
 def forget(self:MemoryStore, id:str):
     "Drop `id` from memory (earlier snapshots keep it); refused while other objects link to it."
@@ -360,13 +394,30 @@ def forget(self:MemoryStore, id:str):
     with self.lock:
         if self._hash_of(id) is None: raise KeyError(f"{id!r} is not in memory")
         if (users := self.linked_from(id)): raise ValueError(f"{id!r} is linked from {users}: change or forget those first")
+        old = self.get(id)
         self._pending[id] = None
         self._count -= 1
+        self._journal(id, old, None)
 
 @patch
 def remember(self:MemoryStore, id:str, content:str, kind:str='note', links=(), **attributes) -> MemoryObject:
     "`put` a `MemoryObject` made of these arguments."
     return self.put(MemoryObject(id, content, kind, attributes, tuple(links)))
+
+# %% ../nbs/40_memory_store.ipynb #317bd14b
+@patch
+def undo(self:MemoryStore, changes:Changes) -> list:
+    "Put back what `changes` recorded, id by id, where the memory still holds what it changed them to; the ids left alone, with why."
+    self._writable()
+    left = []
+    with self.lock:
+        for id in reversed(list(changes.after)):
+            before, after = changes.before[id], changes.after[id]
+            if self.get(id) != after: left.append(f"{id!r} (changed by another writer since)"); continue
+            try: self.forget(id) if before is None else self._put(before, self.get(id))
+            except (ValueError, KeyError) as e: left.append(f"{id!r} ({e})")
+        changes.before.clear(); changes.after.clear()
+    return left
 
 # %% ../nbs/40_memory_store.ipynb #47209a04
 @patch

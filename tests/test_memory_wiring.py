@@ -54,7 +54,7 @@ def test_a_crash_rolls_back_only_the_crashed_turn(home):
     assert turn.of('error') and turn.reply == 'sorry'
     assert ('note:kept' in store, 'note:lost' in store, store.unsaved) == (True, False, False)
     causes = [s.cause for s in store.history(3)]
-    assert causes[0].startswith('rollback to #') and causes[1] == 'before rollback'   # one rollback() away
+    assert causes[0] == 'rollback of a crashed turn' and causes[1] == 'before rollback'   # one rollback() away
     store.rollback()
     assert 'note:lost' in store                                                        # the rollback is undone
     store.rollback()
