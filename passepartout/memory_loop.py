@@ -138,9 +138,10 @@ def forget_gate(action, ctx) -> object:
         return ask(f"forget {action.args.get('id')!r}: memory would lose it (earlier snapshots keep it; "
                    "`passepartout memory purge` erases it for good)")
 
-# %% ../nbs/43_memory_loop.ipynb #7033a747
+# %% ../nbs/43_memory_loop.ipynb #de0b16a7
 def checkpoint(store:MemoryStore):
     "At a chain's start: save what memory holds, and record from now on what this chain (this thread) changes."
+    if store.writer is None and not store.claim(): return   # another process still writes: nothing to save or undo here
     store.snapshot('turn'); store.track()
 
 def rollback_chain(agent, store:MemoryStore) -> list:

@@ -485,6 +485,16 @@ def _check_head(self:MemoryStore):
     if (latest := self._latest()).seq != self.head.seq:
         raise RuntimeError(f"memory snapshot #{latest.seq} was written by another process after #{self.head.seq}: open the store again")
 
+# %% ../nbs/40_memory_store.ipynb #41a2b522
+@patch
+def claim(self:MemoryStore) -> bool:
+    "Become the writer if no other process writes the memory now (a read-only store whose writer has ended); whether this store writes."
+    if self.writer is None:
+        try: self.writer = take_write_lock(self.path)
+        except MemoryInUse: return False
+        self.refresh()
+    return True
+
 # %% ../nbs/40_memory_store.ipynb #8894cbc4
 @patch
 def history(self:MemoryStore, limit:int=20) -> list:

@@ -105,3 +105,17 @@ def test_stores_of_one_process_share_the_lock(tmp_path):
     assert 'is being written by pid' in other.stderr
     b.close()
     assert python("from passepartout.memory_store import MemoryStore; import sys; MemoryStore(sys.argv[1])", tmp_path / 'm.db').returncode == 0
+
+
+def test_a_reader_agent_takes_over_when_the_writer_ends(holder):
+    from passepartout.memory_loop import open_memory, checkpoint
+    p, path = holder
+    store = open_memory(path)
+    checkpoint(store)
+    assert store.writer is None                                         # still written by the other process
+    p.send_signal(signal.SIGKILL); p.wait()
+    checkpoint(store)                                                   # the next chain's start
+    assert store.writer is not None and store['note:first'].content == 'saved by the writer'
+    store.remember('note:mine', 'now this process writes'); store.snapshot('mine')
+    other = python("from passepartout.memory_store import MemoryStore; import sys; MemoryStore(sys.argv[1])", path)
+    assert f'is being written by pid {os.getpid()}' in other.stderr
