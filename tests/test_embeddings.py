@@ -75,3 +75,26 @@ def test_the_shipped_model_finds_paraphrases(tmp_path):
     for q, want in questions.items():
         assert store.recall_semantic(q, embedder=model)[0].object.id == want, q
     assert sum(bool(store.recall(q)) and store.recall(q)[0].object.id == want for q, want in questions.items()) < 5
+
+
+def test_the_agent_recalls_by_meaning_when_asked(tmp_path, monkeypatch):
+    from passepartout.app import build_agent
+    from passepartout.errors import SetupError
+    from passepartout.reason import ScriptedProvider
+    from passepartout.signals import reply
+    (tmp_path / 'ws').mkdir()
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home')); monkeypatch.setenv('PASSEPARTOUT_WORKSPACE', str(tmp_path / 'ws'))
+    monkeypatch.setenv('PASSEPARTOUT_RECALL', 'vectors')
+    with pytest.raises(SetupError, match="PASSEPARTOUT_RECALL='vectors' is not a recall method"): build_agent(provider=ScriptedProvider([]))
+    monkeypatch.setattr(embeddings, 'SHIPPED', ('no_such_package_here', 't.json', 'w.safetensors')); monkeypatch.setattr(embeddings, '_shipped', {})
+    monkeypatch.setenv('PASSEPARTOUT_RECALL', 'hybrid')
+    with pytest.raises(EmbeddingsMissing): build_agent(provider=ScriptedProvider([]))
+    monkeypatch.undo()
+    pytest.importorskip('wordllama')
+    (tmp_path / 'ws').mkdir(exist_ok=True)
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home')); monkeypatch.setenv('PASSEPARTOUT_WORKSPACE', str(tmp_path / 'ws'))
+    for mode, found in (('fts', False), ('embeddings', True)):
+        monkeypatch.setenv('PASSEPARTOUT_RECALL', mode)
+        agent = build_agent(provider=ScriptedProvider([lambda req: reply(req.system)]))
+        agent.memory.remember('person:bob', 'Bob is our plumber')
+        assert ('Bob is our plumber' in agent.send('who fixes the pipes?', session=mode).reply) is found, mode
