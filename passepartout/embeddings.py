@@ -15,10 +15,11 @@ from .errors import SetupError
 from .memory_store import MemoryStore, MemoryObject
 from .recall import Hit
 
-# %% ../nbs/41a_embeddings.ipynb #f38a8e24
+# %% ../nbs/41a_embeddings.ipynb #c4009ad4
 class EmbeddingsMissing(SetupError):
     "Semantic recall was asked for, but the `[embeddings]` extra is not installed."
 
+# %% ../nbs/41a_embeddings.ipynb #19dcafa4
 class StaticEmbedder:
     "Texts to vectors: the mean of the tokens' rows of a matrix, scaled to unit length."
     def __init__(self, tokenizer, matrix, name:str): # a `tokenizers.Tokenizer`; a 2-D float array; the model's name
@@ -62,13 +63,14 @@ def shipped_model() -> StaticEmbedder:
         _shipped['model'] = load_static(Path(spec.origin).parent / tokenizer, Path(spec.origin).parent / weights, 'wordllama-l2-supercat-256')
     return _shipped['model']
 
-# %% ../nbs/41a_embeddings.ipynb #10ee5a79
+# %% ../nbs/41a_embeddings.ipynb #9197ae69
 _TABLE = "CREATE TABLE IF NOT EXISTS embeddings (hash TEXT NOT NULL, model TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (hash, model)) WITHOUT ROWID"
 
 def embedding_text(obj:MemoryObject) -> str:
     "What an object's vector is made of: its id's words, its content and its summary."
     return f"{obj.id.replace(':', ' ').replace('-', ' ')} {obj.content} {obj.attributes.get('summary', '')}"
 
+# %% ../nbs/41a_embeddings.ipynb #08b96230
 @patch
 def _current(self:MemoryStore, kind:str|None=None) -> dict:
     "id -> hash of the objects in memory now (unsaved changes included), of `kind` if given."

@@ -17,18 +17,20 @@ from .recall import Hit
 from .foveal import summary
 from .daemon import daemon_running
 
-# %% ../nbs/64_memory_commands.ipynb #d324d0af
+# %% ../nbs/64_memory_commands.ipynb #74a2fd88
 def object_line(obj:MemoryObject) -> str:
     "One object for a person: id, kind, its summary, and where it came from when not from the owner."
     origin = '' if not obj.untrusted else f"  [from {obj.attributes[PROVENANCE]}]"
     return f"{obj.id}  ({obj.kind})  {summary(obj, 80)}{origin}"
 
+# %% ../nbs/64_memory_commands.ipynb #f671715d
 @click.group('memory', invoke_without_command=True)
 @click.pass_context
 def memory_command(ctx):
     "Inspect the agent's memory: list, show, search, snapshot, history, diff, rollback, purge, verify, export, import."
     if ctx.invoked_subcommand is None: ctx.invoke(list_command)
 
+# %% ../nbs/64_memory_commands.ipynb #73cda2f4
 @memory_command.command('list')
 @click.option('--kind', default=None, help='Only objects of this kind.')
 def list_command(kind):
@@ -37,12 +39,13 @@ def list_command(kind):
     lines = [object_line(o) for o in map(store.get, store) if kind is None or o.kind == kind]
     click.echo('\n'.join(lines) if lines else "memory is empty" if kind is None else f"no object of kind {kind!r}")
 
-# %% ../nbs/64_memory_commands.ipynb #1ffaaaec
+# %% ../nbs/64_memory_commands.ipynb #b21569b8
 def _object(store:MemoryStore, id:str) -> MemoryObject:
     "Object `id`, or a clear error."
     if (obj := store.get(id)) is None: raise click.ClickException(f"no object {id!r} in memory (see `passepartout memory list`)")
     return obj
 
+# %% ../nbs/64_memory_commands.ipynb #4089b3fb
 @memory_command.command('show')
 @click.argument('id')
 def show_command(id):
@@ -52,6 +55,7 @@ def show_command(id):
             *([f"  links: {', '.join(obj.links)}"] if obj.links else [])]
     click.echo('\n'.join(head) + '\n\n' + obj.content)
 
+# %% ../nbs/64_memory_commands.ipynb #74143784
 @memory_command.command('search')
 @click.argument('query')
 @click.option('--limit', type=click.IntRange(1, 100), default=5, help='Most objects to show.')
@@ -60,29 +64,33 @@ def search_command(query, limit):
     hits = MemoryStore(read_only=True).recall(query, limit=limit)
     click.echo('\n'.join(map(repr, hits)) if hits else "nothing found")
 
-# %% ../nbs/64_memory_commands.ipynb #ce8e4a2d
+# %% ../nbs/64_memory_commands.ipynb #25549d82
 def _writable() -> MemoryStore:
     "The store, for a command that writes: refused while a daemon or any other process writes the memory."
     if daemon_running(): raise click.ClickException("a daemon is running and owns the memory: stop it first (`passepartout daemon stop`)")
     try: return MemoryStore()
     except MemoryInUse as e: raise click.ClickException(f"{e.message} (list, show, search, history, diff, verify and export still work)") from None
 
+# %% ../nbs/64_memory_commands.ipynb #34f7df2d
 def _snapshot_ref(text:str|None) -> int|str|None:
     "A snapshot given on the command line: its number, or a root hash."
     return None if text is None else int(text.lstrip('#')) if text.lstrip('#').isdigit() else text
 
+# %% ../nbs/64_memory_commands.ipynb #d1a2d484
 @memory_command.command('snapshot')
 @click.option('--cause', default='owner', help='Why: shown by `memory history`.')
 def snapshot_command(cause):
     "Save the memory as it is now as a snapshot."
     click.echo(repr(_writable().snapshot(cause)))
 
+# %% ../nbs/64_memory_commands.ipynb #6d3ff9a5
 @memory_command.command('history')
 @click.option('--limit', type=click.IntRange(1, 10000), default=20, help='Most snapshots to show.')
 def history_command(limit):
     "List the snapshots, newest first."
     click.echo('\n'.join(map(repr, MemoryStore(read_only=True).history(limit))))
 
+# %% ../nbs/64_memory_commands.ipynb #d7146b8d
 @memory_command.command('diff')
 @click.argument('a')
 @click.argument('b', required=False)
@@ -91,6 +99,7 @@ def diff_command(a, b):
     try: click.echo(repr(MemoryStore(read_only=True).diff(_snapshot_ref(a), _snapshot_ref(b))))
     except KeyError as e: raise click.ClickException(str(e.args[0])) from None
 
+# %% ../nbs/64_memory_commands.ipynb #71e70cc5
 @memory_command.command('rollback')
 @click.argument('to', required=False)
 def rollback_command(to):

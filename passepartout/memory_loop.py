@@ -150,12 +150,13 @@ def forget_gate(action, ctx) -> object:
         return ask(f"forget {action.args.get('id')!r}: memory would lose it (earlier snapshots keep it; "
                    "`passepartout memory purge` erases it for good)")
 
-# %% ../nbs/43_memory_loop.ipynb #de0b16a7
+# %% ../nbs/43_memory_loop.ipynb #c9c18a99
 def checkpoint(store:MemoryStore):
     "At a chain's start: save what memory holds, and record from now on what this chain (this thread) changes."
     if store.writer is None and not store.claim(): return   # another process still writes: nothing to save or undo here
     store.snapshot('turn'); store.track()
 
+# %% ../nbs/43_memory_loop.ipynb #a9027891
 def rollback_chain(agent, store:MemoryStore) -> list:
     "After a chain crashed: undo what it changed in memory, nothing else; the ids left alone (another session changed them since), logged."
     if not (changes := store.tracked()): return []

@@ -164,7 +164,7 @@ def take_write_lock(path:Path) -> Path:
         _locks[lock] = [fd, 1]
         return lock
 
-# %% ../nbs/40_memory_store.ipynb #57a125ad
+# %% ../nbs/40_memory_store.ipynb #c333b774
 @patch
 def close(self:MemoryStore):
     "Close the database, and give the write lock back when this was the process's last store holding it."
@@ -175,6 +175,7 @@ def close(self:MemoryStore):
             if not held[1]: os.ftruncate(held[0], 0); os.close(held[0]); del _locks[self.writer]   # closing the file unlocks it
         self.writer = None
 
+# %% ../nbs/40_memory_store.ipynb #9fd42c1b
 @patch
 def _writable(self:MemoryStore):
     "Refuse a change in a read-only store."
@@ -282,7 +283,7 @@ def __iter__(self:MemoryStore):
     with self.lock: ids = {**self._entries(self._root), **self._pending}
     return iter(sorted(id for id, h in ids.items() if h is not None))
 
-# %% ../nbs/40_memory_store.ipynb #fdb4ad3e
+# %% ../nbs/40_memory_store.ipynb #4711471d
 class Changes:
     "What one writer changed, per id: the object before its first change and after its last (None: absent)."
     def __init__(self): self.before, self.after = {}, {}
@@ -292,18 +293,20 @@ class Changes:
 
 _journals = threading.local()   # per thread: store -> the Changes it is recording
 
+# %% ../nbs/40_memory_store.ipynb #513103fa
 @patch
 def track(self:MemoryStore) -> Changes:
     "Record from now on what this thread changes in this store (replacing the thread's record before); the new record."
     changes = _journals.__dict__.setdefault('by_store', {})[self] = Changes()
     return changes
 
-# %% ../nbs/40_memory_store.ipynb #7afd0bfc
+# %% ../nbs/40_memory_store.ipynb #555c34ee
 @patch
 def tracked(self:MemoryStore) -> Changes|None:
     "What this thread changed in this store since its last `track()` (None when it never tracked)."
     return _journals.__dict__.get('by_store', {}).get(self)
 
+# %% ../nbs/40_memory_store.ipynb #4a4160ce
 @patch
 def _journal(self:MemoryStore, id:str, before, after):
     "Note a change in the thread's record, if it keeps one."
@@ -328,7 +331,7 @@ def linked_from(self:MemoryStore, id:str, updates:dict|None=None) -> list:
         for src, src_id in self.db.execute('SELECT src, src_id FROM links WHERE dst = ?', (id,)): versions.setdefault(src_id, set()).add(src)
         return sorted(src_id for src_id, srcs in versions.items() if self._hash_of(src_id, updates) in srcs)
 
-# %% ../nbs/40_memory_store.ipynb #2bb92882
+# %% ../nbs/40_memory_store.ipynb #b01d323b
 @patch
 def _reaches(self:MemoryStore, start, target:str) -> bool:
     "Does following links from the ids in `start` lead to `target`?"
@@ -339,6 +342,7 @@ def _reaches(self:MemoryStore, start, target:str) -> bool:
         if id not in seen: seen.add(id); stack.extend(self[id].links)
     return False
 
+# %% ../nbs/40_memory_store.ipynb #fea28ced
 @patch
 def put(self:MemoryStore, obj:MemoryObject) -> MemoryObject:
     "Remember `obj` (new, or a new version of its id); the objects that link to it get new versions; the object as stored."
@@ -348,6 +352,7 @@ def put(self:MemoryStore, obj:MemoryObject) -> MemoryObject:
             obj = replace(obj, attributes={**obj.attributes, PROVENANCE: old.attributes[PROVENANCE]})   # never dropped
         return self._put(obj, old)
 
+# %% ../nbs/40_memory_store.ipynb #6482caf5
 @patch
 def _put(self:MemoryStore, obj:MemoryObject, old:MemoryObject|None) -> MemoryObject:
     "Store `obj` exactly as given (`old`: the version it replaces), with the links checked; see `put`."
@@ -386,7 +391,7 @@ def _rehash_ancestors(self:MemoryStore, id:str, updates:dict):
         obj = self[a]
         updates[a] = self._store_object(obj, [self._hash_of(l, updates) for l in obj.links])
 
-# %% ../nbs/40_memory_store.ipynb #5c488c44
+# %% ../nbs/40_memory_store.ipynb #42fd2f74
 @patch
 def forget(self:MemoryStore, id:str):
     "Drop `id` from memory (earlier snapshots keep it); refused while other objects link to it."
@@ -399,6 +404,7 @@ def forget(self:MemoryStore, id:str):
         self._count -= 1
         self._journal(id, old, None)
 
+# %% ../nbs/40_memory_store.ipynb #61917c52
 @patch
 def remember(self:MemoryStore, id:str, content:str, kind:str='note', links=(), **attributes) -> MemoryObject:
     "`put` a `MemoryObject` made of these arguments."
@@ -450,7 +456,7 @@ def _assoc(self:MemoryStore, ref, id:str, path:str, value:str|None, depth:int=0)
         return Leaf({k: v for c in children if c is not None for k, v in self._entries(c).items()}), delta
     return Inner(children, node.count + delta), delta
 
-# %% ../nbs/40_memory_store.ipynb #0987e3ec
+# %% ../nbs/40_memory_store.ipynb #be2e71fc
 @patch
 def _write_nodes(self:MemoryStore, node) -> str:
     "Hash and store every node under `node` that has no hash yet (children first); its hash."
@@ -464,6 +470,7 @@ def _write_nodes(self:MemoryStore, node) -> str:
         self._nodes[node.hash] = node
     return node.hash
 
+# %% ../nbs/40_memory_store.ipynb #9e11b82e
 @patch
 def snapshot(self:MemoryStore, cause:str='save') -> Snapshot:
     "Save the changes since the head as a new root, in one transaction; the new head (the old one when nothing changed)."
@@ -479,6 +486,7 @@ def snapshot(self:MemoryStore, cause:str='save') -> Snapshot:
         self._root, self._pending = root, {}
         return self.head
 
+# %% ../nbs/40_memory_store.ipynb #9b39a489
 @patch
 def _check_head(self:MemoryStore):
     "Refuse to write over a snapshot another process made since this store read the head."
@@ -495,13 +503,14 @@ def claim(self:MemoryStore) -> bool:
         self.refresh()
     return True
 
-# %% ../nbs/40_memory_store.ipynb #8894cbc4
+# %% ../nbs/40_memory_store.ipynb #713c819c
 @patch
 def history(self:MemoryStore, limit:int=20) -> list:
     "The last `limit` snapshots, newest first."
     rows = self.db.execute('SELECT seq, root, time, cause, objects FROM snapshots ORDER BY seq DESC LIMIT ?', (limit,)).fetchall()
     return [Snapshot(*r) for r in rows]
 
+# %% ../nbs/40_memory_store.ipynb #b1384486
 @patch
 def snapshot_at(self:MemoryStore, seq:int) -> Snapshot:
     "Snapshot number `seq`."
@@ -509,6 +518,7 @@ def snapshot_at(self:MemoryStore, seq:int) -> Snapshot:
     if row is None: raise KeyError(f"no memory snapshot #{seq}")
     return Snapshot(*row)
 
+# %% ../nbs/40_memory_store.ipynb #0a99b9eb
 @patch
 def rollback(self:MemoryStore, to:int|None=None) -> Snapshot:
     "Make snapshot `to`'s root the head again, as a new snapshot (default `to`: the head if anything changed since it, else the one before)."
@@ -610,7 +620,7 @@ def _without(self:MemoryStore, h:str, id:str, memo:dict) -> str:
         else: memo[h] = self._store_object(replace(_parse(json.dumps(body)), links=tuple(l for l, _ in links)), [lh for _, lh in links])
     return memo[h]
 
-# %% ../nbs/40_memory_store.ipynb #fefdb5ed
+# %% ../nbs/40_memory_store.ipynb #98e80a53
 @patch
 def _purged_root(self:MemoryStore, root:str, id:str, memo:dict) -> tuple:
     "`(root, objects)` of the snapshot `root` without `id` (written); `(root, None)` when it never held `id`."
@@ -620,6 +630,7 @@ def _purged_root(self:MemoryStore, root:str, id:str, memo:dict) -> tuple:
     entries = {k: self._without(h, id, memo) for k, h in entries.items()}
     return self._write_nodes(_split(entries, 0)), len(entries)
 
+# %% ../nbs/40_memory_store.ipynb #71d284c8
 @patch
 def _reachable(self:MemoryStore) -> tuple:
     "`(nodes, objects)`: the hashes of every node and object under some snapshot's root."

@@ -17,7 +17,7 @@ from .signals import Signal, Context, Turn, tool_call
 from .reason import ProposalRequest
 from .memory_store import MemoryStore, PROVENANCE
 
-# %% ../nbs/45_scribe.ipynb #3ee5e51f
+# %% ../nbs/45_scribe.ipynb #989523cc
 SCRIBE_CONVERSATIONS, SCRIBE_CHARS, SCRIBE_NOTES = 2, 8000, 5   # per heartbeat; per conversation: characters read, notes kept
 
 def _distilled_upto(store:MemoryStore, session:str) -> int:
@@ -25,6 +25,7 @@ def _distilled_upto(store:MemoryStore, session:str) -> int:
     obj = store.get(f'conversation:{session}')
     return int(obj.attributes.get('upto', 0)) if obj is not None else 0
 
+# %% ../nbs/45_scribe.ipynb #f7d7f2a9
 def resting(agent, idle:float, now:float|None=None) -> list:
     "The sessions with messages not yet distilled, unused for `idle` seconds, longest resting first."
     now = time.monotonic() if now is None else now
@@ -32,7 +33,7 @@ def resting(agent, idle:float, now:float|None=None) -> list:
            if s != 'heartbeat' and now - agent.used.get(s, 0.0) >= idle and len(messages) > _distilled_upto(agent.memory, s)]
     return [s for _, s in sorted(due)]
 
-# %% ../nbs/45_scribe.ipynb #47d87e6c
+# %% ../nbs/45_scribe.ipynb #e794fa91
 def _speaker(m:dict) -> str:
     "Who a transcript message is from, for the model and for provenance."
     if m.get('role') == 'tool': return f"tool:{m.get('name') or 'unknown'}"
@@ -41,6 +42,7 @@ def _speaker(m:dict) -> str:
     label = re.match(r'\[([^\]]*)\]', m.get('content') or '')   # `[message from bob] ...`
     return f"message:{label[1] if label else 'stranger'}"
 
+# %% ../nbs/45_scribe.ipynb #55aebd4c
 def as_data(messages:list, limit:int=SCRIBE_CHARS) -> tuple:
     "`(text, untrusted)`: the last `limit` characters of `messages` as lines `speaker: text`, and the untrusted speakers among them."
     lines = [f"{_speaker(m)}: {m.get('content') or ''}" for m in messages if m.get('content')]
@@ -76,13 +78,14 @@ def parse_notes(answer:str, limit:int=SCRIBE_NOTES) -> tuple:
         elif (m := _NOTE.match(line)) and len(notes) < limit: notes.append((m['id'].lower(), m['kind'].lower(), m['text'].strip()))
     return summary, notes
 
-# %% ../nbs/45_scribe.ipynb #47ca6786
+# %% ../nbs/45_scribe.ipynb #e0119bc6
 @dataclass
 class Distilled:
     "What one distillation did: the ids written, the writes the gates refused (with why), the summary, the provenance given."
     session:str; summary:str=''; provenance:str='owner'
     written:list=field(default_factory=list); refused:list=field(default_factory=list)
 
+# %% ../nbs/45_scribe.ipynb #ecf8b790
 def _signal(session:str) -> Signal:
     "The signal the Scribe's writes are judged under: the owner's background job, in the conversation's session."
     return Signal('EVENT', {'source': 'scribe', 'session': session, 'owner': True}, {'sensor': 'scribe', 'text': ''})
