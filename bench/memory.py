@@ -40,7 +40,7 @@ def grow(store, rng, upto:int, made:dict):
     "Add hubs, notes and tasks (1 %, 90 %, 9 %) until the store holds `upto` objects."
     from passepartout.memory_store import MemoryObject
     while len(store) < upto:
-        i = len(store)
+        i = made['count'] = made.get('count', len(store)) + 1   # never an id used before (a purge makes len() smaller)
         if not made['hub'] or i % 100 == 0:
             kind, links = 'hub', ()
         elif i % 11 == 0 and len(made['note']) > 3:

@@ -7,12 +7,12 @@ Docs: https://passepartout-agent.github.io/passepartout/embeddings.html.md"""
 # %% auto #0
 __all__ = ['SHIPPED', 'EmbeddingsMissing', 'StaticEmbedder', 'load_static', 'shipped_model', 'embedding_text']
 
-# %% ../nbs/41a_embeddings.ipynb #d22bb961
+# %% ../nbs/41a_embeddings.ipynb #08324cb8
 import importlib.util, json
 from pathlib import Path
 from .basics import patch
 from .errors import SetupError
-from .memory_store import MemoryStore, MemoryObject
+from .memory_store import MemoryStore, MemoryObject, _ref
 from .recall import Hit
 
 # %% ../nbs/41a_embeddings.ipynb #c4009ad4
@@ -91,19 +91,29 @@ def _vectors(self:MemoryStore, hashes:list, embedder:StaticEmbedder):
             with self._transaction(): self.db.executemany('INSERT OR IGNORE INTO embeddings VALUES (?,?,?)', [(h, embedder.name, cache[h].tobytes()) for h in todo])
     return np.stack([cache[h] for h in hashes]) if hashes else np.zeros((0, embedder.matrix.shape[1]), np.float32)
 
-# %% ../nbs/41a_embeddings.ipynb #0393370b
+# %% ../nbs/41a_embeddings.ipynb #36bdddb3
 @patch
 def recall_semantic(self:MemoryStore, query:str, limit:int=5, embedder:StaticEmbedder|None=None, kind:str|None=None) -> list:
     "The objects in memory now whose meaning is closest to `query` (cosine of static embeddings), best first."
     import numpy as np
     embedder = embedder or shipped_model()
     if self.writer is None: self.refresh()
-    current = self._current(kind)
-    if not current or not query.strip(): return []
-    ids = list(current)
-    scores = self._vectors([current[i] for i in ids], embedder) @ embedder.embed([query])[0]
+    hashes, matrix = self._matrix(embedder, kind)
+    if not hashes or not query.strip(): return []
+    scores = matrix @ embedder.embed([query])[0]
     best = [int(j) for j in np.argsort(-scores, kind='stable')[:limit] if scores[j] > 0]
-    return [Hit(round(float(scores[j]), 2), self._by_hash(current[ids[j]]).content[:80], self._by_hash(current[ids[j]])) for j in best]
+    return [Hit(round(float(scores[j]), 2), self._by_hash(hashes[j]).content[:80], self._by_hash(hashes[j])) for j in best]
+
+# %% ../nbs/41a_embeddings.ipynb #1ddf5740
+@patch
+def _matrix(self:MemoryStore, embedder:StaticEmbedder, kind:str|None=None) -> tuple:
+    "`(hashes, vectors)` of the objects in memory now, kept until the memory changes (a root or an unsaved change)."
+    with self.lock: key = (_ref(self._root), tuple(self._pending.items()), kind, embedder.name)
+    held = self.__dict__.get('_matrices', {}).get((kind, embedder.name))
+    if held is None or held[0] != key:
+        hashes = list(self._current(kind).values())
+        held = self.__dict__.setdefault('_matrices', {})[(kind, embedder.name)] = (key, hashes, self._vectors(hashes, embedder))
+    return held[1], held[2]
 
 # %% ../nbs/41a_embeddings.ipynb #07857ab6
 @patch

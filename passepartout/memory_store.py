@@ -658,7 +658,7 @@ def _sweep(self:MemoryStore, id:str) -> int:
     self.db.execute('DROP TABLE IF EXISTS embeddings')     # so do static vectors (`41a_embeddings`): recomputed when needed
     return gone
 
-# %% ../nbs/40_memory_store.ipynb #df740b17
+# %% ../nbs/40_memory_store.ipynb #460e1193
 @patch
 def purge(self:MemoryStore, id:str) -> str:
     "Erase `id` for good: forgotten now, rewritten out of every snapshot, its bytes deleted from the file; what was done."
@@ -676,7 +676,7 @@ def purge(self:MemoryStore, id:str) -> str:
                 if count is not None: self.db.execute('UPDATE snapshots SET root = ?, objects = ? WHERE seq = ?', (new, count, seq)); rewritten += 1
             gone = self._sweep(id)
             self.head = self._record(self.head.root, f"purge: {rewritten} snapshots rewritten, {gone} versions erased", self.head.objects)
-        self._nodes.clear(); self._objects.clear(); self.__dict__.pop('_embedded', None); self._root = self.head.root
+        self._nodes.clear(); self._objects.clear(); self.__dict__.pop('_embedded', None); self.__dict__.pop('_matrices', None); self._root = self.head.root
         self.db.execute('VACUUM')
         busy = self.db.execute('PRAGMA wal_checkpoint(TRUNCATE)').fetchone()[0]   # waits up to the busy timeout for readers
         return self.head.cause + (" (a reader kept the write-ahead log: its old pages go when that process closes the memory)" if busy else '')
