@@ -14,7 +14,9 @@ It is built in a temporary SQLite file to 100, 1,000 and 10,000 objects (`--size
   on one of the most linked hubs (hundreds of neighbours: the budget fills): over a plain dict
   (neighbours by scanning all objects) and over the store (neighbours from the link index).
   Target at 10,000 objects: <= 10 ms.
-- **recall**: a selective query (a rare word) and a broad one (a word in most objects).
+- **recall**: a selective query (a rare word) and a broad one (a word in most objects); by meaning too
+  with the `[embeddings]` extra (the first search embeds every object).
+- **purge** of one object: every snapshot holding it rewritten, the file vacuumed, once.
 - **verify** of the head (every hash recomputed), once.
 
 All figures are wall-clock medians over `--repeat` runs, with quartiles.
@@ -38,7 +40,7 @@ def grow(store, rng, upto:int, made:dict):
     "Add hubs, notes and tasks (1 %, 90 %, 9 %) until the store holds `upto` objects."
     from passepartout.memory_store import MemoryObject
     while len(store) < upto:
-        i = len(store)
+        i = made['count'] = made.get('count', len(store)) + 1   # never an id used before (a purge makes len() smaller)
         if not made['hub'] or i % 100 == 0:
             kind, links = 'hub', ()
         elif i % 11 == 0 and len(made['note']) > 3:
@@ -55,6 +57,17 @@ def timed(fn, repeat:int) -> list:
     for _ in range(repeat):
         t0 = time.perf_counter(); fn(); out.append((time.perf_counter() - t0) * 1e6)
     return out
+
+
+def semantic_recall(store, rng, made, repeat):
+    "Recall by meaning (the `[embeddings]` extra): the first search embeds every version not cached yet; then one query's time."
+    from passepartout.embeddings import EmbeddingsMissing, shipped_model
+    try: model = shipped_model()
+    except EmbeddingsMissing: print(f"{'recall by meaning':<50} (not measured: no [embeddings] extra)"); return
+    t0 = time.perf_counter(); store.recall_semantic('warm up', embedder=model); first = (time.perf_counter() - t0) * 1000
+    print(f"{'recall by meaning, first (embeds every object)':<50} {first:10.1f} ms")
+    it = iter(range(repeat))
+    print(show('recall by meaning, one query', timed(lambda: store.recall_semantic(f"{WORDS[next(it) % len(WORDS)]} plans", embedder=model), repeat), 'µs'))
 
 
 def at_size(store, rng, made, repeat):
@@ -108,6 +121,10 @@ def at_size(store, rng, made, repeat):
     print(show('recall, a rare word', timed(lambda: store.recall(next(it)), repeat), 'µs'))
     it = iter(range(repeat))
     print(show('recall, two common words (5 hits)', [x / 1000 for x in timed(lambda: store.recall(f"{WORDS[next(it) % len(WORDS)]} review"), repeat)], 'ms'))
+    semantic_recall(store, rng, made, repeat)
+    victim = made['task'].pop(0) if made['task'] else made['note'].pop()
+    t0 = time.perf_counter(); cause = store.purge(victim); pg = (time.perf_counter() - t0) * 1000
+    print(f"{'purge 1 object (rewrite history, VACUUM), once':<50} {pg:10.1f} ms  ({cause})")
     t0 = time.perf_counter(); problems = store.verify(); v = (time.perf_counter() - t0) * 1000
     assert problems == [], problems[:3]
     print(f"{'verify the head (every hash)':<50} {v:10.1f} ms")

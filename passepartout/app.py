@@ -7,7 +7,7 @@ Docs: https://passepartout-agent.github.io/passepartout/app.html.md"""
 # %% auto #0
 __all__ = ['builtin_skills', 'extension_skills', 'skills_dir', 'build_agent']
 
-# %% ../nbs/62_app.ipynb #88535c3d
+# %% ../nbs/62_app.ipynb #56c5ada9
 import json, sys
 from pathlib import Path
 import click
@@ -27,16 +27,16 @@ from .skill_files import files_skill
 from .skill_web import web_skill
 from .skill_messaging import messaging_skill
 from .skill_approvals import approvals_skill
-from .skill_memory import memory_skill
+from .skill_memory import memory_skill, scribe_skill
 from .skills import Skill
 from .instruction_skills import install_instruction_skills
 from .mcp import install_mcp
 
-# %% ../nbs/62_app.ipynb #9481ac7b
+# %% ../nbs/62_app.ipynb #32308551
 def builtin_skills(memory=None, env=None) -> list:
     "The built-in skills (`nbs/skills/`) a user's agent is assembled from, in order (`memory`: its store; None: the data directory's)."
     return [guards_skill(), shell_skill(), files_skill(), web_skill(), messaging_skill(), approvals_skill(), memory_skill(memory),
-            *extension_skills(env)]
+            scribe_skill(env), *extension_skills(env)]
 
 def extension_skills(env=None) -> list:
     "The `SKILL.md` folders (`46_instruction_skills`) and the MCP servers (`47_mcp`) of `$config`, each as a skill whose install hook adds their tools."

@@ -64,7 +64,7 @@ def ensure_dirs(p:Paths|None=None, env=None) -> Paths:
         if not os.access(d, os.W_OK | os.X_OK): raise _unusable(d, f"{d} is not writable", "make it writable", env)
     return p
 
-# %% ../nbs/09_config.ipynb #0263c324
+# %% ../nbs/09_config.ipynb #8b4c2119
 SETTINGS = {
     # name: (default, type, documentation)
     'PASSEPARTOUT_HOME': ('', str, "Directory holding config/, data/ and state/ (default: XDG directories)."),
@@ -103,6 +103,8 @@ SETTINGS = {
     'PASSEPARTOUT_MEMORY': (1, int, "0: the agent gets no memory store (nothing recalled into the prompt, no memory tools)."),
     'PASSEPARTOUT_MEMORY_TOKENS': (1000, int, "Most tokens of the system prompt that what memory recalls for a message may take (0: recall nothing)."),
     'PASSEPARTOUT_SAVE_ON_SHUTDOWN': (1, int, "0: the daemon does not snapshot memory when it shuts down (the last auto-save stays the latest)."),
+    'PASSEPARTOUT_RECALL': ('fts', str, "How memory is searched for the prompt: fts (full text), embeddings or hybrid (both need the [embeddings] extra)."),
+    'PASSEPARTOUT_SCRIBE_IDLE_SECONDS': (600.0, float, "Seconds a conversation rests before the Scribe distils it into memory on the heartbeat (0: never; it never runs without a configured provider)."),
     'PASSEPARTOUT_DAEMON_PORT': (0, int, "Loopback TCP port of the daemon (0: any free port, recorded in $state/daemon.port for clients)."),
     'PASSEPARTOUT_MAX_FRAME_BYTES': (1048576, int, "Largest protocol frame the daemon accepts."),
     'PASSEPARTOUT_FRAME_TIMEOUT': (10.0, float, "Seconds a client may take to send one whole frame."),

@@ -1,4 +1,4 @@
-"""`passepartout memory list|show|search|snapshot|history|diff|rollback|verify|export|import`: the owner reads, saves, rewinds and moves the agent's memory from the terminal.
+"""`passepartout memory list|show|search|snapshot|history|diff|rollback|purge|verify|export|import`: the owner reads, saves, rewinds and moves the agent's memory from the terminal.
 
 Docs: https://passepartout-agent.github.io/passepartout/memory_commands.html.md"""
 
@@ -6,13 +6,13 @@ Docs: https://passepartout-agent.github.io/passepartout/memory_commands.html.md"
 
 # %% auto #0
 __all__ = ['object_line', 'memory_command', 'list_command', 'show_command', 'search_command', 'snapshot_command',
-           'history_command', 'diff_command', 'rollback_command', 'verify_command', 'link_order', 'export_command',
-           'read_objects', 'import_command']
+           'history_command', 'diff_command', 'rollback_command', 'purge_command', 'verify_command', 'link_order',
+           'export_command', 'read_objects', 'import_command']
 
-# %% ../nbs/64_memory_commands.ipynb #d0090585
+# %% ../nbs/64_memory_commands.ipynb #b74a9af7
 import json, sys
 import click
-from .memory_store import MemoryStore, MemoryObject, PROVENANCE
+from .memory_store import MemoryStore, MemoryObject, MemoryInUse, PROVENANCE
 from .recall import Hit
 from .foveal import summary
 from .daemon_client import daemon_running
@@ -23,19 +23,19 @@ def object_line(obj:MemoryObject) -> str:
     origin = '' if not obj.untrusted else f"  [from {obj.attributes[PROVENANCE]}]"
     return f"{obj.id}  ({obj.kind})  {summary(obj, 80)}{origin}"
 
-# %% ../nbs/64_memory_commands.ipynb #65510122
+# %% ../nbs/64_memory_commands.ipynb #f671715d
 @click.group('memory', invoke_without_command=True)
 @click.pass_context
 def memory_command(ctx):
-    "Inspect the agent's memory: list, show, search, snapshot, history, diff, rollback, verify, export, import."
+    "Inspect the agent's memory: list, show, search, snapshot, history, diff, rollback, purge, verify, export, import."
     if ctx.invoked_subcommand is None: ctx.invoke(list_command)
 
-# %% ../nbs/64_memory_commands.ipynb #edb7910c
+# %% ../nbs/64_memory_commands.ipynb #73cda2f4
 @memory_command.command('list')
 @click.option('--kind', default=None, help='Only objects of this kind.')
 def list_command(kind):
     "List the objects in memory."
-    store = MemoryStore()
+    store = MemoryStore(read_only=True)
     lines = [object_line(o) for o in map(store.get, store) if kind is None or o.kind == kind]
     click.echo('\n'.join(lines) if lines else "memory is empty" if kind is None else f"no object of kind {kind!r}")
 
@@ -45,30 +45,31 @@ def _object(store:MemoryStore, id:str) -> MemoryObject:
     if (obj := store.get(id)) is None: raise click.ClickException(f"no object {id!r} in memory (see `passepartout memory list`)")
     return obj
 
-# %% ../nbs/64_memory_commands.ipynb #9df10ab5
+# %% ../nbs/64_memory_commands.ipynb #4089b3fb
 @memory_command.command('show')
 @click.argument('id')
 def show_command(id):
     "Print the memory object ID whole: kind, attributes, links and content."
-    obj = _object(MemoryStore(), id)
+    obj = _object(MemoryStore(read_only=True), id)
     head = [f"{obj.id} ({obj.kind})", *(f"  {k}: {json.dumps(v, ensure_ascii=False)}" for k, v in obj.attributes.items()),
             *([f"  links: {', '.join(obj.links)}"] if obj.links else [])]
     click.echo('\n'.join(head) + '\n\n' + obj.content)
 
-# %% ../nbs/64_memory_commands.ipynb #22f877ba
+# %% ../nbs/64_memory_commands.ipynb #74143784
 @memory_command.command('search')
 @click.argument('query')
 @click.option('--limit', type=click.IntRange(1, 100), default=5, help='Most objects to show.')
 def search_command(query, limit):
     "Search memory (full text) for QUERY."
-    hits = MemoryStore().recall(query, limit=limit)
+    hits = MemoryStore(read_only=True).recall(query, limit=limit)
     click.echo('\n'.join(map(repr, hits)) if hits else "nothing found")
 
-# %% ../nbs/64_memory_commands.ipynb #f31a21b2
+# %% ../nbs/64_memory_commands.ipynb #25549d82
 def _writable() -> MemoryStore:
-    "The store, for a command that writes: refused while a daemon (which owns the memory) runs."
+    "The store, for a command that writes: refused while a daemon or any other process writes the memory."
     if daemon_running(): raise click.ClickException("a daemon is running and owns the memory: stop it first (`passepartout daemon stop`)")
-    return MemoryStore()
+    try: return MemoryStore()
+    except MemoryInUse as e: raise click.ClickException(f"{e.message} (list, show, search, history, diff, verify and export still work)") from None
 
 # %% ../nbs/64_memory_commands.ipynb #34f7df2d
 def _snapshot_ref(text:str|None) -> int|str|None:
@@ -82,20 +83,20 @@ def snapshot_command(cause):
     "Save the memory as it is now as a snapshot."
     click.echo(repr(_writable().snapshot(cause)))
 
-# %% ../nbs/64_memory_commands.ipynb #f3051ce5
+# %% ../nbs/64_memory_commands.ipynb #6d3ff9a5
 @memory_command.command('history')
 @click.option('--limit', type=click.IntRange(1, 10000), default=20, help='Most snapshots to show.')
 def history_command(limit):
     "List the snapshots, newest first."
-    click.echo('\n'.join(map(repr, MemoryStore().history(limit))))
+    click.echo('\n'.join(map(repr, MemoryStore(read_only=True).history(limit))))
 
-# %% ../nbs/64_memory_commands.ipynb #7a023572
+# %% ../nbs/64_memory_commands.ipynb #d7146b8d
 @memory_command.command('diff')
 @click.argument('a')
 @click.argument('b', required=False)
 def diff_command(a, b):
     "What changed from snapshot A to snapshot B (default: the latest)."
-    try: click.echo(repr(MemoryStore().diff(_snapshot_ref(a), _snapshot_ref(b))))
+    try: click.echo(repr(MemoryStore(read_only=True).diff(_snapshot_ref(a), _snapshot_ref(b))))
     except KeyError as e: raise click.ClickException(str(e.args[0])) from None
 
 # %% ../nbs/64_memory_commands.ipynb #71e70cc5
@@ -106,12 +107,22 @@ def rollback_command(to):
     try: click.echo(repr(_writable().rollback(_snapshot_ref(to))))
     except KeyError as e: raise click.ClickException(str(e.args[0])) from None
 
-# %% ../nbs/64_memory_commands.ipynb #a4d09243
+# %% ../nbs/64_memory_commands.ipynb #961fbcfd
+@memory_command.command('purge')
+@click.argument('id')
+@click.option('--yes', is_flag=True, help='Do not ask for confirmation.')
+def purge_command(id, yes):
+    "Erase the object ID for good: from memory, from every snapshot, and from the file's bytes (cannot be undone)."
+    if not yes: click.confirm(f"Erase {id!r} from memory and from every snapshot? This cannot be undone", abort=True)
+    try: click.echo(_writable().purge(id))
+    except (KeyError, ValueError) as e: raise click.ClickException(str(e.args[0])) from None
+
+# %% ../nbs/64_memory_commands.ipynb #b8e1af97
 @memory_command.command('verify')
 @click.option('--every', is_flag=True, help='Check every snapshot, not only the latest.')
 def verify_command(every):
     "Recompute every hash of the memory (exit 1 when something does not match)."
-    problems = MemoryStore().verify(every=every)
+    problems = MemoryStore(read_only=True).verify(every=every)
     if problems: raise click.ClickException('\n'.join(problems))
     click.echo("memory verified: every hash matches")
 
@@ -128,12 +139,12 @@ def link_order(store:MemoryStore) -> list:
             stack.append((id, True)); stack.extend((l, False) for l in store[id].links if l not in done)
     return order
 
-# %% ../nbs/64_memory_commands.ipynb #3c090eff
+# %% ../nbs/64_memory_commands.ipynb #24d89f82
 @memory_command.command('export')
 @click.argument('file', type=click.File('w'), default='-')
 def export_command(file):
     "Write the memory as JSON Lines to FILE (default: standard output), each object after those it links to."
-    store = MemoryStore()
+    store = MemoryStore(read_only=True)
     for id in link_order(store):
         o = store[id]
         file.write(json.dumps({'id': o.id, 'kind': o.kind, 'content': o.content, 'attributes': o.attributes, 'links': list(o.links)},

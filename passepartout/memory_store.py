@@ -6,13 +6,14 @@ Docs: https://passepartout-agent.github.io/passepartout/memory_store.html.md"""
 
 # %% auto #0
 __all__ = ['PROVENANCE', 'FANOUT', 'LEAF_MAX', 'canonical', 'digest', 'Shown', 'MemoryObject', 'Leaf', 'Inner', 'Snapshot',
-           'MemoryStore', 'Diff']
+           'MemoryStore', 'MemoryInUse', 'take_write_lock', 'Changes', 'Diff']
 
-# %% ../nbs/40_memory_store.ipynb #00990b05
-import contextlib, hashlib, json, threading, time
+# %% ../nbs/40_memory_store.ipynb #dd72437b
+import contextlib, fcntl, hashlib, json, os, sys, threading, time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from . import config
+from .errors import PassepartoutError
 from .audit import connect
 from .basics import patch
 
@@ -102,31 +103,94 @@ _SCHEMA = ("CREATE TABLE IF NOT EXISTS objects (n INTEGER PRIMARY KEY, hash TEXT
            "CREATE TABLE IF NOT EXISTS snapshots (seq INTEGER PRIMARY KEY, root TEXT NOT NULL, time REAL NOT NULL, "
            "cause TEXT NOT NULL, objects INTEGER NOT NULL)")
 
-# %% ../nbs/40_memory_store.ipynb #91db3222
+# %% ../nbs/40_memory_store.ipynb #1ecddc8a
 class MemoryStore:
     "The agent's memory: objects in a Merkle DAG, content-addressed in SQLite, saved as snapshots."
-    def __init__(self, path=None): # the SQLite file (default `$data/memory.db`)
+    def __init__(self, path=None, # the SQLite file (default `$data/memory.db`)
+                 read_only:bool=False): # never write: for a reader while another process writes
         self.path = Path(path) if path else config.paths().data / 'memory.db'
+        self.writer = None if read_only else take_write_lock(self.path)   # the write lock this store holds (None: read-only)
         self.db, self.lock = connect(self.path), threading.RLock()
         self._nodes, self._objects, self._pending = {}, {}, {}   # caches by hash; id -> hash (None: forgotten) since the head
-        with self._transaction():
-            for statement in _SCHEMA: self.db.execute(statement)
-            if self.db.execute('SELECT 1 FROM snapshots').fetchone() is None:   # new: snapshot #1 is the empty map
-                self.db.execute('INSERT OR IGNORE INTO nodes VALUES (?,?)', (digest(empty := Leaf({}).body()), empty))
-                self._record(digest(empty), 'created', 0)
+        self._create()
         self.head = self._latest()
         self._root = self.head.root   # the head's root: a hash, or the node built by the last snapshot
         self._count = self.head.objects   # objects now, unsaved changes included
-    def close(self): self.db.close()
     def __repr__(self): return f"MemoryStore({str(self.path)!r}, {len(self)} objects, head {self.head!r})"
-    @contextlib.contextmanager
-    def _transaction(self):
-        "One write transaction (BEGIN IMMEDIATE): all of it or, if anything fails, none of it."
-        with self.lock:
-            self.db.execute('BEGIN IMMEDIATE')
-            try: yield
-            except BaseException: self.db.execute('ROLLBACK'); raise
-            self.db.execute('COMMIT')
+
+# %% ../nbs/40_memory_store.ipynb #3e38a98a
+@patch
+def _create(self:MemoryStore):
+    "Create the tables, and snapshot #1 (the empty map) in a new file; nothing in an existing one."
+    with self._transaction():
+        for statement in _SCHEMA: self.db.execute(statement)
+        if self.db.execute('SELECT 1 FROM snapshots').fetchone() is None:
+            self.db.execute('INSERT OR IGNORE INTO nodes VALUES (?,?)', (digest(empty := Leaf({}).body()), empty))
+            self._record(digest(empty), 'created', 0)
+
+@patch
+@contextlib.contextmanager
+def _transaction(self:MemoryStore):
+    "One write transaction (BEGIN IMMEDIATE): all of it or, if anything fails, none of it."
+    with self.lock:
+        self.db.execute('BEGIN IMMEDIATE')
+        try: yield
+        except BaseException: self.db.execute('ROLLBACK'); raise
+        self.db.execute('COMMIT')
+
+# %% ../nbs/40_memory_store.ipynb #31bc135f
+class MemoryInUse(PassepartoutError):
+    "Another process writes this memory (or this store was opened read-only): this one may only read it."
+
+def _holder(lock:Path) -> str:
+    "Who holds a write lock, as its file says (`pid 41: passepartout daemon start`)."
+    try: return lock.read_text().strip() or 'another process'
+    except OSError: return 'another process'
+
+_locks, _locks_guard = {}, threading.Lock()   # this process's write locks: lock file -> [descriptor, stores holding it]
+
+# %% ../nbs/40_memory_store.ipynb #814348d5
+def take_write_lock(path:Path) -> Path:
+    "This process's write lock on the memory at `path` (shared by its stores), or `MemoryInUse` naming the process that has it."
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    lock = path.resolve().with_name(path.name + '.lock')
+    with _locks_guard:
+        if lock in _locks: _locks[lock][1] += 1; return lock
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError: os.close(fd); raise MemoryInUse(f"memory {path} is being written by {_holder(lock)}: "
+                                                                "stop it, or open the memory read-only") from None
+        os.ftruncate(fd, 0); os.write(fd, f"pid {os.getpid()}: {' '.join(sys.argv)[:200]}".encode())
+        _locks[lock] = [fd, 1]
+        return lock
+
+# %% ../nbs/40_memory_store.ipynb #c333b774
+@patch
+def close(self:MemoryStore):
+    "Close the database, and give the write lock back when this was the process's last store holding it."
+    self.db.close()
+    with _locks_guard:
+        if self.writer is not None and (held := _locks.get(self.writer)):
+            held[1] -= 1
+            if not held[1]: os.ftruncate(held[0], 0); os.close(held[0]); del _locks[self.writer]   # closing the file unlocks it
+        self.writer = None
+
+# %% ../nbs/40_memory_store.ipynb #9fd42c1b
+@patch
+def _writable(self:MemoryStore):
+    "Refuse a change in a read-only store."
+    if self.writer is None: raise MemoryInUse(f"memory {self.path} is open read-only here: "
+                                              f"{_holder(self.path.resolve().with_name(self.path.name + '.lock'))} writes it")
+
+# %% ../nbs/40_memory_store.ipynb #f3a4a66f
+@patch
+def refresh(self:MemoryStore) -> Snapshot:
+    "Read the head again, to follow the snapshots another process makes (a reader's way to stay current); never with unsaved changes."
+    with self.lock:
+        latest = self._latest()
+        if latest.seq != self.head.seq and not self._pending:
+            self.head, self._root, self._count = latest, latest.root, latest.objects
+        return self.head
 
 # %% ../nbs/40_memory_store.ipynb #002138a4
 @patch
@@ -219,6 +283,35 @@ def __iter__(self:MemoryStore):
     with self.lock: ids = {**self._entries(self._root), **self._pending}
     return iter(sorted(id for id, h in ids.items() if h is not None))
 
+# %% ../nbs/40_memory_store.ipynb #4711471d
+class Changes:
+    "What one writer changed, per id: the object before its first change and after its last (None: absent)."
+    def __init__(self): self.before, self.after = {}, {}
+    def note(self, id:str, before, after): self.before.setdefault(id, before); self.after[id] = after
+    def __bool__(self): return bool(self.after)
+    def __repr__(self): return f"Changes({', '.join(self.after) or 'none'})"
+
+_journals = threading.local()   # per thread: store -> the Changes it is recording
+
+# %% ../nbs/40_memory_store.ipynb #513103fa
+@patch
+def track(self:MemoryStore) -> Changes:
+    "Record from now on what this thread changes in this store (replacing the thread's record before); the new record."
+    changes = _journals.__dict__.setdefault('by_store', {})[self] = Changes()
+    return changes
+
+# %% ../nbs/40_memory_store.ipynb #555c34ee
+@patch
+def tracked(self:MemoryStore) -> Changes|None:
+    "What this thread changed in this store since its last `track()` (None when it never tracked)."
+    return _journals.__dict__.get('by_store', {}).get(self)
+
+# %% ../nbs/40_memory_store.ipynb #4a4160ce
+@patch
+def _journal(self:MemoryStore, id:str, before, after):
+    "Note a change in the thread's record, if it keeps one."
+    if (changes := self.tracked()) is not None: changes.note(id, before, after)
+
 # %% ../nbs/40_memory_store.ipynb #719bd8bf
 @patch
 def _store_object(self:MemoryStore, obj:MemoryObject, link_hashes:list) -> str:
@@ -238,7 +331,7 @@ def linked_from(self:MemoryStore, id:str, updates:dict|None=None) -> list:
         for src, src_id in self.db.execute('SELECT src, src_id FROM links WHERE dst = ?', (id,)): versions.setdefault(src_id, set()).add(src)
         return sorted(src_id for src_id, srcs in versions.items() if self._hash_of(src_id, updates) in srcs)
 
-# %% ../nbs/40_memory_store.ipynb #f1304932
+# %% ../nbs/40_memory_store.ipynb #b01d323b
 @patch
 def _reaches(self:MemoryStore, start, target:str) -> bool:
     "Does following links from the ids in `start` lead to `target`?"
@@ -249,6 +342,7 @@ def _reaches(self:MemoryStore, start, target:str) -> bool:
         if id not in seen: seen.add(id); stack.extend(self[id].links)
     return False
 
+# %% ../nbs/40_memory_store.ipynb #fea28ced
 @patch
 def put(self:MemoryStore, obj:MemoryObject) -> MemoryObject:
     "Remember `obj` (new, or a new version of its id); the objects that link to it get new versions; the object as stored."
@@ -256,6 +350,14 @@ def put(self:MemoryStore, obj:MemoryObject) -> MemoryObject:
         old = self.get(obj.id)
         if old is not None and PROVENANCE in old.attributes and PROVENANCE not in obj.attributes:
             obj = replace(obj, attributes={**obj.attributes, PROVENANCE: old.attributes[PROVENANCE]})   # never dropped
+        return self._put(obj, old)
+
+# %% ../nbs/40_memory_store.ipynb #6482caf5
+@patch
+def _put(self:MemoryStore, obj:MemoryObject, old:MemoryObject|None) -> MemoryObject:
+    "Store `obj` exactly as given (`old`: the version it replaces), with the links checked; see `put`."
+    self._writable()
+    with self.lock:
         links = [self._hash_of(l) for l in obj.links]
         if None in links: raise ValueError(f"{obj.id!r} links to {obj.links[links.index(None)]!r}, which is not in memory")
         if obj.id in obj.links or old is not None and self.linked_from(obj.id) and self._reaches(obj.links, obj.id):
@@ -266,6 +368,7 @@ def put(self:MemoryStore, obj:MemoryObject) -> MemoryObject:
             self._rehash_ancestors(obj.id, updates)
         self._pending.update(updates)
         self._count += old is None
+        self._journal(obj.id, old, obj)
         return obj
 
 # %% ../nbs/40_memory_store.ipynb #41992529
@@ -288,20 +391,39 @@ def _rehash_ancestors(self:MemoryStore, id:str, updates:dict):
         obj = self[a]
         updates[a] = self._store_object(obj, [self._hash_of(l, updates) for l in obj.links])
 
-# %% ../nbs/40_memory_store.ipynb #d0785fdb
+# %% ../nbs/40_memory_store.ipynb #42fd2f74
 @patch
 def forget(self:MemoryStore, id:str):
     "Drop `id` from memory (earlier snapshots keep it); refused while other objects link to it."
+    self._writable()
     with self.lock:
         if self._hash_of(id) is None: raise KeyError(f"{id!r} is not in memory")
         if (users := self.linked_from(id)): raise ValueError(f"{id!r} is linked from {users}: change or forget those first")
+        old = self.get(id)
         self._pending[id] = None
         self._count -= 1
+        self._journal(id, old, None)
 
+# %% ../nbs/40_memory_store.ipynb #61917c52
 @patch
 def remember(self:MemoryStore, id:str, content:str, kind:str='note', links=(), **attributes) -> MemoryObject:
     "`put` a `MemoryObject` made of these arguments."
     return self.put(MemoryObject(id, content, kind, attributes, tuple(links)))
+
+# %% ../nbs/40_memory_store.ipynb #317bd14b
+@patch
+def undo(self:MemoryStore, changes:Changes) -> list:
+    "Put back what `changes` recorded, id by id, where the memory still holds what it changed them to; the ids left alone, with why."
+    self._writable()
+    left = []
+    with self.lock:
+        for id in reversed(list(changes.after)):
+            before, after = changes.before[id], changes.after[id]
+            if self.get(id) != after: left.append(f"{id!r} (changed by another writer since)"); continue
+            try: self.forget(id) if before is None else self._put(before, self.get(id))
+            except (ValueError, KeyError) as e: left.append(f"{id!r} ({e})")
+        changes.before.clear(); changes.after.clear()
+    return left
 
 # %% ../nbs/40_memory_store.ipynb #47209a04
 @patch
@@ -334,7 +456,7 @@ def _assoc(self:MemoryStore, ref, id:str, path:str, value:str|None, depth:int=0)
         return Leaf({k: v for c in children if c is not None for k, v in self._entries(c).items()}), delta
     return Inner(children, node.count + delta), delta
 
-# %% ../nbs/40_memory_store.ipynb #0987e3ec
+# %% ../nbs/40_memory_store.ipynb #be2e71fc
 @patch
 def _write_nodes(self:MemoryStore, node) -> str:
     "Hash and store every node under `node` that has no hash yet (children first); its hash."
@@ -348,6 +470,7 @@ def _write_nodes(self:MemoryStore, node) -> str:
         self._nodes[node.hash] = node
     return node.hash
 
+# %% ../nbs/40_memory_store.ipynb #9e11b82e
 @patch
 def snapshot(self:MemoryStore, cause:str='save') -> Snapshot:
     "Save the changes since the head as a new root, in one transaction; the new head (the old one when nothing changed)."
@@ -363,19 +486,31 @@ def snapshot(self:MemoryStore, cause:str='save') -> Snapshot:
         self._root, self._pending = root, {}
         return self.head
 
+# %% ../nbs/40_memory_store.ipynb #9b39a489
 @patch
 def _check_head(self:MemoryStore):
     "Refuse to write over a snapshot another process made since this store read the head."
     if (latest := self._latest()).seq != self.head.seq:
         raise RuntimeError(f"memory snapshot #{latest.seq} was written by another process after #{self.head.seq}: open the store again")
 
-# %% ../nbs/40_memory_store.ipynb #1f66f072
+# %% ../nbs/40_memory_store.ipynb #41a2b522
+@patch
+def claim(self:MemoryStore) -> bool:
+    "Become the writer if no other process writes the memory now (a read-only store whose writer has ended); whether this store writes."
+    if self.writer is None:
+        try: self.writer = take_write_lock(self.path)
+        except MemoryInUse: return False
+        self.refresh()
+    return True
+
+# %% ../nbs/40_memory_store.ipynb #713c819c
 @patch
 def history(self:MemoryStore, limit:int=20) -> list:
     "The last `limit` snapshots, newest first."
     rows = self.db.execute('SELECT seq, root, time, cause, objects FROM snapshots ORDER BY seq DESC LIMIT ?', (limit,)).fetchall()
     return [Snapshot(*r) for r in rows]
 
+# %% ../nbs/40_memory_store.ipynb #b1384486
 @patch
 def snapshot_at(self:MemoryStore, seq:int) -> Snapshot:
     "Snapshot number `seq`."
@@ -383,9 +518,11 @@ def snapshot_at(self:MemoryStore, seq:int) -> Snapshot:
     if row is None: raise KeyError(f"no memory snapshot #{seq}")
     return Snapshot(*row)
 
+# %% ../nbs/40_memory_store.ipynb #0a99b9eb
 @patch
 def rollback(self:MemoryStore, to:int|None=None) -> Snapshot:
     "Make snapshot `to`'s root the head again, as a new snapshot (default `to`: the head if anything changed since it, else the one before)."
+    self._writable()
     with self.lock:
         if self._pending:
             to = self.head.seq if to is None else to
@@ -471,3 +608,75 @@ def verify(self:MemoryStore, every:bool=False) -> list:
         for s in self.history(2**62) if every else ():
             problems += [f"#{s.seq}: {p}" for p in self._verify_root(s.root, seen, links=False)]
     return problems
+
+# %% ../nbs/40_memory_store.ipynb #1ba9bc14
+@patch
+def _without(self:MemoryStore, h:str, id:str, memo:dict) -> str:
+    "The hash of version `h` with every link to `id` dropped, below it too (new versions written as needed); `h` when nothing changes."
+    if h not in memo:
+        body = json.loads(self.db.execute('SELECT body FROM objects WHERE hash = ?', (h,)).fetchone()[0])
+        links = [(l, self._without(lh, id, memo)) for l, lh in body['links'] if l != id]
+        if links == [tuple(x) for x in body['links']]: memo[h] = h
+        else: memo[h] = self._store_object(replace(_parse(json.dumps(body)), links=tuple(l for l, _ in links)), [lh for _, lh in links])
+    return memo[h]
+
+# %% ../nbs/40_memory_store.ipynb #98e80a53
+@patch
+def _purged_root(self:MemoryStore, root:str, id:str, memo:dict) -> tuple:
+    "`(root, objects)` of the snapshot `root` without `id` (written); `(root, None)` when it never held `id`."
+    if self._lookup(root, id) is None: return root, None
+    entries = self._entries(root)
+    del entries[id]
+    entries = {k: self._without(h, id, memo) for k, h in entries.items()}
+    return self._write_nodes(_split(entries, 0)), len(entries)
+
+# %% ../nbs/40_memory_store.ipynb #71d284c8
+@patch
+def _reachable(self:MemoryStore) -> tuple:
+    "`(nodes, objects)`: the hashes of every node and object under some snapshot's root."
+    nodes, objects, stack = set(), set(), [r for r, in self.db.execute('SELECT DISTINCT root FROM snapshots')]
+    while stack:
+        if (h := stack.pop()) in nodes: continue
+        nodes.add(h)
+        node = self._node(h)
+        if isinstance(node, Leaf): objects.update(node.entries.values())
+        else: stack.extend(_ref(c) for c in node.children if c is not None)
+    return nodes, objects
+
+# %% ../nbs/40_memory_store.ipynb #bbf95ef4
+@patch
+def _sweep(self:MemoryStore, id:str) -> int:
+    "Delete every version of `id` and every node and object no snapshot reaches (inside a transaction); the object versions deleted."
+    nodes, objects = self._reachable()
+    for table, keep in (('keep_nodes', nodes), ('keep_objects', objects)):
+        self.db.execute(f'CREATE TEMP TABLE IF NOT EXISTS {table} (hash TEXT PRIMARY KEY)'); self.db.execute(f'DELETE FROM {table}')
+        self.db.executemany(f'INSERT INTO {table} VALUES (?)', ((h,) for h in keep))
+    gone = self.db.execute('DELETE FROM objects WHERE id = ? OR hash NOT IN (SELECT hash FROM keep_objects)', (id,)).rowcount
+    self.db.execute('DELETE FROM nodes WHERE hash NOT IN (SELECT hash FROM keep_nodes)')
+    self.db.execute('DELETE FROM links WHERE dst = ? OR src NOT IN (SELECT hash FROM objects)', (id,))
+    self.db.execute('DROP TABLE IF EXISTS recall_index')   # the search index holds the words: rebuilt at the next search
+    self.db.execute('DROP TABLE IF EXISTS embeddings')     # so do static vectors (`41a_embeddings`): recomputed when needed
+    return gone
+
+# %% ../nbs/40_memory_store.ipynb #460e1193
+@patch
+def purge(self:MemoryStore, id:str) -> str:
+    "Erase `id` for good: forgotten now, rewritten out of every snapshot, its bytes deleted from the file; what was done."
+    self._writable()
+    with self.lock:
+        if id not in self and not self.db.execute('SELECT 1 FROM objects WHERE id = ? LIMIT 1', (id,)).fetchone():
+            raise KeyError(f"no object {id!r} in memory or its history")
+        if id in self: self.forget(id)
+        self.snapshot("before purge")
+        memo, rewritten = {}, 0
+        self.db.execute('PRAGMA secure_delete = ON')   # deleted rows are overwritten with zeros, not left in free pages
+        with self._transaction():
+            for seq, root in self.db.execute('SELECT seq, root FROM snapshots').fetchall():
+                new, count = self._purged_root(root, id, memo)
+                if count is not None: self.db.execute('UPDATE snapshots SET root = ?, objects = ? WHERE seq = ?', (new, count, seq)); rewritten += 1
+            gone = self._sweep(id)
+            self.head = self._record(self.head.root, f"purge: {rewritten} snapshots rewritten, {gone} versions erased", self.head.objects)
+        self._nodes.clear(); self._objects.clear(); self.__dict__.pop('_embedded', None); self.__dict__.pop('_matrices', None); self._root = self.head.root
+        self.db.execute('VACUUM')
+        busy = self.db.execute('PRAGMA wal_checkpoint(TRUNCATE)').fetchone()[0]   # waits up to the busy timeout for readers
+        return self.head.cause + (" (a reader kept the write-ahead log: its old pages go when that process closes the memory)" if busy else '')

@@ -29,7 +29,7 @@ def fts_query(text:str) -> str:
     "`text` as an FTS5 query matching any of its words, each quoted so that no operator of the query language survives."
     return ' OR '.join(f'"{w}"' for w in re.findall(r'\w+', text.lower()))
 
-# %% ../nbs/41_recall.ipynb #2353e306
+# %% ../nbs/41_recall.ipynb #8dabf7a2
 @dataclass(frozen=True)
 class Hit:
     "One recalled object: how well it matched (higher is better), its matching words in context, the object itself."
@@ -47,6 +47,7 @@ _SEARCH = ("SELECT o.id, o.hash, -bm25(recall_index), snippet(recall_index, 2, '
 def recall(self:MemoryStore, query:str, limit:int=5, kind:str|None=None) -> list:
     "The objects in memory now that best match `query` (full text, BM25), best first."
     if not (match := fts_query(query)): return []
+    if self.writer is None: self.refresh()   # a reader follows the writer's snapshots
     self._index_new()
     sql, hits, offset, page = _SEARCH.format(kind='AND recall_index.kind = ?' if kind else ''), [], 0, max(4 * limit, 20)
     while len(hits) < limit:

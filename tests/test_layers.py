@@ -20,7 +20,7 @@ LAYERS = {
     1: ('providers', 'providers cascade replay'),
     2: ('plug-ins', 'builtin_gates autorun validation_gates turn_gates path_gates self_protection_gates permission_gates '
                     'network_gates provenance_gates shell_gate shell_rules vault policy refusals_gate information_flow owner_plan '
-                    'builtin_tools sandbox approvals approval_flow executed_files audit sessions memory_store recall foveal memory_loop '
+                    'builtin_tools sandbox approvals approval_flow executed_files audit sessions memory_store recall embeddings foveal memory_loop scribe '
                     'instruction_skills mcp skill_guards skill_shell skill_files skill_web skill_messaging skill_approvals skill_memory'),
     3: ('app', 'app'),
     4: ('services', 'heartbeat repl skill_repl'),

@@ -54,7 +54,7 @@ def test_a_crash_rolls_back_only_the_crashed_turn(home):
     assert turn.of('error') and turn.reply == 'sorry'
     assert ('note:kept' in store, 'note:lost' in store, store.unsaved) == (True, False, False)
     causes = [s.cause for s in store.history(3)]
-    assert causes[0].startswith('rollback to #') and causes[1] == 'before rollback'   # one rollback() away
+    assert causes[0] == 'rollback of a crashed turn' and causes[1] == 'before rollback'   # one rollback() away
     store.rollback()
     assert 'note:lost' in store                                                        # the rollback is undone
     store.rollback()
@@ -183,7 +183,7 @@ def test_memory_commands_end_to_end(home, tmp_path):
     assert cli('memory', 'list').stdout.strip() == 'memory is empty'
     r = cli('memory', 'import', str(tmp_path / 'mem.jsonl'))
     assert r.returncode == 0 and r.stdout.startswith('imported 3 objects'), r.stderr
-    assert MemoryStore()['web:offer'].attributes == {'provenance': 'tool:http_fetch'}   # provenance travels
+    assert MemoryStore(read_only=True)['web:offer'].attributes == {'provenance': 'tool:http_fetch'}   # provenance travels
     assert cli('memory', 'diff', '2').stdout.strip() == '(no change)'
     assert cli('memory', 'diff', '3', '4').stdout.split() == ['+', 'note:release', '+', 'person:bob', '+', 'web:offer']
     assert [l.split()[0] for l in cli('memory', 'history').stdout.splitlines()] == ['#4', '#3', '#2', '#1']
@@ -193,7 +193,7 @@ def test_memory_commands_end_to_end(home, tmp_path):
     assert cli('memory', 'diff', '99').stderr.strip() == 'Error: no memory snapshot #99'
     (tmp_path / 'broken.jsonl').write_text('{"id": "a", "content": "x", "links": ["nowhere"]}\n')
     r = cli('memory', 'import', str(tmp_path / 'broken.jsonl'))
-    assert r.returncode == 1 and 'nowhere' in r.stderr and 'a' not in MemoryStore()
+    assert r.returncode == 1 and 'nowhere' in r.stderr and 'a' not in MemoryStore(read_only=True)
 
 
 def test_memory_writes_refused_while_a_daemon_runs(home, monkeypatch):

@@ -90,7 +90,7 @@ def test_build_agent_assembles_the_gates_and_tools_it_always_had(home, monkeypat
     reference = {g.name: g.scope for g in default_gates().gates}
     assert all(g.scope == reference[g.name] for g in agent.gates.gates if g.name in reference)
     assert all(agent.tools[t.name].args == t.args for t in builtin_tools())
-    assert [s.name for s in agent.skills.skills] == ['guards', 'shell', 'files', 'web', 'messaging', 'approvals', 'memory', 'skill-md', 'mcp']
+    assert [s.name for s in agent.skills.skills] == ['guards', 'shell', 'files', 'web', 'messaging', 'approvals', 'memory', 'scribe', 'skill-md', 'mcp']
 
 
 def test_a_disabled_skill_is_left_out_but_a_required_one_never(home):
