@@ -22,7 +22,7 @@ from .validation_gates import tool_of
 from .permission_gates import allowed_by_rule
 from .provenance_gates import session_values, owner_addresses, _rule_names_recipient
 
-# %% ../nbs/25_information_flow.ipynb #0a4d694c
+# %% ../nbs/25_information_flow.ipynb #1b48c63b
 _URL = re.compile(r"\b(?:https?|ftp|file)://[^\s<>\"'`]+", re.I)
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 _IBAN = re.compile(r"(?=[a-z]{2}\d\d)\b[a-z]{2}\d{2}(?:[ -]?[a-z0-9]{4}){2,7}(?:[ -]?[a-z0-9]{1,3})?\b")   # in lower-cased text
@@ -32,6 +32,7 @@ _AMOUNT = re.compile(r"(?=\d)(?<![\w.])\d[\d,']*(?:\.\d+)?(?!\w|\.\w)")   # a fu
 _WORD = re.compile(r"\w(?:[\w.'+-]*\w)?")
 _DIGIT = re.compile(r"\d")
 
+# %% ../nbs/25_information_flow.ipynb #006a9637
 def _url_forms(u:str) -> set:
     "A URL (trailing punctuation dropped) and its host, lower case."
     u = u.rstrip('.,;:!?)]}\'"').lower()
@@ -39,6 +40,7 @@ def _url_forms(u:str) -> set:
     except ValueError: host = None
     return {u, host.rstrip('.')} if host else {u}
 
+# %% ../nbs/25_information_flow.ipynb #39e66d00
 def _amount(s:str) -> str|None:
     "`num:` and the number in `s` normalised (`1,200.50` is `num:1200.5`, as `Decimal` would write it), or None."
     whole, dot, fraction = s.replace(',', '').replace("'", '').partition('.')
@@ -46,12 +48,14 @@ def _amount(s:str) -> str|None:
     fraction = fraction.rstrip('0')
     return 'num:' + (whole.lstrip('0') or '0') + ('.' + fraction if fraction else '')
 
-# %% ../nbs/25_information_flow.ipynb #c7b58a9f
+# %% ../nbs/25_information_flow.ipynb #52e82f3a
 _MONTHS = {name: i for i, names in enumerate(['jan january', 'feb february', 'mar march', 'apr april', 'may', 'jun june',
            'jul july', 'aug august', 'sep sept september', 'oct october', 'nov november', 'dec december'], 1) for name in names.split()}
 _MON = r"(?P<mon>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _TIME_PART = r"(?:[t ,]+(?:at\s+)?(?P<h>[01]?\d|2[0-3]):(?P<mi>[0-5]\d)(?::\d\d(?:\.\d+)?)?(?:z|[+-]\d\d:?\d\d)?)?"
+
+# %% ../nbs/25_information_flow.ipynb #ab6ad557
 _DATES = [re.compile(r"(?=\d{4}-)\b(?P<y>\d{4})-(?P<m>[01]?\d)-(?P<d>[0-3]?\d)" + _TIME_PART),    # 2024-05-01 09:00, ISO
           re.compile(rf"\b{_MON}\s+{_DAY}\b(?:,?\s*\d{{4}})?"),                               # may 1st, 2024
           re.compile(rf"(?=\d)(?<!\w){_DAY}(?:\s+of)?\s+{_MON}(?:,?\s*\d{{4}})?\b"),            # 1st of may 2024
@@ -61,9 +65,10 @@ _TIMES = [re.compile(r"(?=\d)(?<![\w:])(?P<h>[01]?\d|2[0-3])(?::(?P<mi>[0-5]\d))
           re.compile(r"(?=\d)(?<![\w:])(?P<h2>[01]?\d|2[0-3]):(?P<mi2>[0-5]\d)(?::\d\d)?\b"),                   # 21:30
           re.compile(r"\b(?P<word>noon|midnight)\b")]
 
+# %% ../nbs/25_information_flow.ipynb #44828edd
 def _date_form(month:int, day:int) -> str|None: return f"date:{month:02d}-{day:02d}" if 1 <= month <= 12 and 1 <= day <= 31 else None
 
-# %% ../nbs/25_information_flow.ipynb #e0aef158
+# %% ../nbs/25_information_flow.ipynb #6fdf17e4
 def _dates_of(m:re.Match) -> set:
     "The `date:` (and `time:`) forms of one date match; a date like `5/1` is read both ways."
     g = {k: v for k, v in m.groupdict().items() if v is not None}
@@ -74,6 +79,7 @@ def _dates_of(m:re.Match) -> set:
     if 'h' in g: out.add(f"time:{int(g['h']):02d}:{g['mi']}")
     return out - {None}
 
+# %% ../nbs/25_information_flow.ipynb #e13bc204
 def _time_of(m:re.Match) -> str:
     "The `time:HH:MM` form of one time match (`9am`, `9:30 pm`, `21:30`, `noon`)."
     g = m.groupdict()
@@ -82,11 +88,12 @@ def _time_of(m:re.Match) -> str:
     h = int(g['h']) % 12 + (12 if g['ap'] == 'p' else 0)
     return f"time:{h:02d}:{g['mi'] or '00'}"
 
-# %% ../nbs/25_information_flow.ipynb #4d688427
+# %% ../nbs/25_information_flow.ipynb #87d6c1ab
 def _take(rx:re.Pattern, text:str, out:set, forms, spans:list):
     "Add `forms(match)` of every match of `rx` in `text` to `out`, and the match's span to `spans`."
     for m in rx.finditer(text): out.update(forms(m)); spans.append(m.span())
 
+# %% ../nbs/25_information_flow.ipynb #a762ae40
 def _blank(text:str, spans:list) -> str:
     "`text` with every span in `spans` replaced by one space (one copy of the text, however many spans)."
     if not spans: return text
@@ -97,6 +104,7 @@ def _blank(text:str, spans:list) -> str:
     parts.append(text[last:])
     return ''.join(parts)
 
+# %% ../nbs/25_information_flow.ipynb #0711def0
 def forms_in(text:str,
              addresses:bool=True) -> frozenset: # False: leave out URLs, hosts, domains and e-mails (the caller has them)
     "The typed normal forms of every value in `text`: URLs, hosts, e-mails, IBANs, dates, times, phones, amounts, words."
@@ -119,16 +127,18 @@ def forms_in(text:str,
     out.update('word:' + w for w in _WORD.findall(text))
     return frozenset(out)
 
-# %% ../nbs/25_information_flow.ipynb #79e02209
+# %% ../nbs/25_information_flow.ipynb #e0b9f43d
 def _phrase(value:str) -> str:
     "`word:` for a one-word value, `text:` for a phrase (case and spacing ignored)."
     v = ' '.join(value.casefold().split()).lstrip('@')
     return ('word:' if _WORD.fullmatch(v) else 'text:') + v
 
+# %% ../nbs/25_information_flow.ipynb #aca87c62
 def value_forms(kind:str, value:str) -> frozenset:
     "The normal forms of one argument value of kind `kind` (the last thousand short ones remembered: a model repeats its arguments)."
     return (_remembered_forms if len(value) <= 4096 else _value_forms)(kind, value)
 
+# %% ../nbs/25_information_flow.ipynb #b2d294b5
 def _value_forms(kind:str, value:str) -> frozenset:
     v = value.strip()
     if not v: return frozenset()
@@ -154,7 +164,7 @@ def _value_forms(kind:str, value:str) -> frozenset:
 
 _remembered_forms = functools.lru_cache(maxsize=1024)(_value_forms)
 
-# %% ../nbs/25_information_flow.ipynb #414c5571
+# %% ../nbs/25_information_flow.ipynb #cb9c684c
 _NAME_KINDS = [
     ('steering', r".*(?:body|subject|text|content|message|title|description|summary|note)s?"),   # free text, but undeclared
     ('secret', r".*(?:pass(?:word|wd|phrase)|secret|token|api_?key|credential).*|pin|otp"),
@@ -168,6 +178,7 @@ _NAME_KINDS = [
 ]
 _NAME_KIND = [(kind, re.compile(f"(?i)^(?:{rx})$")) for kind, rx in _NAME_KINDS]
 
+# %% ../nbs/25_information_flow.ipynb #7763d472
 @functools.lru_cache(maxsize=4096)
 def kind_by_name(name:str) -> str:
     "The kind an undeclared argument's name says it is (`steering` when it says nothing)."
@@ -181,11 +192,12 @@ def declared_kinds(tool, action:Action) -> dict:
         return {k: declared.get(k, 'plain') for k in action.args}
     return {k: declared.get(k) or kind_by_name(k) for k in action.args}
 
-# %% ../nbs/25_information_flow.ipynb #89a17015
+# %% ../nbs/25_information_flow.ipynb #5549204a
 class Steer(NamedTuple):
     "One value that steers a call: its argument, kind, value, normal forms, and the part of the owner's world it belongs to (or None)."
     arg:str; kind:str; value:str; forms:frozenset; trusted:str|None=None
 
+# %% ../nbs/25_information_flow.ipynb #11ea87f2
 _last_world = (None, None)   # the world asked about last and its forms (one tuple: threads see both or neither)
 
 def world_forms(world:World) -> tuple:
@@ -196,6 +208,7 @@ def world_forms(world:World) -> tuple:
     globals()['_last_world'] = (world, forms)
     return forms
 
+# %% ../nbs/25_information_flow.ipynb #b0989149
 @functools.lru_cache(maxsize=64)
 def _world_forms(world:World) -> tuple:
     own = frozenset().union(*(value_forms('recipient', a) for a in world.addresses))
@@ -207,7 +220,7 @@ def _world_forms(world:World) -> tuple:
     hosts = tuple(_ascii_host(h.strip().lower().rstrip('.')) for h in world.hosts if h.strip())
     return own, frozenset(contacts - {'word:', 'text:'}), hosts
 
-# %% ../nbs/25_information_flow.ipynb #45436476
+# %% ../nbs/25_information_flow.ipynb #e92a8b2d
 OWN, CONTACT, ALLOWED_HOST = 'your own address', 'one of your contacts', 'an allowed host'
 
 def _ascii_host(host:str) -> str:
@@ -216,10 +229,12 @@ def _ascii_host(host:str) -> str:
     try: return host.encode('idna').decode()
     except UnicodeError: return host
 
+# %% ../nbs/25_information_flow.ipynb #c33b59f2
 def _host_allowed(host:str, hosts:tuple) -> bool:
     host = _ascii_host(host)
     return any(host == h or (h[:2] == '*.' and host.endswith(h[1:])) for h in hosts)
 
+# %% ../nbs/25_information_flow.ipynb #ac7443bd
 def _in_world(kind:str, forms:frozenset, world:World) -> str|None:
     "Which part of the owner's world a value with these forms belongs to, or None."
     own, contacts, hosts = world_forms(world)
@@ -230,13 +245,14 @@ def _in_world(kind:str, forms:frozenset, world:World) -> str|None:
         if any(':' not in f and '@' not in f and _host_allowed(f, hosts) for f in forms): return ALLOWED_HOST
     return None
 
-# %% ../nbs/25_information_flow.ipynb #34c1efec
+# %% ../nbs/25_information_flow.ipynb #4f71fcef
 def _items(value) -> list:
     "The values one argument carries: each item of a list, a dict as JSON, nothing for None and booleans."
     if value is None or isinstance(value, bool): return []
     if isinstance(value, (list, tuple)): return [x for v in value for x in _items(v)]
     return [value if isinstance(value, str) else json.dumps(value) if isinstance(value, dict) else str(value)]
 
+# %% ../nbs/25_information_flow.ipynb #322a1088
 def steering_values(action:Action, kinds:dict, world:World) -> list:
     "The `Steer` values of `action` to check, given its arguments' kinds and the owner's world (links inside content as kind `link`)."
     out = []
@@ -298,27 +314,31 @@ def flow_of(sv) -> Flow:
             flow.owner, flow.owner_text, flow.owner_forms, flow.owner_key = frozenset().union(*forms.values()), _normal_text(text), forms, okey
     return flow
 
-# %% ../nbs/25_information_flow.ipynb #12bf8e33
+# %% ../nbs/25_information_flow.ipynb #26af862b
 def _phrase_in(phrase:str, text:str) -> bool:
     "Is `phrase` (normalised) in the normalised `text`, not inside a longer word?"
     return phrase in text and re.search(r'(?<!\w)' + re.escape(phrase) + r'(?!\w)', text) is not None
 
+# %% ../nbs/25_information_flow.ipynb #50930e95
 def traced_form(flow:Flow, sv, form:str) -> str|None:
     "Where `form` was found in untrusted content, or None."
     if form[:5] == 'text:':
         return next((where for where, text in flow.texts if _phrase_in(form[5:], text)), None)
     return flow.untrusted.get(form) or sv.sources.get(form)   # the provenance gate's values share these forms
 
+# %% ../nbs/25_information_flow.ipynb #89e458be
 def owned_form(flow:Flow, form:str) -> bool:
     "Did the owner write `form` in this session?"
     return _phrase_in(form[5:], flow.owner_text) if form[:5] == 'text:' else form in flow.owner
 
+# %% ../nbs/25_information_flow.ipynb #58c53ea7
 def traced(flow:Flow, sv, forms) -> str|None:
     "Where the first of `forms` found in untrusted content came from, or None."
     for f in forms:
         if (where := traced_form(flow, sv, f)): return where
     return None
 
+# %% ../nbs/25_information_flow.ipynb #ff7cf347
 def owned(flow:Flow, forms) -> bool:
     "Did the owner write one of `forms` in this session?"
     for f in forms:
@@ -349,7 +369,7 @@ def _known_recipient(value:str, action:Action, ctx:Context) -> bool:
     if channel and v in owner_addresses(channel): return True
     return signal is not None and channel == signal.source and v == str(signal.meta.get('chat_id', '')).lower() and from_owner(signal)
 
-# %% ../nbs/25_information_flow.ipynb #005113d6
+# %% ../nbs/25_information_flow.ipynb #19efb627
 def untrusted_origin(steer:Steer, flow:Flow, sv) -> tuple:
     "`(where, mine)`: the untrusted message `steer`'s value came from (or None), and whether the owner wrote it."
     where = None
@@ -360,6 +380,7 @@ def untrusted_origin(steer:Steer, flow:Flow, sv) -> tuple:
         where = sv.whole(steer.value)                                                 # written whole in an untrusted message
     return where, mine
 
+# %% ../nbs/25_information_flow.ipynb #10540bff
 def judge(steer:Steer, flow:Flow, sv, action:Action, ctx:Context) -> str|None:
     "Why `steer` needs the owner's review, or None when its origin is the owner's."
     if steer.trusted == OWN or not steer.value.strip(): return None                  # to the owner themself, or to nobody (the tool refuses that)
@@ -373,7 +394,7 @@ def judge(steer:Steer, flow:Flow, sv, action:Action, ctx:Context) -> str|None:
         return f"{steer.arg} {steer.value[:80]!r} was not named by you ({steer.kind}, not in your settings either): check it before it is used"
     return None
 
-# %% ../nbs/25_information_flow.ipynb #defcc38a
+# %% ../nbs/25_information_flow.ipynb #0544c966
 def information_flow_gate(action:Action, ctx:Context) -> Verdict|None:
     "Side-effecting calls whose steering values came from untrusted content, or (recipients, destinations, secrets) from nobody, ask."
     agent, signal = getattr(ctx, 'agent', None), getattr(ctx, 'signal', None)
@@ -395,6 +416,7 @@ def information_flow_gate(action:Action, ctx:Context) -> Verdict|None:
         if (why := judge(steer, flow, sv, action, ctx)): return ask(why)
     return None
 
+# %% ../nbs/25_information_flow.ipynb #add0df58
 def with_information_flow(engine:GateEngine) -> GateEngine:
     "Register the `information-flow` gate on `engine` in place of the name-based provenance and recipients gates (and the owner's plan); return the engine."
     for old in ('provenance', 'recipients', 'owner-plan'): engine.remove(old)

@@ -27,11 +27,12 @@ from .app import build_agent
 from .telegram import (clean_text, split_message, _remember, _preview, SerialRunner, STRANGER_REPLY, STRANGER_WINDOW,
                                    STRANGER_NOTICES, Unstarted, BACKOFF_START, BACKOFF_MAX, MAX_INPUT_CHARS, MAX_QUEUED, MAX_RETRY_AFTER)
 
-# %% ../nbs/71_signal.ipynb #806446d5
+# %% ../nbs/71_signal.ipynb #6c586e04
 ACCOUNT_SECRET = 'SIGNAL_ACCOUNT'
 NUMBER_RE = re.compile(r'\+[1-9][0-9]{6,14}')   # E.164, as Signal writes numbers
 UUID_RE = re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}')
 
+# %% ../nbs/71_signal.ipynb #5b2e4e90
 def signal_account(vault:Vault|None=None, env=None) -> str:
     "The gateway's own number: `PASSEPARTOUT_SIGNAL_ACCOUNT`, the secret it names as `{{vault:NAME}}`, or the vault's `SIGNAL_ACCOUNT`."
     raw = config.setting('PASSEPARTOUT_SIGNAL_ACCOUNT', env).strip()
@@ -55,15 +56,17 @@ def signal_owners(env=None) -> frozenset:
                          "nor an account id (a UUID); list them comma-separated", 'PASSEPARTOUT_SIGNAL_OWNERS', raw)
     return frozenset(ids)
 
-# %% ../nbs/71_signal.ipynb #a4ccb33e
+# %% ../nbs/71_signal.ipynb #466f481e
 MAX_MESSAGE = 8000        # characters per message sent; signal-cli makes a text over 2000 bytes a long-text attachment
 RATE_LIMITED = -5         # signal-cli's JSON-RPC error code for a send refused by Signal's rate limit
 
+# %% ../nbs/71_signal.ipynb #a5df791d
 class SignalError(PassepartoutError):
     "A request to signal-cli failed: the method, the JSON-RPC code and message, and how long a rate limit asks to wait."
     def __init__(self, message:str, code:int|None=None, retry_after:float|None=None):
         super().__init__(message); self.code, self.retry_after = code, retry_after
 
+# %% ../nbs/71_signal.ipynb #3a52c3cc
 def _retry_after(error:dict) -> float|None:
     "The longest `retryAfterSeconds` in a rate-limit error's `data.response.results`, if any."
     data = error.get('data') if isinstance(error.get('data'), dict) else {}
@@ -146,11 +149,12 @@ def events(self:SignalCLI, last_id:str|None=None, read_timeout:float=60.0):
             yield from sse_events(r.iter_lines())
     except httpx.HTTPError as e: raise SignalError(f"events: cannot reach signal-cli at {self.base} ({type(e).__name__})") from None
 
-# %% ../nbs/71_signal.ipynb #99461081
+# %% ../nbs/71_signal.ipynb #de7eff36
 def _text(value) -> str|None:
     "`value` if it is a string, else None (a field of an envelope may hold anything)."
     return value if isinstance(value, str) else None
 
+# %% ../nbs/71_signal.ipynb #a9292fdc
 def sender(envelope:dict) -> tuple:
     "(number, account id, consistent) of an envelope's sender: well-formed values or None; consistent when the legacy `source` names one of them."
     number = n if (n := _text(envelope.get('sourceNumber'))) and NUMBER_RE.fullmatch(n) else None
@@ -159,14 +163,16 @@ def sender(envelope:dict) -> tuple:
     legacy = source is None or (isinstance(source, str) and source.lower() in {number, uuid} - {None})
     return number, uuid, legacy and (number is not None or uuid is not None)
 
+# %% ../nbs/71_signal.ipynb #97164c1f
 def is_owner(number:str|None, uuid:str|None, consistent:bool, owners:frozenset) -> bool:
     "Does this envelope come from an owner: consistent sender fields, and its number or account id listed?"
     return consistent and (number in owners or uuid in owners) and (number or uuid) is not None
 
-# %% ../nbs/71_signal.ipynb #47bceb91
+# %% ../nbs/71_signal.ipynb #97aadbe2
 APPROVE, DENY = '👍', '👎'
 _SKIN = re.compile('[\U0001F3FB-\U0001F3FF\ufe0f]')   # skin tones and the emoji presentation selector
 
+# %% ../nbs/71_signal.ipynb #bdea7565
 def held_token(text:str, ctx:Context|None) -> str|None:
     "The token a message announces when it tells of an action held in this turn (`approve TOKEN` in it); None for any other."
     sig, turn = (ctx.signal, ctx.turn) if ctx is not None else (None, None)
@@ -174,6 +180,7 @@ def held_token(text:str, ctx:Context|None) -> str|None:
     held = [p['token'] for p in turn.pending if f"approve {p['token']}" in text]
     return held[-1] if held else None
 
+# %% ../nbs/71_signal.ipynb #3cdc0e26
 def reaction_verb(emoji) -> str|None:
     "'approve' for a thumbs up, 'deny' for a thumbs down (any skin tone), else None."
     return {APPROVE: 'approve', DENY: 'deny'}.get(_SKIN.sub('', emoji)) if isinstance(emoji, str) else None
@@ -195,13 +202,14 @@ class HeldMessages:
         "The token the message sent at `timestamp` announced, if it is one of ours."
         return self.held.get(timestamp) if type(timestamp) is int else None
 
-# %% ../nbs/71_signal.ipynb #d587f678
+# %% ../nbs/71_signal.ipynb #981940cd
 REACT_HINT = "\n\nReact 👍 to this message to approve, 👎 to deny (or reply `approve {t} --always`)."
 
 def session_of(who:str) -> str:
     "The conversation of owner `who` (a number or an account id)."
     return f"signal-{who}"
 
+# %% ../nbs/71_signal.ipynb #e37d2628
 class SignalGateway:
     "signal-cli's event stream read; the owner's messages become signals, strangers get a fixed reply."
     def __init__(self, agent:Agent, cli:SignalCLI, owners:frozenset,
@@ -216,18 +224,20 @@ class SignalGateway:
         self.counts, self.queued = {'events': 0, 'messages': 0, 'refused': 0}, {}
     def __repr__(self): return f"SignalGateway({self.cli.base!r}, {len(self.owners)} owners, {self.state})"
 
-# %% ../nbs/71_signal.ipynb #d3a63d49
+# %% ../nbs/71_signal.ipynb #cb90b5cd
 @patch
 def _log(self:SignalGateway, level:str, text:str):
     "One line in the agent's log, marked as the Signal gateway's."
     self.agent.syslog.log(level, f"signal: {text}")
 
+# %% ../nbs/71_signal.ipynb #42a39f71
 @patch
 def _say(self:SignalGateway, who, text:str, retry:bool=True):
     "Send `text` to `who` from the gateway itself; a failure is logged, never raised."
     try: self.cli.send(who, text, attempts=5 if retry else 1)
     except Exception as e: self._log('WARNING', f"could not send to {who}: {e}")
 
+# %% ../nbs/71_signal.ipynb #c86bab09
 @patch
 def notify(self:SignalGateway, text:str):
     "Tell every owner `text`, from the gateway (the agent is not involved)."
@@ -337,7 +347,7 @@ def listen_once(self:SignalGateway) -> int:
         except Exception as e: self._log('ERROR', f"an event could not be handled: {type(e).__name__}: {e}")
     raise SignalError(f"signal-cli at {self.cli.base} closed the event stream")
 
-# %% ../nbs/71_signal.ipynb #139441fe
+# %% ../nbs/71_signal.ipynb #3c3205ec
 @patch
 def _failed(self:SignalGateway, error:Exception) -> float:
     "Note a failure (logged when the reason changes); the seconds to wait before the next attempt."
@@ -348,6 +358,7 @@ def _failed(self:SignalGateway, error:Exception) -> float:
     start, most = self.backoff
     return min(start * 2 ** min(self.failures - 1, 30), most)
 
+# %% ../nbs/71_signal.ipynb #615d398f
 @patch
 def run(self:SignalGateway, stop:threading.Event):
     "Listen until `stop` is set; a failure is reported and retried with exponential backoff, never raised."
@@ -358,13 +369,14 @@ def run(self:SignalGateway, stop:threading.Event):
             stop.wait(self._failed(e))
     self.state = 'stopped'
 
+# %% ../nbs/71_signal.ipynb #662a65e9
 @patch
 def status(self:SignalGateway) -> dict:
     "How the gateway fares: its state, the last error, failures in a row, what it has seen."
     return {'state': self.state, 'error': self.error, 'failures': self.failures, 'api': self.cli.base,
             'owners': len(self.owners), **self.counts, 'since': round(self.since, 3)}
 
-# %% ../nbs/71_signal.ipynb #63550c56
+# %% ../nbs/71_signal.ipynb #66d65e5f
 def signal_gateway(agent:Agent, account:str|None=None, owners=None, base:str|None=None, submit=None, transport=None, **kw) -> SignalGateway:
     "A gateway for `agent` from the settings (or the arguments), registered as its `signal` actuator."
     owners = signal_owners() if owners is None else frozenset(str(o).lower() for o in owners)
@@ -373,6 +385,7 @@ def signal_gateway(agent:Agent, account:str|None=None, owners=None, base:str|Non
     agent.actuators.register('signal', gw.deliver, silent=True)
     return gw
 
+# %% ../nbs/71_signal.ipynb #bf480a5f
 def run_signal(agent:Agent, stop:threading.Event|None=None, ready=None, **kw) -> SignalGateway: # `ready(gateway)`: called once set up
     "Serve `agent` on Signal until `stop` is set, its turns one after another in a worker thread; the gateway afterwards."
     stop = stop or threading.Event()
@@ -384,7 +397,7 @@ def run_signal(agent:Agent, stop:threading.Event|None=None, ready=None, **kw) ->
     finally: runner.close()
     return gw
 
-# %% ../nbs/71_signal.ipynb #4c57839a
+# %% ../nbs/71_signal.ipynb #60d77f6a
 async def signal_service(daemon, **kw):
     "The gateway as a background service of the daemon: its turns go to the daemon's per-session queues, bounded."
     stop = threading.Event()
@@ -401,6 +414,7 @@ async def signal_service(daemon, **kw):
     finally:
         stop.set(); gw.poller.client.close()   # closing the stream's connections ends a read in flight
 
+# %% ../nbs/71_signal.ipynb #5b9f4bc1
 def signal_services(env=None) -> list:
     "The Signal gateway's background service when `PASSEPARTOUT_SIGNAL_OWNERS` is set, else none."
     return [signal_service] if config.setting('PASSEPARTOUT_SIGNAL_OWNERS', env).strip() else []

@@ -25,7 +25,7 @@ from .vault import Vault, HANDLE_RE, handle as vault_handle
 from .loop import Agent
 from .app import build_agent
 
-# %% ../nbs/70_telegram.ipynb #8b6269e8
+# %% ../nbs/70_telegram.ipynb #8f00e462
 TOKEN_SECRET = 'TELEGRAM_TOKEN'
 
 def bot_token(vault:Vault|None=None, env=None) -> str:
@@ -42,6 +42,7 @@ def bot_token(vault:Vault|None=None, env=None) -> str:
                          'PASSEPARTOUT_TELEGRAM_TOKEN', raw)
     return vault.get(name)
 
+# %% ../nbs/70_telegram.ipynb #7c179baf
 def owner_chats(env=None) -> frozenset:
     "The chat and user ids of `PASSEPARTOUT_TELEGRAM_OWNERS`, as strings; `SetupError` for one that is not an integer."
     raw = config.setting('PASSEPARTOUT_TELEGRAM_OWNERS', env)
@@ -51,7 +52,7 @@ def owner_chats(env=None) -> frozenset:
                          "comma-separated (ask @userinfobot for yours)", 'PASSEPARTOUT_TELEGRAM_OWNERS', raw)
     return frozenset(str(int(x)) for x in ids)
 
-# %% ../nbs/70_telegram.ipynb #4c99011e
+# %% ../nbs/70_telegram.ipynb #85f8742c
 MAX_MESSAGE = 4096        # Telegram's limit for one message, in UTF-16 code units
 MAX_INPUT_CHARS = 16000   # longest message from the owner the agent is given
 _KEEP = frozenset('\n\t')
@@ -60,8 +61,10 @@ def clean_text(text:str) -> str:
     "`text` without control characters (newline and tab kept) and without bidirectional overrides."
     return ''.join(c for c in text if c in _KEEP or not (unicodedata.category(c) == 'Cc' or 0x202a <= ord(c) <= 0x202e or 0x2066 <= ord(c) <= 0x2069))
 
+# %% ../nbs/70_telegram.ipynb #83555550
 def _units(text:str) -> int: return len(text.encode('utf-16-le')) // 2
 
+# %% ../nbs/70_telegram.ipynb #4cc50afe
 def split_message(text:str, limit:int=MAX_MESSAGE) -> list:
     "`text` in parts of at most `limit` UTF-16 units, cut after a line break or a space when one is in the last fifth."
     parts, rest = [], text
@@ -73,7 +76,7 @@ def split_message(text:str, limit:int=MAX_MESSAGE) -> list:
         parts.append(rest[:cut]); rest = rest[cut:]
     return parts + [rest] if rest or not parts else parts
 
-# %% ../nbs/70_telegram.ipynb #0add7d5c
+# %% ../nbs/70_telegram.ipynb #a4cd10d5
 MAX_RETRY_AFTER = 120.0   # longest wait a 429 may ask of a send before it is given up
 
 class TelegramError(PassepartoutError):
@@ -81,6 +84,7 @@ class TelegramError(PassepartoutError):
     def __init__(self, message:str, code:int|None=None, retry_after:float|None=None):
         super().__init__(message); self.code, self.retry_after = code, retry_after
 
+# %% ../nbs/70_telegram.ipynb #971d8a6e
 class BotAPI:
     "The four Bot API methods the gateway uses, over httpx, with the token kept out of every message."
     def __init__(self, token:str, base:str|None=None, # None: PASSEPARTOUT_TELEGRAM_API
@@ -110,7 +114,7 @@ def call(self:BotAPI, method:str, http_timeout:float|None=None, **params):
     code = body.get('error_code') if type(body.get('error_code')) is int else r.status_code
     raise TelegramError(f"{method}: {code} {self.scrub(str(body.get('description') or ''))[:300]}", code, wait)
 
-# %% ../nbs/70_telegram.ipynb #f3ddda24
+# %% ../nbs/70_telegram.ipynb #fcc07b76
 @patch
 def _sent(self:BotAPI, method:str, attempts:int=5, **params):
     "`call`, waiting out a 429's `retry_after` (at most `MAX_RETRY_AFTER`) up to `attempts` times."
@@ -120,6 +124,7 @@ def _sent(self:BotAPI, method:str, attempts:int=5, **params):
             if e.retry_after is None or e.retry_after > MAX_RETRY_AFTER or attempt == attempts - 1: raise
             self.sleep(e.retry_after)
 
+# %% ../nbs/70_telegram.ipynb #cc6fac2f
 @patch
 def send(self:BotAPI, chat, text:str, buttons:dict|None=None) -> list:
     "Send `text` to `chat`, cut at Telegram's limit; `buttons` (an inline keyboard) go with the last part."
@@ -127,17 +132,19 @@ def send(self:BotAPI, chat, text:str, buttons:dict|None=None) -> list:
     return [self._sent('sendMessage', chat_id=chat, text=part, **({'reply_markup': buttons} if buttons and i == len(parts) - 1 else {}))
             for i, part in enumerate(parts)]
 
-# %% ../nbs/70_telegram.ipynb #a8ee2af1
+# %% ../nbs/70_telegram.ipynb #d0ffc664
 def _id(value) -> str|None:
     "A Telegram id as a string, or None unless it is an integer (a boolean is not)."
     return str(value) if type(value) is int else None
 
+# %% ../nbs/70_telegram.ipynb #3e963aad
 def sender(message:dict) -> tuple:
     "(chat id, sender id, is a bot or sent for a chat) of a message, ids as strings or None when missing or malformed."
     chat = message.get('chat') if isinstance(message.get('chat'), dict) else {}
     who = message.get('from') if isinstance(message.get('from'), dict) else {}
     return _id(chat.get('id')), _id(who.get('id')), who.get('is_bot') is not False or 'sender_chat' in message
 
+# %% ../nbs/70_telegram.ipynb #a18533a2
 def is_owner(chat:str|None, user:str|None, automated:bool, owners:frozenset) -> bool:
     "Does this message come from the owner: chat and sender both listed, and a person, not a bot or a chat?"
     return chat is not None and user is not None and not automated and chat in owners and user in owners
@@ -156,7 +163,7 @@ def approval_buttons(text:str, ctx:Context|None) -> dict|None:
     return {'inline_keyboard': [[{'text': 'Approve', 'callback_data': f'pp:a:{t}'}, {'text': 'Deny', 'callback_data': f'pp:d:{t}'}],
                                 [{'text': 'Approve always', 'callback_data': f'pp:A:{t}'}]]}
 
-# %% ../nbs/70_telegram.ipynb #a42f96d9
+# %% ../nbs/70_telegram.ipynb #22443496
 STRANGER_REPLY = "This assistant talks with its owner only."
 STRANGER_WINDOW = 60.0    # seconds: one reply per stranger (chat and sender), and one notice to the owner, per window
 STRANGER_NOTICES = 10     # replies to strangers, and notices about them, per window, all strangers together
@@ -166,6 +173,7 @@ MAX_QUEUED = 100          # messages of the owner waiting at once, per chat
 
 def session_of(chat:str) -> str: return f"telegram-{chat}"
 
+# %% ../nbs/70_telegram.ipynb #77445206
 class TelegramGateway:
     "The Bot API polled for updates; the owner's messages become signals, strangers get a fixed reply."
     def __init__(self, agent:Agent, api:BotAPI, owners:frozenset,
@@ -181,7 +189,7 @@ class TelegramGateway:
         self.queued = {}   # chat -> messages submitted and not yet run (`submit` wrappers keep it)
     def __repr__(self): return f"TelegramGateway({self.api.base!r}, {len(self.owners)} owners, {self.state})"
 
-# %% ../nbs/70_telegram.ipynb #70bff427
+# %% ../nbs/70_telegram.ipynb #4bcda21b
 def _remember(seen:OrderedDict, key, size:int=4096) -> bool:
     "Note `key` in the bounded memory `seen`; False if it was there already."
     if key in seen: return False
@@ -189,9 +197,11 @@ def _remember(seen:OrderedDict, key, size:int=4096) -> bool:
     while len(seen) > size: seen.popitem(last=False)
     return True
 
+# %% ../nbs/70_telegram.ipynb #d05b8538
 @patch
 def _log(self:TelegramGateway, level:str, text:str): self.agent.syslog.log(level, f"telegram: {self.api.scrub(text)}")
 
+# %% ../nbs/70_telegram.ipynb #92c46d4c
 @patch
 def _say(self:TelegramGateway, chat, text:str, buttons=None, retry:bool=True):
     "Send `text` to `chat` from the gateway itself; a failure is logged, never raised."
@@ -225,12 +235,13 @@ def _message(self:TelegramGateway, message:dict):
         return self._say(chat, f"{self.max_queued} messages are waiting already; this one was not taken. Send it again once I have answered.")
     self.counts['messages'] += 1
 
-# %% ../nbs/70_telegram.ipynb #e033c30a
+# %% ../nbs/70_telegram.ipynb #a87da56d
 def _preview(text) -> str:
     "A stranger's text as the owner's notice quotes it: cleaned, on one line, short."
     text = clean_text(text if isinstance(text, str) else '(not text)').replace('\n', ' ').replace('\t', ' ')
     return repr(text[:200] + ('…' if len(text) > 200 else ''))
 
+# %% ../nbs/70_telegram.ipynb #2c97b25f
 @patch
 def _stranger(self:TelegramGateway, chat, user, message:dict, text):
     "Refuse a message not from the owner: one reply per sender and chat, and one notice to the owner, per window; nothing else."
@@ -252,12 +263,13 @@ def _stranger(self:TelegramGateway, chat, user, message:dict, text):
     if self.agent.audit is not None:
         self.agent.audit({'kind': 'refused-sender', 'channel': 'telegram', 'by': f"telegram user {user}", 'chat': chat, 'missed': missed})
 
+# %% ../nbs/70_telegram.ipynb #ce8f81b1
 @patch
 def notify(self:TelegramGateway, text:str):
     "Tell every owner chat `text`, from the gateway (the agent is not involved)."
     for chat in sorted(self.owners): self._say(chat, text, retry=False)
 
-# %% ../nbs/70_telegram.ipynb #eac5ec51
+# %% ../nbs/70_telegram.ipynb #6c89fb04
 @patch
 def _callback(self:TelegramGateway, query:dict):
     "The owner's press on an approval button: answered once, then `approve`/`deny` goes through the approval flow."
@@ -284,6 +296,7 @@ def _callback(self:TelegramGateway, query:dict):
     self.submit(text_signal(command.format(t=token), source='telegram', session=session_of(chat), chat_id=chat, owner=True,
                             sender=f"telegram user {user}"))
 
+# %% ../nbs/70_telegram.ipynb #cd807d7c
 @patch
 def _say_query(self:TelegramGateway, qid:str, text:str):
     "Answer callback query `qid` (its little notice on the owner's screen); a failure is logged."
@@ -313,7 +326,7 @@ def poll_once(self:TelegramGateway) -> int:
         except Exception as e: self._log('ERROR', f"an update could not be handled: {type(e).__name__}: {e}")
     return len(updates)
 
-# %% ../nbs/70_telegram.ipynb #e91ee957
+# %% ../nbs/70_telegram.ipynb #f152114a
 @patch
 def _failed(self:TelegramGateway, error:Exception) -> float:
     "Note a failed poll (logged when the reason changes); the seconds to wait before the next."
@@ -326,6 +339,7 @@ def _failed(self:TelegramGateway, error:Exception) -> float:
     wait = min(start * 2 ** min(self.failures - 1, 30), most)
     return max(wait, getattr(error, 'retry_after', None) or 0)
 
+# %% ../nbs/70_telegram.ipynb #c1a21589
 @patch
 def run(self:TelegramGateway, stop:threading.Event):
     "Poll until `stop` is set; a failure is reported and retried with exponential backoff, never raised."
@@ -338,6 +352,7 @@ def run(self:TelegramGateway, stop:threading.Event):
         self.state, self.error, self.failures = 'running', None, 0
     self.state = 'stopped'
 
+# %% ../nbs/70_telegram.ipynb #467716ce
 @patch
 def status(self:TelegramGateway) -> dict:
     "How the gateway fares: its state, the last error, failures in a row, what it has seen."
@@ -367,7 +382,7 @@ class SerialRunner:
             finally: self._count(signal.meta.get('chat_id'), -1)
     def close(self, timeout:float=30.0): self.queue.put(None); self.thread.join(timeout)
 
-# %% ../nbs/70_telegram.ipynb #f9360e72
+# %% ../nbs/70_telegram.ipynb #ec62c248
 def telegram_gateway(agent:Agent, token:str|None=None, owners=None, base:str|None=None, submit=None, transport=None, **kw) -> TelegramGateway:
     "A gateway for `agent` from the settings (or the arguments), registered as its `telegram` actuator."
     owners = owner_chats() if owners is None else frozenset(map(str, owners))
@@ -376,6 +391,7 @@ def telegram_gateway(agent:Agent, token:str|None=None, owners=None, base:str|Non
     agent.actuators.register('telegram', gw.deliver, silent=True)
     return gw
 
+# %% ../nbs/70_telegram.ipynb #6b7d669e
 def run_telegram(agent:Agent, stop:threading.Event|None=None, ready=None, **kw) -> TelegramGateway: # `ready(gateway)`: called once polling starts
     "Serve `agent` on Telegram until `stop` is set, its turns one after another in a worker thread; the gateway afterwards."
     stop = stop or threading.Event()
@@ -387,13 +403,14 @@ def run_telegram(agent:Agent, stop:threading.Event|None=None, ready=None, **kw) 
     finally: runner.close()
     return gw
 
-# %% ../nbs/70_telegram.ipynb #a9d746b3
+# %% ../nbs/70_telegram.ipynb #2ace5fa9
 class Unstarted:
     "A gateway the daemon could not start: what `daemon status` shows in its place."
     def __init__(self, error:str): self.error = error
     def __repr__(self): return f"Unstarted({self.error!r})"
     def status(self) -> dict: return {'state': 'cannot start', 'error': self.error, 'failures': 0}
 
+# %% ../nbs/70_telegram.ipynb #abef856e
 async def telegram_service(daemon, **kw):
     "The gateway as a background service of the daemon: its turns go to the daemon's per-session workers."
     stop = threading.Event()
@@ -410,6 +427,7 @@ async def telegram_service(daemon, **kw):
     finally:
         stop.set(); gw.poller.client.close()   # closing the poller's connections ends a long poll in flight
 
+# %% ../nbs/70_telegram.ipynb #3e7ae80a
 def gateway_services(env=None) -> list:
     "The gateways' background services the daemon should run: Telegram when `PASSEPARTOUT_TELEGRAM_OWNERS` is set."
     return [telegram_service] if config.setting('PASSEPARTOUT_TELEGRAM_OWNERS', env).strip() else []

@@ -29,7 +29,7 @@ try:
     from textual.worker import WorkerState
 except ImportError: raise SetupError("`passepartout tui` needs Textual: pip install 'passepartout[tui]'") from None
 
-# %% ../nbs/65_tui.ipynb #2d57175a
+# %% ../nbs/65_tui.ipynb #0b448c1c
 @dataclass(eq=False)
 class Block:
     "One thing on the conversation's screen: what you said, the agent's text, a tool call, a held action, a note."
@@ -39,6 +39,7 @@ class Block:
     result:str|None=None     # a call's whole result (None: not run)
     style:str=''             # allow, ask, deny, error, note: the colour
 
+# %% ../nbs/65_tui.ipynb #cfc7e8aa
 def trace_lines(verdict:dict) -> list:
     "Every gate's verdict on an action, one line each (a parser's complaint when there was no action)."
     lines = [f"{MARKS.get(t.get('decision'), '·')} {t.get('gate')}" + (f": {t['reason']}" if t.get('reason') else '') for t in verdict.get('trace') or ()]
@@ -62,7 +63,7 @@ class Conversation:
         self.last_stream = self.streaming.text if self.streaming is not None else None
         self.streaming, self.streamed = None, ''
 
-# %% ../nbs/65_tui.ipynb #d6621103
+# %% ../nbs/65_tui.ipynb #efb47e2b
 @patch
 def _result(self:Conversation, e:dict) -> list:
     "A tool's result: onto the last call still without one."
@@ -73,6 +74,7 @@ def _result(self:Conversation, e:dict) -> list:
     if e.get('error'): call.style = 'error'
     return [call]
 
+# %% ../nbs/65_tui.ipynb #854b6fdd
 @patch
 def _verdict(self:Conversation, e:dict) -> list:
     "A verdict: a tool call's folded line, or a refused reply's line under the text it refuses."
@@ -82,12 +84,13 @@ def _verdict(self:Conversation, e:dict) -> list:
     return []
 
 
-# %% ../nbs/65_tui.ipynb #150acefd
+# %% ../nbs/65_tui.ipynb #b8c2a525
 NOTES = {'approval': lambda e: (f"approved {e['token']}" + (' (always)' if e.get('always') else ''), 'allow'),
          'approval-refused': lambda e: (f"approval {e['token']} refused: {e.get('reason')}", 'error'),
          'error': lambda e: (f"error: {e.get('error')}", 'error'),
          'stopped': lambda e: ('stopped', 'note'), 'interrupted': lambda e: ('stopped', 'note')}
 
+# %% ../nbs/65_tui.ipynb #7ce0cb37
 @patch
 def event(self:Conversation, e:dict) -> list:
     "One event of a turn: the blocks it adds or changes."
@@ -106,17 +109,19 @@ def event(self:Conversation, e:dict) -> list:
     return []
 
 
-# %% ../nbs/65_tui.ipynb #bfbecb07
+# %% ../nbs/65_tui.ipynb #73ea9db1
 KEYS = {'y': 'approve', 'n': 'deny', 'a': 'always', 's': 'show'}   # the approvals panel's keys
 
 def approval_command(key:str, record:dict) -> str|None:
     "The approval command a key sends for a pending action (None: the key decides nothing)."
     return ANSWERS[key].format(token=record['token']) if key in ANSWERS else None
 
+# %% ../nbs/65_tui.ipynb #f7e933c8
 def approval_session(record:dict) -> str:
     "The session the action was held in: where its approval is sent and the model carries on."
     return (record.get('meta') or {}).get('session') or 'default'
 
+# %% ../nbs/65_tui.ipynb #0ebea3b7
 def approval_line(record:dict, width:int=60) -> str:
     "A pending action in the panel: its token and call on one line, why it was held on the next."
     action = json.loads(record['action']) if isinstance(record['action'], str) else record['action']
@@ -129,13 +134,14 @@ def approval_shown(record:dict) -> str:
     why = [f"held because {r}" for r in record.get('reasons') or ()]
     return '\n'.join([f"{record['token']} in session {approval_session(record)}", json.dumps(action, indent=2, ensure_ascii=False), *why])
 
-# %% ../nbs/65_tui.ipynb #bd060ed8
+# %% ../nbs/65_tui.ipynb #18f645d0
 def status_line(session:str, model:str, usage:dict, daemon:str, busy:str='') -> str:
     "The status bar: session, model, tokens and cost so far, the daemon, and what runs."
     from passepartout.cascade import usd
     spent = f"{usage.get('input_tokens', 0)} in · {usage.get('output_tokens', 0)} out · {usd(usage.get('cost_usd', 0))}"
     return ' │ '.join([f"session {session}", model or 'model ?', spent, daemon or 'no daemon', busy or 'ready'])
 
+# %% ../nbs/65_tui.ipynb #b67eb926
 def models() -> dict:
     "The configured providers: name → model (as `/model` in the chat reads them)."
     from passepartout.cascade import provider_from_env
@@ -167,7 +173,7 @@ async def daemon_turn(text:str, session:str, progress, opened=None) -> dict: # p
         return _expect(frame['payload'], 'turn')['turn']
     finally: await client.close()
 
-# %% ../nbs/65_tui.ipynb #f4ec239f
+# %% ../nbs/65_tui.ipynb #c33fb02c
 PREFIX = {'you': 'you> ', 'answer': '', 'held': '', 'note': '  '}
 STYLES = ('allow', 'ask', 'deny', 'error', 'note')
 
@@ -177,6 +183,7 @@ def block_widget(block:Block):
     return Collapsible(Static(Content('\n'.join(block.detail)), classes='trace'), Static(Content(block.result or '(not run)'), classes='result'),
                        title=Content(block.text), collapsed=True, classes=f"call {block.style}")
 
+# %% ../nbs/65_tui.ipynb #02538aac
 def update_widget(widget, block:Block):
     "Bring `widget` up to date with `block` (streamed text, a call's result)."
     if block.kind != 'call': return widget.update(Content(PREFIX.get(block.kind, '') + block.text))
@@ -196,7 +203,7 @@ class ApprovalList(ListView):
 class SessionList(ListView):
     "The stored conversations; Enter switches to one."
 
-# %% ../nbs/65_tui.ipynb #237d938a
+# %% ../nbs/65_tui.ipynb #01cfa599
 CSS = """
 #main { height: 1fr; }
 #side { width: 40; border-right: solid $primary-darken-2; }
@@ -208,6 +215,7 @@ CSS = """
 .held { color: $warning; } Collapsible { margin: 0; padding: 0; border-top: none; } .trace { color: $text-muted; }
 """
 
+# %% ../nbs/65_tui.ipynb #304624ed
 class PassepartoutApp(App):
     "The TUI: sessions and approvals at the side, the conversation, the prompt, the status bar."
     TITLE, CSS = 'Passepartout', CSS
@@ -229,12 +237,13 @@ class PassepartoutApp(App):
                          Vertical(VerticalScroll(id='log'), Input(placeholder='Message the agent: Enter sends, Ctrl-C stops a turn', id='prompt')), id='main')
         yield Static(id='status'); yield Footer()
 
-# %% ../nbs/65_tui.ipynb #ad04f31c
+# %% ../nbs/65_tui.ipynb #1a65d262
 @patch
 def on_mount(self:PassepartoutApp):
     self.query_one('#prompt').focus(); self.show_status()
     self.run_worker(self.connect(), group='setup')
 
+# %% ../nbs/65_tui.ipynb #72f795c7
 @patch
 async def connect(self:PassepartoutApp):
     "Start the daemon if needed, then show the sessions, the approvals and this session's messages."
@@ -248,7 +257,7 @@ async def connect(self:PassepartoutApp):
     self.show_status(); await self.load_session(self.session); await self.refresh_lists()
     self.set_interval(self.poll, self.refresh_approvals)
 
-# %% ../nbs/65_tui.ipynb #f00a0e8a
+# %% ../nbs/65_tui.ipynb #2c84c322
 @patch
 def show(self:PassepartoutApp, *blocks):
     "Show new blocks, update changed ones, keep the end of the conversation in view."
@@ -258,11 +267,12 @@ def show(self:PassepartoutApp, *blocks):
         else: self.widgets[b] = block_widget(b); log.mount(self.widgets[b])
     log.scroll_end(animate=False)
 
+# %% ../nbs/65_tui.ipynb #a278d49e
 @patch
 def show_status(self:PassepartoutApp):
     self.query_one('#status', Static).update(Content(status_line(self.session, self.model, self.usage, self.daemon, self.busy)))
 
-# %% ../nbs/65_tui.ipynb #f4ddd68d
+# %% ../nbs/65_tui.ipynb #ab67e722
 @patch
 def progress(self:PassepartoutApp, payload:dict):
     "A progress frame: a piece of text, or an event."
@@ -274,6 +284,7 @@ def progress(self:PassepartoutApp, payload:dict):
         self.busy = f"running {(e['action']).get('tool')}…"; self.show_status()
     self.show(*self.conversation.event(e))
 
+# %% ../nbs/65_tui.ipynb #ab93ed4b
 @patch
 def start_turn(self:PassepartoutApp, text:str, session:str) -> bool:
     "Run `text` as a turn in `session` (False: a turn already runs)."
@@ -297,7 +308,7 @@ async def turn(self:PassepartoutApp, text:str, session:str):
     await self.refresh_lists()
     if self.pending: self.query_one('#approvals').focus()   # asked in place, as the chat does
 
-# %% ../nbs/65_tui.ipynb #5e2cceca
+# %% ../nbs/65_tui.ipynb #e860cd1b
 @patch
 def on_input_submitted(self:PassepartoutApp, message):
     "A line typed at the prompt: a turn (or /quit)."
@@ -306,6 +317,7 @@ def on_input_submitted(self:PassepartoutApp, message):
     if text in ('/quit', '/exit'): return self.exit()
     if self.start_turn(text, self.session): message.input.value = ''; self.show(self.conversation.add('you', text))
 
+# %% ../nbs/65_tui.ipynb #32c903ba
 @patch
 def action_stop(self:PassepartoutApp):
     "Ctrl-C: stop the running turn; at rest, twice quits."
@@ -313,13 +325,14 @@ def action_stop(self:PassepartoutApp):
     if self.quit_armed: return self.exit()
     self.quit_armed = True; self.notify('Ctrl-C again to quit (or Ctrl-Q)')
 
+# %% ../nbs/65_tui.ipynb #674e453f
 @patch
 def on_worker_state_changed(self:PassepartoutApp, message):
     "A turn stopped before it even began (Ctrl-C right after Enter) frees the TUI too."
     if message.worker is self.turn_worker and message.state in (WorkerState.CANCELLED, WorkerState.ERROR) and self.in_turn:
         self.in_turn, self.busy, self.client = False, '', None; self.show_status()
 
-# %% ../nbs/65_tui.ipynb #acb496cc
+# %% ../nbs/65_tui.ipynb #de8ea2a8
 @patch
 async def refresh_approvals(self:PassepartoutApp):
     "Look at the store; redraw the panel when the pending actions changed (from any channel)."
@@ -338,6 +351,7 @@ async def refresh_approvals(self:PassepartoutApp):
         panel.index = tokens.index(was) if was in tokens else 0 if rows else None   # a key always has an action to decide
         if not rows: self.query_one('#detail', Static).update('')
 
+# %% ../nbs/65_tui.ipynb #496de9ac
 @patch
 def answer(self:PassepartoutApp, record:dict, key:str):
     "Decide a pending action with a key: the owner's approval command, in the session it was held in."
@@ -345,11 +359,12 @@ def answer(self:PassepartoutApp, record:dict, key:str):
     if self.start_turn(command, approval_session(record)):
         self.show(self.conversation.add('you', command)); self.query_one('#prompt').focus()
 
+# %% ../nbs/65_tui.ipynb #16dd4777
 @patch
 def show_approval(self:PassepartoutApp, record:dict):
     self.query_one('#detail', Static).update(Content(approval_shown(record)))
 
-# %% ../nbs/65_tui.ipynb #2f1897e2
+# %% ../nbs/65_tui.ipynb #ee037cd0
 @patch
 async def refresh_lists(self:PassepartoutApp):
     "The sessions list and the approvals panel, read again."
@@ -365,6 +380,7 @@ async def refresh_lists(self:PassepartoutApp):
         panel.index = [r['id'] for r in rows].index(session)   # ↓ from here reaches the other sessions
     await self.refresh_approvals()
 
+# %% ../nbs/65_tui.ipynb #f4fd97b9
 @patch
 async def load_session(self:PassepartoutApp, session:str):
     "Show `session`: its stored messages (`34_sessions`), then what comes next."
@@ -375,7 +391,7 @@ async def load_session(self:PassepartoutApp, session:str):
     self.show(*[self.conversation.add('note' if m.get('role') == 'tool' or m.get('tool_calls') else 'answer', message_line(m)) for m in messages])
     self.show_status()
 
-# %% ../nbs/65_tui.ipynb #b811ee85
+# %% ../nbs/65_tui.ipynb #7e5d835c
 @patch
 async def on_list_view_selected(self:PassepartoutApp, message):
     "Enter on a session: switch to it (not while a turn runs)."
@@ -384,6 +400,7 @@ async def on_list_view_selected(self:PassepartoutApp, message):
     if self.in_turn: return self.notify('a turn is running', severity='warning')
     await self.load_session(message.item.session); await self.refresh_lists(); self.query_one('#prompt').focus()
 
+# %% ../nbs/65_tui.ipynb #d312fac6
 @patch
 async def action_new_session(self:PassepartoutApp):
     "Ctrl-N: a new conversation."
@@ -391,6 +408,7 @@ async def action_new_session(self:PassepartoutApp):
     if self.in_turn: return self.notify('a turn is running', severity='warning')
     await self.load_session(new_session_id('tui')); await self.refresh_lists(); self.query_one('#prompt').focus()
 
+# %% ../nbs/65_tui.ipynb #96090a04
 @patch
 def action_focus(self:PassepartoutApp, name:str):
     "Move the keyboard focus to the panel with id `name` (`sessions`, `approvals`, `prompt`)."
