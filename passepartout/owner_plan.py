@@ -50,7 +50,7 @@ class Plans:
     def __contains__(self, session): return session in self.by_session
     def __repr__(self): return f"Plans({len(self)} of at most {self.max_sessions} sessions)"
 
-# %% ../nbs/26_owner_plan.ipynb #23c07d36
+# %% ../nbs/26_owner_plan.ipynb #56e13fb6
 @patch
 def put(self:Plans, session:str, plan:Plan):
     "Keep `plan` as `session`'s (replacing the one before); beyond `max_sessions`, the least recently used session loses its plan."
@@ -59,6 +59,7 @@ def put(self:Plans, session:str, plan:Plan):
         self.by_session.move_to_end(session)
         while len(self.by_session) > self.max_sessions: self.by_session.popitem(last=False)
 
+# %% ../nbs/26_owner_plan.ipynb #ab84996a
 @patch
 def get(self:Plans, session:str) -> Plan|None:
     "The plan recorded for `session` (in force or lapsed: `plan_in_force` decides), or None."
@@ -66,6 +67,7 @@ def get(self:Plans, session:str) -> Plan|None:
         if (plan := self.by_session.get(session)) is not None: self.by_session.move_to_end(session)
         return plan
 
+# %% ../nbs/26_owner_plan.ipynb #540a0c59
 @patch
 def lapse(self:Plans, session:str, plan:Plan):
     "Forget `plan` if it is still `session`'s: its request is over."
@@ -322,7 +324,7 @@ def owner_plan_gate(action:Action, ctx:Context) -> Verdict|None:
         if (verdict := information_flow_gate(action, ctx)) is not None: return verdict   # it also notes what arrived
     return plan_gate(action, ctx)
 
-# %% ../nbs/26_owner_plan.ipynb #865a3636
+# %% ../nbs/26_owner_plan.ipynb #3ef3ed21
 PLAN_DESCRIPTION = (
     "Call this first, before any other tool, when the owner's request will send, pay, delete, change, book or invite "
     "anything. List each such call and where each value that steers it comes from: the owner's own words, or "
@@ -332,12 +334,14 @@ PLAN_DESCRIPTION = (
     "is refused. Plan only what the request asks for; a plan made after reading anything is not accepted.")
 
 class PlanSource(TypedDict):
+    "Where a planned value is read: a tool, with the arguments the owner wrote."
     tool: str                                          # a tool that reads, or one the plan calls
     args: NotRequired[dict[str, str | float | bool]]   # the owner's arguments of that call (the file they named)
 
 PlanFrom = TypedDict('PlanFrom', {'from': list[str | PlanSource]})   # `from` is a Python keyword
 
 class PlanStep(TypedDict):
+    "One side effect the owner's request needs: the tool, and for each steering argument its value or its sources."
     tool: str                                                         # a call the request needs
     args: dict[str, str | float | bool | list[str] | PlanFrom]        # each steering value: the owner's, or where it is read
 
