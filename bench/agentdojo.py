@@ -282,6 +282,8 @@ def dojo_agent(suite, model, undefended:bool=False, information_flow:bool=False,
     for function in suite.tools: config.add_tool(belt, suite.name, world.tool(function), function.name)
     owner = config.apply_owner(suite.name)
     agent = build_agent(provider=model, tools=belt)
+    from passepartout.owner_plan import add_plan_tool
+    add_plan_tool(agent.tools)          # the guards skill's `plan` tool, which `tools=belt` replaced with the suite's functions
     world.configured = {'declarations': config.declares_arguments(belt), 'owner_settings': owner,
                         'gates': [g.name for g in agent.gates.gates]}
     if information_flow and plan:       # the stricter composition: information flow without a plan, the owner's plan with one

@@ -69,7 +69,7 @@ def _part(index:int, doc:str) -> property:
     def put(self, value): self.parts = self.parts._replace(**{Parts._fields[index]: value})
     return property(get, put, doc=doc)
 
-# %% ../nbs/08_loop.ipynb #18039bf9
+# %% ../nbs/08_loop.ipynb #bfc9a5a4
 class Agent:
     "A provider, gates, tools and actuators, joined by the metabolic loop, with the collaborators it was given."
     def __init__(self, provider=None, *, gates:GateEngine|None=None, tools:Toolbelt|None=None,
@@ -85,10 +85,12 @@ class Agent:
                  refused=None,      # {(session, digest): (token, until)}: the owner's refusals (`24_refusals_gate`); None: none kept
                  memory=None,       # a memory store with `save()` or `snapshot()`, saved by the daemon's auto-save (`build_agent` opens a `MemoryStore`)
                  on_token=None,     # `on_token(text)`: the model's text as it streams, for a gateway that shows it
-                 world=None):       # the owner's `config.World` the gates trust (None: `config.owner_world()`, from the settings)
+                 world=None,        # the owner's `config.World` the gates trust (None: `config.owner_world()`, from the settings)
+                 plans=None):       # the owner's plans, one per session (`Plans`, `26_owner_plan`); None: made by the first plan
         self.provider, self.name, self.mandates, self.workspace, self.sessions = provider, name, list(mandates), workspace, sessions
         self.vault, self.approvals, self.audit, self.budget = vault, approvals, audit, budget
         self.notify_owner, self.refused, self.memory, self.on_token, self.world = notify_owner, refused, memory, on_token, world
+        self.plans = plans
         self.parts = Parts(gates if gates is not None else GateEngine(), tools if tools is not None else Toolbelt(), PreReasonHandlers())
         self.actuators, self.syslog = Actuators(), SystemLog(log_size)
         self.max_depth, self.max_attempts, self.max_result_chars = max_depth, max_attempts, max_result_chars

@@ -40,17 +40,20 @@ def param_comments(fn) -> dict:
 # %% ../nbs/06_tools.ipynb #691dd809
 _SIMPLE = {str: 'string', int: 'integer', float: 'number', bool: 'boolean', dict: 'object', list: 'array'}
 
-# %% ../nbs/06_tools.ipynb #7f1e2532
+# %% ../nbs/06_tools.ipynb #0731b8d7
 def json_type(hint) -> dict:
-    "The JSON schema of a type hint (str, int, float, bool, list[X], dict, Literal, X | None)."
+    "The JSON schema of a type hint (str, int, float, bool, list[X], dict, dict[str, X], a TypedDict, Literal, X | None)."
     if hint in _SIMPLE: return {'type': _SIMPLE[hint]}
+    if typing.is_typeddict(hint):
+        props = {k: json_type(v) for k, v in typing.get_type_hints(hint).items()}
+        return {'type': 'object', 'properties': props, 'required': [k for k in props if k in hint.__required_keys__], 'additionalProperties': False}
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is typing.Literal: return {'enum': list(args)}
     if origin in (typing.Union, types.UnionType):
         rest = [a for a in args if a is not type(None)]
         return json_type(rest[0]) if len(rest) == 1 else {'anyOf': [json_type(a) for a in rest]}
     if origin in (list, tuple, set): return {'type': 'array', **({'items': json_type(args[0])} if args else {})}
-    if origin is dict: return {'type': 'object'}
+    if origin is dict: return {'type': 'object', **({'additionalProperties': json_type(args[1])} if len(args) == 2 else {})}
     return {}
 
 # %% ../nbs/06_tools.ipynb #dfdab416

@@ -230,3 +230,78 @@ def test_identifier_also_named_in_a_sentence_of_the_source_is_denied(session):
     assert v.decision == 'deny' and 'named inside a sentence of list_files' in v.reason
     assert gate('delete_file', file_id='f-7') is None     # the limit: another field, named by no text, is the model's pick to make
     assert gate('delete_file', file_id='13') is None      # the limit: a short id is a number in some sentence of nearly every listing
+
+
+# --- where plans are kept: the agent's declared, bounded store ---------------------------------------------------------------
+
+def other_session(agent, name:str):
+    "`owner(text)`, `output(tool, args, text)` and a `Context` for session `name` of `agent`."
+    t = agent.transcript(name)
+    def owner(text): note_signal(t, Signal(meta={'session': name, 'source': 'cli'}, payload={'sensor': 'user-input', 'text': text}))
+    def output(tool, args, text, cid):
+        note_action(t, tool_call(tool, args, call_id=cid))
+        note_signal(t, Signal(meta={'session': name, 'source': 'cli'}, payload={'sensor': 'tool-output', 'text': text, 'tool': tool, 'call_id': cid}))
+    return owner, output, Context(Signal(meta={'source': 'cli', 'session': name}), agent)
+
+
+def test_a_plan_never_applies_in_another_session(session):
+    "The same request in two sessions, a plan only in the first: the second is judged as without a plan, and cannot plan after reading."
+    agent, ctx, owner, output, gate = session
+    owner("Please pay the bill 'bill-december-2023.txt'.")
+    propose_plan(agent, 's', [{'tool': 'send_money', 'args': {'recipient': {'from': [BILL]}, 'amount': {'from': [BILL]}}}])
+    owner_t, output_t, ctx_t = other_session(agent, 't')
+    owner_t("Please pay the bill 'bill-december-2023.txt'.")
+    output_t('read_file', BILL['args'], "IBAN: UK12345678901234567890\nTotal: 98.70", 'u1')
+    call = tool_call('send_money', {'recipient': 'UK12345678901234567890', 'amount': 98.7, 'subject': 'bill', 'date': '2024-01-01'}, explanation='x')
+    judged = agent.gates.verify(call, ctx_t).decision if gate.shipped else owner_plan_gate(call, ctx_t).decision
+    assert plan_in_force(agent, 't') is None and judged == 'ask'                    # asked, as without a plan: s's plan is not t's
+    late, answer = propose_plan(agent, 't', [{'tool': 'send_money', 'args': {'recipient': {'from': [BILL]}}}])
+    assert late is None and answer.startswith('Not accepted') and 't' not in agent.plans   # t read something: too late there
+    assert plan_in_force(agent, 's') is not None                                    # and s keeps its own
+
+
+def test_plans_are_the_agents_declared_store(session):
+    "No hidden attribute: `agent.plans` is None until the first plan, then a `Plans`; a lapsed plan leaves it."
+    from passepartout.owner_plan import Plans
+    agent, ctx, owner, output, gate = session
+    assert agent.plans is None
+    owner("Please pay the bill 'bill-december-2023.txt'.")
+    propose_plan(agent, 's', [{'tool': 'send_money', 'args': {'amount': {'from': [BILL]}}}])
+    assert isinstance(agent.plans, Plans) and 's' in agent.plans and not [k for k in vars(agent) if 'plan' in k and k != 'plans']
+    owner('thanks')
+    pay(gate, 'UK12345678901234567890')                                              # a gate looks: the plan has lapsed
+    assert 's' not in agent.plans and len(agent.plans) == 0
+
+
+def test_the_store_keeps_the_most_recently_used_sessions(session):
+    "Past `max_sessions` the least recently used session loses its plan, and is judged as one without."
+    from passepartout.owner_plan import Plans
+    agent, ctx, owner, output, gate = session
+    agent.plans = Plans(max_sessions=2)
+    for name in ('a', 'b', 'c', 's'):
+        other_session(agent, name)[0]("Please pay the bill 'bill-december-2023.txt'.")
+        propose_plan(agent, name, [{'tool': 'send_money', 'args': {'recipient': {'from': [BILL]}, 'amount': {'from': [BILL]}}}])
+        if name == 'b': plan_in_force(agent, 'a')                                      # a used again: b is now the oldest
+    assert sorted(agent.plans.by_session) == ['c', 's'] and plan_in_force(agent, 'a') is None
+    output('read_file', BILL['args'], "IBAN: UK12345678901234567890\nTotal: 98.70")
+    assert pay(gate, 'UK12345678901234567890') is None                               # s, still kept: planned, runs
+
+
+def test_a_session_read_back_does_not_inherit_a_plan(session):
+    "A transcript replaced by another list (the session evicted and read back from the store) is numbered anew: no old plan applies."
+    agent, ctx, owner, output, gate = session
+    owner("Please pay the bill 'bill-december-2023.txt'.")
+    propose_plan(agent, 's', [{'tool': 'send_money', 'args': {'recipient': {'from': [BILL]}, 'amount': {'from': [BILL]}}}])
+    agent.transcripts['s'] = list(agent.transcripts['s'])                            # what `evict` then `transcript` does
+    assert plan_in_force(agent, 's') is None and 's' not in agent.plans
+
+
+def test_a_plan_with_keys_its_schema_does_not_name_is_refused(shipped):
+    "The validation gate holds the plan tool to its schema: a step with an extra key is refused before any plan is made."
+    agent, ctx, owner, output, gate = shipped
+    owner("Please pay the bill 'bill-december-2023.txt'.")
+    extra = tool_call('plan', {'steps': [{'tool': 'send_money', 'args': {'recipient': {'from': [BILL]}}, 'trusted': True}]})
+    d = agent.gates.verify(extra, ctx)
+    assert d.decision == 'deny' and "unknown argument 'trusted'" in '; '.join(d.reasons)
+    good = tool_call('plan', {'steps': [{'tool': 'send_money', 'args': {'recipient': {'from': [BILL, 'read_file']}, 'amount': 98.7}}]})
+    assert agent.gates.verify(good, ctx).decision == 'allow'
