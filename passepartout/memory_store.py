@@ -17,22 +17,24 @@ from .errors import PassepartoutError
 from .audit import connect
 from .basics import patch
 
-# %% ../nbs/40_memory_store.ipynb #80bced03
+# %% ../nbs/40_memory_store.ipynb #b206f989
 def canonical(value) -> str:
     "`value` as the one JSON text that is hashed: sorted keys, no spaces, UTF-8 kept."
     return json.dumps(value, sort_keys=True, separators=(',', ':'), ensure_ascii=False)
 
+# %% ../nbs/40_memory_store.ipynb #5973f1df
 def digest(text:str) -> str:
     "The SHA-256 of `text` (UTF-8), as 64 hex digits."
     return hashlib.sha256(text.encode()).hexdigest()
 
+# %% ../nbs/40_memory_store.ipynb #b4fb10d7
 PROVENANCE = 'provenance'   # the attribute saying where an object came from ('owner' when absent)
 
 class Shown(str):
     "A text that displays as itself (a lesson's value, several lines)."
     def __repr__(self): return str(self)
 
-# %% ../nbs/40_memory_store.ipynb #a8e57aa2
+# %% ../nbs/40_memory_store.ipynb #efcf1ffa
 @dataclass(frozen=True)
 class MemoryObject:
     "One thing remembered: what it says (`content`), what it is (`kind`), facts about it (`attributes`), what it points to (`links`)."
@@ -50,18 +52,20 @@ class MemoryObject:
         "Did this come from somewhere other than the owner (a tool's output, a stranger)?"
         return self.attributes.get(PROVENANCE, 'owner') != 'owner'
 
+# %% ../nbs/40_memory_store.ipynb #eb11f02b
 def _parse(body:str) -> MemoryObject:
     "The object a stored body describes."
     d = json.loads(body)
     return MemoryObject(d['id'], d['content'], d['kind'], d['attributes'], tuple(i for i, _ in d['links']))
 
-# %% ../nbs/40_memory_store.ipynb #25f04327
+# %% ../nbs/40_memory_store.ipynb #b88164c9
 FANOUT, LEAF_MAX = 16, 64   # branches per level (one per hex digit), ids a leaf holds at most
 
 def _ref(child) -> str|None:
     "A child as its hash (None for no child)."
     return child if child is None or isinstance(child, str) else child.hash
 
+# %% ../nbs/40_memory_store.ipynb #028a5873
 class Leaf:
     "A bucket of the map: object id -> object hash, for at most `LEAF_MAX` ids."
     __slots__ = ('entries', 'hash')
@@ -70,12 +74,14 @@ class Leaf:
     def count(self) -> int: return len(self.entries)
     def body(self) -> str: return canonical(['L', sorted(self.entries.items())])
 
+# %% ../nbs/40_memory_store.ipynb #a5daf807
 class Inner:
     "A branch of the map: one child per hex digit of the ids' hashes at this depth (a node, a stored node's hash, or None)."
     __slots__ = ('children', 'count', 'hash')
     def __init__(self, children:list, count:int, hash:str|None=None): self.children, self.count, self.hash = children, count, hash
     def body(self) -> str: return canonical(['I', self.count, [_ref(c) for c in self.children]])
 
+# %% ../nbs/40_memory_store.ipynb #61d4279e
 def _decode(body:str, hash:str) -> Leaf|Inner:
     "The node a stored body describes."
     d = json.loads(body)
@@ -118,7 +124,7 @@ class MemoryStore:
         self._count = self.head.objects   # objects now, unsaved changes included
     def __repr__(self): return f"MemoryStore({str(self.path)!r}, {len(self)} objects, head {self.head!r})"
 
-# %% ../nbs/40_memory_store.ipynb #3e38a98a
+# %% ../nbs/40_memory_store.ipynb #03c95316
 @patch
 def _create(self:MemoryStore):
     "Create the tables, and snapshot #1 (the empty map) in a new file; nothing in an existing one."
@@ -128,6 +134,7 @@ def _create(self:MemoryStore):
             self.db.execute('INSERT OR IGNORE INTO nodes VALUES (?,?)', (digest(empty := Leaf({}).body()), empty))
             self._record(digest(empty), 'created', 0)
 
+# %% ../nbs/40_memory_store.ipynb #4fd5c929
 @patch
 @contextlib.contextmanager
 def _transaction(self:MemoryStore):
@@ -138,10 +145,11 @@ def _transaction(self:MemoryStore):
         except BaseException: self.db.execute('ROLLBACK'); raise
         self.db.execute('COMMIT')
 
-# %% ../nbs/40_memory_store.ipynb #31bc135f
+# %% ../nbs/40_memory_store.ipynb #0aaaa7dc
 class MemoryInUse(PassepartoutError):
     "Another process writes this memory (or this store was opened read-only): this one may only read it."
 
+# %% ../nbs/40_memory_store.ipynb #400b0263
 def _holder(lock:Path) -> str:
     "Who holds a write lock, as its file says (`pid 41: passepartout daemon start`)."
     try: return lock.read_text().strip() or 'another process'
@@ -192,12 +200,13 @@ def refresh(self:MemoryStore) -> Snapshot:
             self.head, self._root, self._count = latest, latest.root, latest.objects
         return self.head
 
-# %% ../nbs/40_memory_store.ipynb #002138a4
+# %% ../nbs/40_memory_store.ipynb #de9d0298
 @patch
 def _latest(self:MemoryStore) -> Snapshot:
     "The newest row of the history."
     return Snapshot(*self.db.execute('SELECT seq, root, time, cause, objects FROM snapshots ORDER BY seq DESC LIMIT 1').fetchone())
 
+# %% ../nbs/40_memory_store.ipynb #5e4f15d7
 @patch
 def _record(self:MemoryStore, root:str, cause:str, objects:int) -> Snapshot:
     "Append a snapshot row (inside a transaction)."
@@ -205,7 +214,7 @@ def _record(self:MemoryStore, root:str, cause:str, objects:int) -> Snapshot:
     seq = self.db.execute('INSERT INTO snapshots (root, time, cause, objects) VALUES (?,?,?,?)', (root, t, cause, objects)).lastrowid
     return Snapshot(seq, root, t, cause, objects)
 
-# %% ../nbs/40_memory_store.ipynb #ecd51374
+# %% ../nbs/40_memory_store.ipynb #7c1a5226
 @patch
 def _node(self:MemoryStore, ref) -> Leaf|Inner:
     "The node `ref` names: itself if it is one, else the stored node with that hash (read once, then cached)."
@@ -218,6 +227,7 @@ def _node(self:MemoryStore, ref) -> Leaf|Inner:
         node = self._nodes[ref] = _decode(row[0], ref)
     return node
 
+# %% ../nbs/40_memory_store.ipynb #ee38cd85
 @patch
 def _lookup(self:MemoryStore, root, id:str) -> str|None:
     "The hash of object `id` in the map under `root`, or None."
@@ -229,6 +239,7 @@ def _lookup(self:MemoryStore, root, id:str) -> str|None:
         node, depth = self._node(child), depth + 1
     return node.entries.get(id)
 
+# %% ../nbs/40_memory_store.ipynb #bf81a321
 @patch
 def _entries(self:MemoryStore, ref) -> dict:
     "Every id -> hash under `ref`."
@@ -236,7 +247,7 @@ def _entries(self:MemoryStore, ref) -> dict:
     if isinstance(node, Leaf): return dict(node.entries)
     return {k: v for c in node.children if c is not None for k, v in self._entries(c).items()}
 
-# %% ../nbs/40_memory_store.ipynb #08f656c5
+# %% ../nbs/40_memory_store.ipynb #590c0e28
 @patch
 def _hash_of(self:MemoryStore, id:str, updates:dict|None=None) -> str|None:
     "The hash of object `id` now: changed in the call under way (`updates`), changed since the head, or in the head."
@@ -244,6 +255,7 @@ def _hash_of(self:MemoryStore, id:str, updates:dict|None=None) -> str|None:
         if id in layer: return layer[id]
     return self._lookup(self._root, id)
 
+# %% ../nbs/40_memory_store.ipynb #0b930a6e
 @patch
 def _by_hash(self:MemoryStore, h:str) -> MemoryObject:
     "The object version with hash `h`."
@@ -255,28 +267,34 @@ def _by_hash(self:MemoryStore, h:str) -> MemoryObject:
         obj = self._objects[h] = _parse(row[0])
     return obj
 
+# %% ../nbs/40_memory_store.ipynb #42fcec28
 @patch
 def get(self:MemoryStore, id:str, default=None) -> MemoryObject|None:
     "The object `id` as it is now (unsaved changes included), or `default`."
     with self.lock: h = self._hash_of(id)
     return default if h is None else self._by_hash(h)
 
+# %% ../nbs/40_memory_store.ipynb #54621b95
 @patch
 def __getitem__(self:MemoryStore, id:str) -> MemoryObject:
     if (obj := self.get(id)) is None: raise KeyError(id)
     return obj
 
+# %% ../nbs/40_memory_store.ipynb #984e0c2f
 @patch
 def __contains__(self:MemoryStore, id:str) -> bool: return self.get(id) is not None
 
+# %% ../nbs/40_memory_store.ipynb #1fe2bcb7
 @patch
 def __len__(self:MemoryStore) -> int: return self._count
 
+# %% ../nbs/40_memory_store.ipynb #b9eefafa
 @patch(as_prop=True)
 def unsaved(self:MemoryStore) -> bool:
     "Has memory changed since the head snapshot?"
     return bool(self._pending)
 
+# %% ../nbs/40_memory_store.ipynb #cae4fdcf
 @patch
 def __iter__(self:MemoryStore):
     "The ids in memory now (unsaved changes included), sorted."
@@ -312,7 +330,7 @@ def _journal(self:MemoryStore, id:str, before, after):
     "Note a change in the thread's record, if it keeps one."
     if (changes := self.tracked()) is not None: changes.note(id, before, after)
 
-# %% ../nbs/40_memory_store.ipynb #719bd8bf
+# %% ../nbs/40_memory_store.ipynb #2c963880
 @patch
 def _store_object(self:MemoryStore, obj:MemoryObject, link_hashes:list) -> str:
     "Write one version of `obj` and its links (inside a transaction); its hash."
@@ -323,6 +341,7 @@ def _store_object(self:MemoryStore, obj:MemoryObject, link_hashes:list) -> str:
     self._objects[h] = obj
     return h
 
+# %% ../nbs/40_memory_store.ipynb #72f80958
 @patch
 def linked_from(self:MemoryStore, id:str, updates:dict|None=None) -> list:
     "The ids of the objects that link to `id` now."
@@ -537,7 +556,7 @@ def rollback(self:MemoryStore, to:int|None=None) -> Snapshot:
         self._root, self._count = target.root, target.objects
         return self.head
 
-# %% ../nbs/40_memory_store.ipynb #b488396e
+# %% ../nbs/40_memory_store.ipynb #6e01445a
 @dataclass(frozen=True)
 class Diff:
     "What changed from one snapshot to another, by object id."
@@ -547,12 +566,14 @@ class Diff:
         lines = [f"{sign} {id}" for sign, ids in (('+', self.added), ('-', self.removed), ('~', self.changed)) for id in ids]
         return '\n'.join(lines) or '(no change)'
 
+# %% ../nbs/40_memory_store.ipynb #812cfed2
 @patch
 def _root_of(self:MemoryStore, snapshot:int|str|None) -> str:
     "The root hash of a snapshot given by number or by root hash (None: the head)."
     if snapshot is None: return self.head.root
     return self.snapshot_at(snapshot).root if isinstance(snapshot, int) else snapshot
 
+# %% ../nbs/40_memory_store.ipynb #17ef638e
 @patch
 def diff(self:MemoryStore, a:int|str, b:int|str|None=None) -> Diff:
     "What changed from snapshot `a` to snapshot `b` (number or root hash; default: the head); equal subtrees are skipped."
@@ -567,7 +588,7 @@ def diff(self:MemoryStore, a:int|str, b:int|str|None=None) -> Diff:
     with self.lock: walk(self._root_of(a), self._root_of(b))
     return Diff(sorted(new.keys() - old.keys()), sorted(old.keys() - new.keys()), sorted(k for k in old.keys() & new.keys() if old[k] != new[k]))
 
-# %% ../nbs/40_memory_store.ipynb #c269dcea
+# %% ../nbs/40_memory_store.ipynb #6be33478
 def _readable(db, table:str, h:str, what:str, decode) -> tuple:
     "`(value, problem)`: row `h` of `table` decoded, or why it cannot be trusted."
     row = db.execute(f'SELECT body FROM {table} WHERE hash = ?', (h,)).fetchone()
@@ -576,6 +597,7 @@ def _readable(db, table:str, h:str, what:str, decode) -> tuple:
     try: return decode(row[0]), None
     except (ValueError, KeyError, IndexError, TypeError): return None, f"{what} {h[:12]} cannot be read"
 
+# %% ../nbs/40_memory_store.ipynb #f69c4d08
 @patch
 def _verify_root(self:MemoryStore, root:str, seen:set, links:bool) -> list:
     "The problems under one root: texts that no longer give their hash, missing ones, and (`links`) links to versions not in it."
@@ -598,6 +620,7 @@ def _verify_root(self:MemoryStore, root:str, seen:set, links:bool) -> list:
                                for lid, lh in obj['links'] if entries.get(lid) != lh]
     return problems
 
+# %% ../nbs/40_memory_store.ipynb #293e1342
 @patch
 def verify(self:MemoryStore, every:bool=False) -> list:
     "Recompute every hash under the head (`every`: under every snapshot, each text once); the problems found, [] when none."

@@ -29,7 +29,7 @@ def fts_query(text:str) -> str:
     "`text` as an FTS5 query matching any of its words, each quoted so that no operator of the query language survives."
     return ' OR '.join(f'"{w}"' for w in re.findall(r'\w+', text.lower()))
 
-# %% ../nbs/41_recall.ipynb #8dabf7a2
+# %% ../nbs/41_recall.ipynb #a842c2b4
 @dataclass(frozen=True)
 class Hit:
     "One recalled object: how well it matched (higher is better), its matching words in context, the object itself."
@@ -40,6 +40,7 @@ class Hit:
         origin = '' if self.provenance == 'owner' else f"  [from {self.provenance}]"
         return f"{self.score:5.2f} {self.object.id}: {self.snippet}{origin}"
 
+# %% ../nbs/41_recall.ipynb #f6c2adb5
 _SEARCH = ("SELECT o.id, o.hash, -bm25(recall_index), snippet(recall_index, 2, '[', ']', '…', 12) FROM recall_index "
            "JOIN objects o ON o.n = recall_index.rowid WHERE recall_index MATCH ? {kind} ORDER BY rank LIMIT ? OFFSET ?")
 
