@@ -34,7 +34,7 @@ COMMANDS = {
     'signal': 'passepartout.signal_gateway:signal_command',
 }
 
-# %% ../nbs/60_cli.ipynb #efb8d002
+# %% ../nbs/60_cli.ipynb #833b537a
 SUMMARIES = {   # what `passepartout --help` lists, without importing a single command's module
     'demo': 'Play an offline session through the real pipeline, gates and approvals (no key, no network).',
     'send': 'Send TEXT to the agent and print its answer.',
@@ -50,7 +50,7 @@ SUMMARIES = {   # what `passepartout --help` lists, without importing a single c
     'repl': 'Evaluate Python CODE in the running daemon (interactive without CODE); owner only.',
     'doctor': 'Check providers, sandbox, config, stores, secret-file permissions and where the agent\'s home lies.',
     'configure': 'Write $config/.env, from --set NAME=VALUE flags or interactively.',
-    'memory': 'Inspect the agent\'s memory: list, show, search, snapshot, history, diff, rollback, verify, export, import.',
+    'memory': 'Inspect the agent\'s memory: list, show, search, snapshot, history, diff, rollback, purge, verify, export, import.',
     'skills': 'See, enable, disable and start the agent\'s skills: list, show, enable, disable, new.',
     'tui': 'Talk with the agent in a terminal interface.',
     'telegram': 'Serve the agent on Telegram in the foreground until SIGINT or SIGTERM (the daemon hosts it by itself when configured).',
