@@ -402,6 +402,15 @@ def _head_locked(self:AuditLog):
     try: yield
     finally: fcntl.flock(self.lock_fd, fcntl.LOCK_UN)
 
+# %% ../nbs/33_audit.ipynb #2ba2a89f
+@patch
+def __del__(self:AuditLog):
+    "Close the checkpoint lock's descriptor with the log."
+    if getattr(self, 'lock_fd', None) is not None:   # a log whose __init__ failed has none
+        try: os.close(self.lock_fd)
+        except OSError: pass
+        self.lock_fd = None
+
 # %% ../nbs/33_audit.ipynb #990b1e33
 @patch
 def _move_head(self:AuditLog, seq:int, h:str, mac:str|None=None):

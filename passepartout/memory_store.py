@@ -8,8 +8,8 @@ Docs: https://passepartout-agent.github.io/passepartout/memory_store.html.md"""
 __all__ = ['PROVENANCE', 'FANOUT', 'LEAF_MAX', 'canonical', 'digest', 'Shown', 'MemoryObject', 'Leaf', 'Inner', 'Snapshot',
            'MemoryStore', 'MemoryInUse', 'take_write_lock', 'Changes', 'Diff']
 
-# %% ../nbs/40_memory_store.ipynb #dd72437b
-import contextlib, fcntl, hashlib, json, os, sys, threading, time
+# %% ../nbs/40_memory_store.ipynb #9c78bab4
+import contextlib, fcntl, hashlib, json, os, sys, threading, time, weakref
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from . import config
@@ -183,6 +183,13 @@ def close(self:MemoryStore):
             if not held[1]: os.ftruncate(held[0], 0); os.close(held[0]); del _locks[self.writer]   # closing the file unlocks it
         self.writer = None
 
+# %% ../nbs/40_memory_store.ipynb #2d94b690
+@patch
+def __del__(self:MemoryStore):
+    "A store dropped without `close()` still gives its share of the write lock back (and its files' descriptors)."
+    try: self.close()
+    except Exception: pass   # interpreter shutdown: the process's end releases everything anyway
+
 # %% ../nbs/40_memory_store.ipynb #9fd42c1b
 @patch
 def _writable(self:MemoryStore):
@@ -301,7 +308,7 @@ def __iter__(self:MemoryStore):
     with self.lock: ids = {**self._entries(self._root), **self._pending}
     return iter(sorted(id for id, h in ids.items() if h is not None))
 
-# %% ../nbs/40_memory_store.ipynb #4711471d
+# %% ../nbs/40_memory_store.ipynb #a8e29d03
 class Changes:
     "What one writer changed, per id: the object before its first change and after its last (None: absent)."
     def __init__(self): self.before, self.after = {}, {}
@@ -309,13 +316,13 @@ class Changes:
     def __bool__(self): return bool(self.after)
     def __repr__(self): return f"Changes({', '.join(self.after) or 'none'})"
 
-_journals = threading.local()   # per thread: store -> the Changes it is recording
+_journals = threading.local()   # per thread: store -> the Changes it is recording (weakly: a closed store's record goes with it)
 
-# %% ../nbs/40_memory_store.ipynb #513103fa
+# %% ../nbs/40_memory_store.ipynb #183e4a85
 @patch
 def track(self:MemoryStore) -> Changes:
     "Record from now on what this thread changes in this store (replacing the thread's record before); the new record."
-    changes = _journals.__dict__.setdefault('by_store', {})[self] = Changes()
+    changes = _journals.__dict__.setdefault('by_store', weakref.WeakKeyDictionary())[self] = Changes()
     return changes
 
 # %% ../nbs/40_memory_store.ipynb #555c34ee
