@@ -149,3 +149,10 @@ def settled(daemon, looks=2, timeout=60.0) -> bool:
     count_looks(daemon)
     target = daemon.looks + looks + 1   # the look under way now may have read the store before this call
     return wait_for(lambda: daemon.looks >= target and not daemon.workers and not daemon.queues, timeout)
+
+
+def readable(sock, timeout:float=0) -> bool:
+    "Has `sock` something to read (or hung up) within `timeout` seconds? `poll`, not `select`: a long test run holds descriptors above 1024."
+    import select
+    poller = select.poll(); poller.register(sock, select.POLLIN | select.POLLHUP | select.POLLERR)
+    return bool(poller.poll(timeout * 1000))

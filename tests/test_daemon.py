@@ -1,5 +1,5 @@
 """The daemon for real: loopback TCP, handshake, sessions, signals, the command line as a subprocess."""
-import json, os, select, signal, socket, subprocess, sys, textwrap, threading, time
+import json, os, signal, socket, subprocess, sys, textwrap, threading, time
 from pathlib import Path
 
 import pytest
@@ -9,7 +9,7 @@ from passepartout.daemon import (Client, Daemon, client_send, client_status, dae
 from passepartout.errors import PassepartoutError, ProtocolError
 from passepartout.loop import Agent
 from passepartout.protocol import encode_frame, recv_frame, send_frame
-from _daemon_support import InstantModel, ScriptModel, daemon_in_thread, token_of, wait_for
+from _daemon_support import InstantModel, ScriptModel, daemon_in_thread, readable, token_of, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, '-c', 'from passepartout.cli import main; main()']
@@ -110,7 +110,7 @@ def test_slow_session_does_not_block_others(tmp_path):
         send_frame(slow.sock, request('block', session='slow'))
         assert blocking.wait(60)                                  # the slow turn holds its thread from now on
         for i in range(20): assert client_send(str(i), session='fast', state_dir=tmp_path)['reply'] == str(i)
-        assert not select.select([slow.sock], [], [], 0)[0]      # served while the slow turn was still blocked
+        assert not readable(slow.sock)      # served while the slow turn was still blocked
         release.set()
         assert recv_frame(slow.sock)['payload']['turn']['reply'] == 'block'
         slow.close()

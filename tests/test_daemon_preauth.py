@@ -1,14 +1,14 @@
 """Before login: what strangers (connections that have not handed over the token) can cost a real daemon process.
 Bounded (a few hundred to about a thousand loopback connections, seconds each), generous time limits, outcomes asserted:
 memory stays bounded, idle and dribbling strangers are dropped, the owner gets in and is served, refusals are logged."""
-import json, os, resource, select, socket, subprocess, sys, textwrap, threading, time
+import json, os, resource, socket, subprocess, sys, textwrap, threading, time
 from pathlib import Path
 
 import pytest
 
 from passepartout.daemon import Client, client_send, client_status, request
 from passepartout.protocol import encode_frame, recv_frame, send_frame
-from _daemon_support import wait_for
+from _daemon_support import readable, wait_for
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 IN_FLIGHT = 5 * 100   # accepted but not yet counted, or evicted but not yet closed (a few turns of the loop, 100 a turn), and own files
@@ -185,7 +185,7 @@ def test_dribbling_strangers_are_dropped_at_the_handshake_deadline(served):
     try:
         while alive and time.monotonic() - t0 < 30:
             for s, sent in list(alive.items()):
-                if select.select([s], [], [], 0)[0]: del alive[s]; continue      # the daemon spoke or hung up
+                if readable(s): del alive[s]; continue      # the daemon spoke or hung up
                 try: s.sendall(hello[sent:sent + 1]); alive[s] = sent + 1
                 except OSError: del alive[s]
             time.sleep(0.1)                                          # part of the attack: one byte every 0.1 s

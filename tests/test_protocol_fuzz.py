@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from passepartout.daemon import Client, request
 from passepartout.errors import ProtocolError
 from passepartout.protocol import decode_body, encode_frame, recv_frame, send_frame
-from _daemon_support import daemon_in_thread, token_of
+from _daemon_support import daemon_in_thread, readable, token_of
 
 json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
                            lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
@@ -99,14 +99,13 @@ def test_slow_client_is_cut_off_while_others_are_served(served):
 
 def test_dribbling_bytes_does_not_extend_the_deadline(served):
     "One byte every 50 ms keeps the connection busy, but the frame deadline (0.5 s) still applies."
-    import select
     daemon, witness = served
     s = socket.create_connection(daemon.address, timeout=10)
     send_frame(s, {'type': 'REQUEST', 'payload': {'sensor': 'handshake', 'token': token_of(daemon)}})
     recv_frame(s)
     frame, sent = encode_frame(request('x' * 200)), 0
     for b in frame:                         # ~10 s at this pace if nobody stopped us
-        if select.select([s], [], [], 0.05)[0]: break   # the server answered: stop sending
+        if readable(s, 0.05): break   # the server answered: stop sending
         s.sendall(bytes([b])); sent += 1
     answer = recv_frame(s)
     assert 'not completed within 0.5 s' in answer['payload']['text'] and sent < len(frame), (sent, len(frame))
