@@ -104,7 +104,7 @@ def test_sessions_let_go_of_are_not_kept(agent):
         note_signal(agent.transcript(f"s{i}"), output(f"x{i}@evil.com", session=f"s{i}"))
         session_values(agent.transcript(f"s{i}"), agent, f"s{i}")
         agent.transcripts.pop(f"s{i}")
-    assert len(agent._session_values) <= 17
+    assert len(agent.session_values) <= 17
 
 
 def test_threads_reading_and_a_session_growing(agent):
