@@ -13,12 +13,13 @@ from .gates import Verdict, ALLOW, DENY, allow, ask, deny, _RANK
 from .signals import Action, Context
 from .tools import WHY, canonical_name
 
-# %% ../nbs/20b_validation_gates.ipynb #cf92a739
+# %% ../nbs/20b_validation_gates.ipynb #6c59535d
 def tool_of(action:Action, ctx:Context):
-    "The `Tool` the action calls, or None (a reply, no agent, or an unknown tool)."
-    if action.kind != 'tool': return None
-    try: return ctx.agent.tools.by_name.get(action.tool)
-    except (AttributeError, TypeError): return None   # no context, agent or belt; a tool name that is not hashable
+    "The `Tool` the action calls, or None (a reply, no context or agent, or an unknown tool)."
+    agent = ctx.agent if ctx is not None else None
+    if action.kind != 'tool' or agent is None: return None
+    try: return agent.tools.by_name.get(action.tool)
+    except TypeError: return None   # a tool name that is not hashable
 
 # %% ../nbs/20b_validation_gates.ipynb #f68539d2
 def tool_effect(action:Action, ctx:Context) -> str|None:
