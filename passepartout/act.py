@@ -117,12 +117,12 @@ def deliver_reply(action:Action, ctx:Context):
         ctx.turn.replies.append(action.text)
         ctx.turn.record('reply', text=action.text)
 
-# %% ../nbs/07_act.ipynb #c3404f93
+# %% ../nbs/07_act.ipynb #b2b69d16
 def _anchor_before_acting(action:Action, agent, turn) -> None:
     "Have the audit log write and anchor the records that led to an action with effects (its queue, its head checkpoint) before the action runs."
     tool = agent.tools.by_name.get(action.tool) if action.kind == 'tool' else None
     if tool is not None and tool.effect == 'read-only': return
-    for sink in (turn.sink if turn is not None else None, getattr(agent, 'audit', None)):   # the turn's sink, or the log it wraps (`watched`)
+    for sink in (turn.sink if turn is not None else None, agent.audit):   # the turn's sink, or the log it wraps (`watched`)
         checkpoint = getattr(getattr(sink, '__self__', None), 'checkpoint', None)   # any callable is a sink: only a bound `AuditLog.append` has a checkpoint
         if checkpoint is not None: checkpoint(); return
 

@@ -362,10 +362,10 @@ _VAULT_HANDLE = re.compile(r"\{\{vault:[A-Za-z0-9_.-]+\}\}")
 
 def _short(value:str) -> bool: return len(value) < 3 or (len(value) <= 32 and sum(map(str.isalnum, value)) < 3)
 
-# %% ../nbs/25_information_flow.ipynb #634740c9
+# %% ../nbs/25_information_flow.ipynb #65640877
 def _known_recipient(value:str, action:Action, ctx:Context) -> bool:
     "Is `value` the owner's address on the call's channel (`PASSEPARTOUT_<CHANNEL>_OWNERS`) or the owner's current chat?"
-    v, channel, signal = value.strip().lower(), str(action.args.get('channel') or ''), getattr(ctx, 'signal', None)
+    v, channel, signal = value.strip().lower(), str(action.args.get('channel') or ''), ctx.signal
     if channel and v in owner_addresses(channel): return True
     return signal is not None and channel == signal.source and v == str(signal.meta.get('chat_id', '')).lower() and from_owner(signal)
 
@@ -394,21 +394,21 @@ def judge(steer:Steer, flow:Flow, sv, action:Action, ctx:Context) -> str|None:
         return f"{steer.arg} {steer.value[:80]!r} was not named by you ({steer.kind}, not in your settings either): check it before it is used"
     return None
 
-# %% ../nbs/25_information_flow.ipynb #0544c966
+# %% ../nbs/25_information_flow.ipynb #b9f97f90
 def information_flow_gate(action:Action, ctx:Context) -> Verdict|None:
     "Side-effecting calls whose steering values came from untrusted content, or (recipients, destinations, secrets) from nobody, ask."
-    agent, signal = getattr(ctx, 'agent', None), getattr(ctx, 'signal', None)
-    if not hasattr(agent, 'transcript'): return None
+    agent, signal = ctx.agent, ctx.signal
+    if agent is None: return None
     session = signal.session if signal is not None else 'default'
     transcript, tool = agent.transcript(session), tool_of(action, ctx)
     effect = getattr(tool, 'effect', 'outward') if action.kind == 'tool' else 'read-only'
     if (effect == 'read-only' and action.tool != 'shell') or not isinstance(action.args, dict):   # nothing here steers a side effect,
-        if 2 * len(transcript) >= getattr(agent, 'max_transcript', 200): session_values(transcript, agent, session, read=False)
+        if 2 * len(transcript) >= agent.max_transcript: session_values(transcript, agent, session, read=False)
         return None                                                                               # but the step notes what arrived before a trim
     kinds = declared_kinds(tool, action)
     if effect != 'outward': kinds = {k: v for k, v in kinds.items() if v != 'content'}   # links matter in what is sent out
     needs_world = any(k in _WORLDLY for k in kinds.values())                                # a shell command is nobody's address
-    steers = steering_values(action, kinds, (getattr(agent, 'world', None) or owner_world()) if needs_world else World())
+    steers = steering_values(action, kinds, (agent.world or owner_world()) if needs_world else World())
     if not steers: return None
     sv = session_values(transcript, agent, session)
     flow = flow_of(sv) if any(_beyond_provenance(f) for steer in steers for f in steer.forms) else _Shallow({}, (), sv.owner_values, '')

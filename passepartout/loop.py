@@ -69,7 +69,7 @@ def _part(index:int, doc:str) -> property:
     def put(self, value): self.parts = self.parts._replace(**{Parts._fields[index]: value})
     return property(get, put, doc=doc)
 
-# %% ../nbs/08_loop.ipynb #bfc9a5a4
+# %% ../nbs/08_loop.ipynb #3402a170
 class Agent:
     "A provider, gates, tools and actuators, joined by the metabolic loop, with the collaborators it was given."
     def __init__(self, provider=None, *, gates:GateEngine|None=None, tools:Toolbelt|None=None,
@@ -98,6 +98,7 @@ class Agent:
         self.actuators.register('tool', run_tool)
         self.actuators.register('cli', deliver_reply, silent=True)
         self.recovery, self.transcripts, self.used, self.held = [], {}, {}, {}   # used: session -> when its transcript was last read
+        self.session_values = {}   # session -> what its transcript says about where values came from (`SessionValues`, `20h_provenance_gates`), evicted with it
         self.interrupt, self.rollback, self.checkpoint = threading.Event(), None, None  # rollback, checkpoint: set by the memory store (`43_memory_loop`)
     def __repr__(self): return f"Agent({self.name!r}, provider={getattr(self.provider, 'name', None)!r}, {len(self.gates)} gates, {len(self.tools)} tools)"   # any object with `propose` is a provider: a name is optional
     gates = _part(0, "The gate engine (of the turn in progress).")
@@ -223,7 +224,7 @@ def _checkpoint(self:Agent):
     except Exception as e: self.syslog.log('ERROR', f"memory checkpoint failed: {type(e).__name__}: {e}")
 
 
-# %% ../nbs/08_loop.ipynb #00f2b7cd
+# %% ../nbs/08_loop.ipynb #1d1c0905
 @patch
 def evict(self:Agent, idle:float, busy=(), # seconds unused; sessions in use (never dropped)
           keep:int|None=None) -> list: # most transcripts left in memory (None: no bound)
@@ -239,7 +240,7 @@ def evict(self:Agent, idle:float, busy=(), # seconds unused; sessions in use (ne
         if self.sessions is not None and hasattr(held, 'unsaved') and held.unsaved():
             self._save_sessions({session: ''})
             if self.transcripts.get(session) is held and held.unsaved(): continue   # not saved: keep it rather than lose it
-        self.transcripts.pop(session, None); self.used.pop(session, None); dropped.append(session)
+        self.transcripts.pop(session, None); self.used.pop(session, None); self.session_values.pop(session, None); dropped.append(session)
     for session in used.keys() - self.transcripts.keys(): self.used.pop(session, None)   # dropped elsewhere (a stale copy)
     return dropped
 

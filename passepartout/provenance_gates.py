@@ -174,13 +174,13 @@ def update(self:SessionValues, read:bool=True) -> SessionValues:
     return self
 
 
-# %% ../nbs/20h_provenance_gates.ipynb #f3fcf8e2
+# %% ../nbs/20h_provenance_gates.ipynb #0b766989
 _loose = {}   # transcripts asked about without their agent: a few, by identity
 
 def session_values(transcript:list, agent=None, session:str|None=None, read:bool=True) -> SessionValues:
-    "The up-to-date `SessionValues` of `transcript` (kept on `agent` by `session` when given, so it lives as long as the session); `read=False`: only note new messages."
+    "The up-to-date `SessionValues` of `transcript` (kept in `agent.session_values` by `session` when given, so it lives as long as the session); `read=False`: only note new messages."
     if agent is not None and session is not None:
-        kept = vars(agent).setdefault('_session_values', {})
+        kept = agent.session_values
         sv = kept.get(session)
         if sv is None or sv.transcript is not transcript:
             live = agent.transcripts

@@ -38,7 +38,7 @@ def why_rule(tools:list) -> str:
             "one short sentence saying why you make this call, for the person who approves it. "
             "A call without it is sent back to you once.")
 
-# %% ../nbs/05_reason.ipynb #ff6271e3
+# %% ../nbs/05_reason.ipynb #cd7c95c4
 def _fixed_prompt(agent) -> list:
     "The parts of the system prompt that stay the same from step to step: identity, tool belt, the `why` rule, mandates."
     parts = [f"You are {agent.name}, an assistant whose every action is checked by deterministic gates before it runs. "
@@ -47,38 +47,38 @@ def _fixed_prompt(agent) -> list:
         parts.append("Tools:\n" + '\n'.join(f"- {t.name}: {t.description}" for t in agent.tools))
         if (asking := [t.name for t in agent.tools if t.asks_why]): parts.append(why_rule(asking))
     if agent.mandates: parts.append("Standing mandates:\n" + '\n'.join(f"- {m}" for m in agent.mandates))
-    if (skills := getattr(agent, 'skills', None)) is not None and skills.augment: parts.append(skills.augment)   # what every skill adds to every prompt (`44_skills`)
+    if (skills := agent.skills) is not None and skills.augment: parts.append(skills.augment)   # what every skill adds to every prompt (`44_skills`)
     return parts
 
-# %% ../nbs/05_reason.ipynb #d164423a
+# %% ../nbs/05_reason.ipynb #1129cb39
 _kept = weakref.WeakKeyDictionary()   # tool belt -> (what its entry was built from, fixed prompt parts, tool schemas)
 
 def fixed_part(agent) -> tuple:
     "`(fixed prompt parts, tool schemas)`: built once, kept while the agent's name, mandates and tools (the same objects) stay the same."
     belt = agent.tools
     if belt is None: return _fixed_prompt(agent), []
-    made_of = (agent.name, tuple(agent.mandates), tuple(belt), getattr(agent, 'skills', None))
+    made_of = (agent.name, tuple(agent.mandates), tuple(belt), agent.skills)
     kept = _kept.get(belt)
     if kept is None or kept[0] != made_of:
         kept = (made_of, _fixed_prompt(agent), belt.schemas())
         _kept[belt] = kept
     return kept[1], kept[2]
 
-# %% ../nbs/05_reason.ipynb #cbd50c75
+# %% ../nbs/05_reason.ipynb #fcc3ba8f
 def memory_context(agent, signal:Signal, turn=None) -> str:
     "What the agent's memory recalls for the owner's `signal`, marked as data (`agent.memory.context_for`); '' without one, or for a stranger."
-    context_for = getattr(getattr(agent, 'memory', None), 'context_for', None)   # a store with recall (`43_memory_loop`); a bare one only saves
+    context_for = getattr(agent.memory, 'context_for', None)   # a store with recall (`43_memory_loop`); a bare one only saves
     if context_for is None or not from_owner(signal): return ''
     return context_for(agent, signal, turn)
 
-# %% ../nbs/05_reason.ipynb #b891c8af
+# %% ../nbs/05_reason.ipynb #a5a2aa4f
 def system_prompt(agent, signal:Signal, rejections:list) -> str:
     "Identity, tool belt, standing mandates, recent log lines, memory, the triggered skill's prompt and the rejection trace, as one prompt."
     parts = list(fixed_part(agent)[0])
     logs = agent.syslog.lines(5) if from_owner(signal) else ()   # the log speaks of every session: not for strangers
     if logs: parts.append("Recent system log:\n" + '\n'.join(logs))
     if (memory := memory_context(agent, signal)): parts.append(memory)
-    if (skills := getattr(agent, 'skills', None)) is not None and (triggered := skills.prompt_for(agent, signal)): parts.append(triggered)
+    if (skills := agent.skills) is not None and (triggered := skills.prompt_for(agent, signal)): parts.append(triggered)
     if rejections:
         parts.append("Your previous proposal was refused. Propose an action that respects these reasons:\n"
                      + '\n'.join(f"- {r}" for r in rejections))

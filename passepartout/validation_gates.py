@@ -13,12 +13,13 @@ from .gates import Verdict, ALLOW, DENY, allow, ask, deny, _RANK
 from .signals import Action, Context
 from .tools import WHY, canonical_name
 
-# %% ../nbs/20b_validation_gates.ipynb #cf92a739
+# %% ../nbs/20b_validation_gates.ipynb #6c59535d
 def tool_of(action:Action, ctx:Context):
-    "The `Tool` the action calls, or None (a reply, no agent, or an unknown tool)."
-    if action.kind != 'tool': return None
-    try: return ctx.agent.tools.by_name.get(action.tool)
-    except (AttributeError, TypeError): return None   # no context, agent or belt; a tool name that is not hashable
+    "The `Tool` the action calls, or None (a reply, no context or agent, or an unknown tool)."
+    agent = ctx.agent if ctx is not None else None
+    if action.kind != 'tool' or agent is None: return None
+    try: return agent.tools.by_name.get(action.tool)
+    except TypeError: return None   # a tool name that is not hashable
 
 # %% ../nbs/20b_validation_gates.ipynb #f68539d2
 def tool_effect(action:Action, ctx:Context) -> str|None:
@@ -124,17 +125,16 @@ def take_why(action:Action) -> Action:
     args = dict(action.args); why = (args.pop(WHY) or '').strip()
     return dataclasses.replace(action, args=args, explanation=why or action.explanation)
 
-# %% ../nbs/20b_validation_gates.ipynb #a143c560
+# %% ../nbs/20b_validation_gates.ipynb #57591186
 def validator_gate(action:Action, ctx:Context) -> Verdict|None:
     "The action is well formed: a reply with text to a known actuator, or a known tool with arguments matching its schema."
     if action.kind == 'reply': return _reply_error(action, ctx)
     if action.kind != 'tool': return deny(f"unknown action kind {action.kind!r}: propose a 'reply' or a 'tool' call")
     if action.target not in (None, 'tool'): return deny(f"a tool call goes to the tool actuator, not {action.target!r}")
     if action.explanation is not None and not isinstance(action.explanation, str): return deny("the explanation must be a string")
-    try: tools = ctx.agent.tools
-    except AttributeError: tools = None
+    tools = ctx.agent.tools if ctx.agent is not None else None
     if tools is None: return deny("there is no tool belt to check this tool call against")
-    name = canonical_name(getattr(tools, 'by_name', {}), action.tool)
+    name = canonical_name(tools.by_name, action.tool)
     if name is None: return deny(f"there is no tool named {action.tool!r}; the tools are: {', '.join(sorted(tools.by_name)) or 'none'}")
     t = tools.by_name[name]
     if not isinstance(action.args, dict): return deny(f"the arguments must be an object, not {_json_name(action.args)}")
@@ -158,7 +158,7 @@ def _unexplained(action:Action, ctx:Context) -> Verdict:
         return deny(f"{action.tool} changes things ({tool_effect(action, ctx)}): {WHY_REQUEST}")
     return allow("no reason given" + (" (asked once in this step)" if rejections else ''))
 
-# %% ../nbs/20b_validation_gates.ipynb #b9078784
+# %% ../nbs/20b_validation_gates.ipynb #a20a2637
 def policy_gate(action:Action, ctx:Context) -> Verdict|None:
     "Side-effecting actions carry an explanation (asked for once); callable standing mandates hold."
     noted = None
@@ -166,8 +166,7 @@ def policy_gate(action:Action, ctx:Context) -> Verdict|None:
         noted = _unexplained(action, ctx)
         if noted.decision == DENY: return noted
     held = None
-    try: mandates = ctx.agent.mandates or ()
-    except AttributeError: mandates = ()
+    mandates = (ctx.agent.mandates or ()) if ctx.agent is not None else ()
     for mandate in mandates:
         if not callable(mandate): continue   # text mandates are for the prompt
         name = getattr(mandate, '__name__', type(mandate).__name__)

@@ -27,6 +27,7 @@ from passepartout import gates, path_gates, self_protection_gates as spg, permis
 from passepartout import provenance_gates as prov, validation_gates as vg, vault as vault_mod
 from passepartout.gates import Gate, GateEngine, TOOL_CALLS, ToolsExcept, plain_plan, allow
 from passepartout.signals import Action, Context, tool_call, reply
+from passepartout.loop import Agent
 
 SLOW = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -489,6 +490,6 @@ def test_the_vault_gate_skips_only_what_the_full_judgement_lets_pass(tool, args)
     "`vault_gate` (which skips calls without the handle's mark) gives the verdict of `vault_gate_plain` (which judges every call)."
     with scratch() as root:
         v = vault_mod.Vault(root / 'vault.enc', root / 'vault.key'); v.add('K', 'a-secret-value-1234', ['api.example.org'])
-        ctx = Context(agent=SimpleNamespace(vault=v))
+        ctx = Context(agent=Agent(vault=v))
         action = Action('tool', tool=tool, args=args)
         assert vault_mod.vault_gate(action, ctx) == vault_mod.vault_gate_plain(action, ctx)

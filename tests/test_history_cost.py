@@ -104,7 +104,13 @@ def test_sessions_let_go_of_are_not_kept(agent):
         note_signal(agent.transcript(f"s{i}"), output(f"x{i}@evil.com", session=f"s{i}"))
         session_values(agent.transcript(f"s{i}"), agent, f"s{i}")
         agent.transcripts.pop(f"s{i}")
-    assert len(agent._session_values) <= 17
+    assert len(agent.session_values) <= 17
+
+
+def test_an_evicted_session_takes_its_values_along(agent):
+    for s in ('idle', 'busy'):
+        note_signal(agent.transcript(s), output('x@evil.com', session=s)); session_values(agent.transcript(s), agent, s)
+    assert agent.evict(idle=0, busy={'busy'}) == ['idle'] and list(agent.session_values) == ['busy']
 
 
 def test_threads_reading_and_a_session_growing(agent):

@@ -2,11 +2,11 @@
 
 The notebook keeps one showing example of each; the rows here are the rest of what it once asserted in place.
 """
-import types
 import pytest
 from passepartout.network_gates import network_allowlist, secrets_gate, url_verdict
 from passepartout.signals import Context, reply, tool_call
 from passepartout.vault import Vault
+from passepartout.loop import Agent
 
 ALLOW_LIST = network_allowlist('docs.python.org, *.example.org, bücher.de')
 
@@ -54,7 +54,7 @@ def test_secrets_gate(action, decision):
 @pytest.fixture
 def vault_ctx(tmp_path):
     vault = Vault(tmp_path / 'v.enc', tmp_path / 'v.key'); vault.add('DB_PASSWORD', 'plum-Tango-4417')
-    return Context(agent=types.SimpleNamespace(vault=vault))
+    return Context(agent=Agent(vault=vault))
 
 
 @pytest.mark.parametrize('carried', ['plum-Tango-4417', 'cGx1bS1UYW5nby00NDE3', '706c756d2d54616e676f2d34343137', 'plum%2DTango%2D4417',

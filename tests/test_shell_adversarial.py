@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from passepartout.shell_gate import analyse, shell_verdict, shell_gate, MAX_COMMAND_BYTES
 from passepartout.signals import tool_call, Context
+from passepartout.loop import Agent
 
 WS = Path('/work/proj')
 
@@ -113,8 +114,7 @@ def test_gate_interface():
     assert shell_gate(tool_call('shell', {'command': 42}), None).decision == 'deny'
     assert shell_gate(tool_call('shell', {}), None).decision == 'deny'
     assert shell_gate(tool_call('shell', {'command': 'ls'}), Context()).decision == 'allow'
-    class Agent: workspace = WS
-    assert shell_gate(tool_call('shell', {'command': 'touch /work/proj/x'}), Context(agent=Agent())).decision == 'ask'
+    assert shell_gate(tool_call('shell', {'command': 'touch /work/proj/x'}), Context(agent=Agent(workspace=WS))).decision == 'ask'
 
 
 PATHOLOGICAL = {'a=(' * 20_000: 'ask', '$[' * 30_000: 'ask', 'x=(' * 10_000 + ' $[' * 10_000: 'ask', 'echo "${a[' * 12_000: 'deny'}
