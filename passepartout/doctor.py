@@ -392,10 +392,11 @@ def _signal_daemon(url:str, start:str, installed:bool, owners:int, timeout:float
                                                          f"install it (https://github.com/AsamK/signal-cli), register the agent's number and run {start}")
     return Finding('signal', 'fail', f"signal-cli's daemon does not answer at {url} ({why}): run {start}, or correct PASSEPARTOUT_SIGNAL_URL")
 
-# %% ../nbs/54_doctor.ipynb #a5d94ea5
+# %% ../nbs/54_doctor.ipynb #9be638f2
 def check_skills(p:config.Paths) -> list:
     "The owner's skills in `$config/skills`: each that loads, with its version and the file's SHA-256; each that does not, and why."
     found = check_folder(p.config / 'skills', builtin_skills())
+    found.failed = tuple((f, why) for f, why in found.failed if not f.endswith('SKILL.md'))   # those are `check_instruction_skills`'s
     out = [Finding('skills', 'ok', f"{s.name} {s.version} sha256:{s.digest[:16]} ({s.path})") for s in found.skills if s.origin == 'user']
     out += [Finding('skills', 'ok', f"{name}: disabled in skills.toml") for name in sorted(found.disabled)]
     out += [Finding('skills', 'warn', f"{text} (skipped: the agent starts without it)") for status, text in skills_report(found) if status == 'fail']

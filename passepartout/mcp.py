@@ -6,9 +6,9 @@ Docs: https://passepartout-agent.github.io/passepartout/mcp.html.md"""
 
 # %% auto #0
 __all__ = ['SERVER_NAME', 'SERVER_KEYS', 'ServerConfig', 'load_mcp_config', 'RemoteTool', 'tool_name', 'register', 'remote_tool',
-           'result_text', 'McpServer', 'McpServers', 'restart_delay', 'install_mcp']
+           'result_text', 'McpServer', 'McpServers', 'restart_delay', 'install_mcp', 'mcp_skill']
 
-# %% ../nbs/47_mcp.ipynb #67e7aa70
+# %% ../nbs/47_mcp.ipynb #978a554b
 import asyncio, atexit, concurrent.futures, copy, importlib.util, json, os, re, sys, threading, time, tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +16,7 @@ from . import config
 from .basics import patch
 from .errors import SetupError
 from .tools import Toolbelt, Tool, EFFECT_CLASS, ARG_KINDS, WHY, WHY_SCHEMA
+from .skills import Skill
 
 # %% ../nbs/47_mcp.ipynb #0b04ac5a
 SERVER_NAME = re.compile(r'[a-z0-9][a-z0-9_-]{0,31}')
@@ -299,3 +300,21 @@ def install_mcp(agent, path=None, startup_timeout:float=15.0, **options) -> McpS
     servers = McpServers(configs, agent.tools, agent.syslog.log, errlog_dir=options.pop('errlog_dir', config.paths().state), **options)
     atexit.register(servers.close)
     return servers.start(wait=startup_timeout)
+
+# %% ../nbs/47_mcp.ipynb #257d7305
+@patch
+def status_line(self:McpServers) -> str:
+    "Which servers are up, and which are down or given up and why, in one line."
+    def one(s):
+        if s.status == 'up': return f"{s.conf.name} up ({len(s.tools)} tools)"
+        given_up = '; given up after {} restarts: restart the daemon to try again'.format(self.max_restarts) if s.status == 'failed' else ''
+        return f"{s.conf.name} {s.status}" + (f" ({s.why}{given_up})" if s.why or given_up else '')
+    return '; '.join(map(one, self.servers.values()))
+
+def mcp_skill(path=None, version:str='1', **options) -> Skill:
+    "The built-in skill `mcp`: its install hook starts the servers of `path` (default `$config/mcp.toml`), its status hook says how they are."
+    started = []
+    def install(agent): started.append(install_mcp(agent, path, **options))
+    def status(): return started[-1].status_line() if started and started[-1] is not None else ''
+    return Skill('mcp', version, depends=['guards'], description="the tools of the MCP servers in $config/mcp.toml, every call gated",
+                 install=install, status=status)

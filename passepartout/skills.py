@@ -8,7 +8,7 @@ Docs: https://passepartout-agent.github.io/passepartout/skills.html.md"""
 __all__ = ['log', 'SKILL_NAME', 'MATCHED_CHARS', 'RESERVED_SENSORS', 'ALLOWED_IMPORTS', 'FORBIDDEN_NAMES', 'SkillError',
            'ToolSpec', 'tool', 'Handler', 'Job', 'Skill', 'order_skills', 'copy_parts', 'add_skills', 'only_stricter',
            'SkillSet', 'import_problems', 'load_user_skill', 'disabled_skills', 'load_user_skills', 'remove_skills',
-           'install_skills', 'add_skill', 'skills_report', 'check_folder']
+           'install_skills', 'add_skill', 'skills_status', 'skills_report', 'check_folder']
 
 # %% ../nbs/44_skills.ipynb #8ee54d5f
 import ast, hashlib, logging, os, re, sys, threading, time, types, tomllib
@@ -76,7 +76,7 @@ def _check_parts(skill) -> None:
         bad.append("version, prompt and augment are text")
     if bad: raise SkillError(f"skill {skill.name!r}: " + '; '.join(bad), [skill.name])
 
-# %% ../nbs/44_skills.ipynb #344e7e8b
+# %% ../nbs/44_skills.ipynb #636bddb4
 SKILL_NAME = re.compile(r'[a-z][a-z0-9_-]{0,63}\Z')
 
 @dataclass(frozen=True, eq=False)
@@ -94,6 +94,8 @@ class Skill:
     handlers:tuple=()           # `Handler`s
     jobs:tuple=()               # `Job`s
     install:Callable|None=None  # built-in skills only: `install(agent)` wires what declarations cannot (stores)
+    reload:Callable|None=None   # built-in skills only: `reload() -> (skill, [(file, why)])`, its new version when the owner's folder changed
+    status:Callable|None=None   # built-in skills only: `status() -> str`, one line for `daemon status` ('' when there is nothing to say)
     description:str=''
     required:bool=False         # cannot be disabled (the gates every action passes)
     origin:str='builtin'        # builtin, or user (set by the loader)
@@ -191,14 +193,14 @@ def _add_handler(handlers:PreReasonHandlers, h:Handler, skill:Skill, agent):
         fn = _gated_handler(h.fn, skill, agent)
     handlers.register(h.sensor, fn, first=h.first and skill.origin == 'builtin')
 
-# %% ../nbs/44_skills.ipynb #aa479d92
+# %% ../nbs/44_skills.ipynb #af5b78af
 def add_skills(parts:Parts, skills, agent=None) -> Parts:
     "New parts: `parts` with the gates, tools and handlers of `skills` (in the order given) added; `parts` is unchanged."
     new = copy_parts(parts)
     for skill in skills:
         _matcher([skill])   # a trigger that does not compile is this skill's error, found now
-        if skill.origin != 'builtin' and skill.install is not None:
-            raise SkillError(f"skill {skill.name!r}: only built-in skills may have an install hook; declare gates, tools and handlers", [skill.name])
+        if skill.origin != 'builtin' and (skill.install or skill.reload or skill.status) is not None:
+            raise SkillError(f"skill {skill.name!r}: only built-in skills may have an install hook (or a reload or status hook); declare gates, tools and handlers", [skill.name])
         for g in skill.gates:
             if any(x.name == g.name for x in new.gates.gates):
                 raise SkillError(f"skill {skill.name!r}: a gate named {g.name!r} exists already; a skill cannot replace a gate", [skill.name])
@@ -333,12 +335,12 @@ def _orderable(builtin:list, user:list) -> tuple:
             if not bad: raise   # the built-in skills themselves do not fit: a bug, not the owner's mistake
             failed += [(_file(s), e.message) for s in bad]; user = [s for s in user if s not in bad]
 
-# %% ../nbs/44_skills.ipynb #d7591976
+# %% ../nbs/44_skills.ipynb #8f094575
 def _file(skill:Skill) -> str: return Path(skill.path).name if skill.path else skill.name
 
-def _user_parts(agent:Agent, builtin:list, user:list, old:list=()) -> tuple:
-    "New parts: the agent's current ones without the skills `old`, with the user skills `user` that fit; and the failures."
-    parts = remove_skills(agent.parts, old)
+def _user_parts(agent:Agent, builtin:list, user:list, old:list=(), parts:Parts|None=None) -> tuple:
+    "New parts: `parts` (default: the agent's current ones) without the skills `old`, with the user skills `user` that fit; and the failures."
+    parts = remove_skills(agent.parts if parts is None else parts, old)
     ordered, failed = _orderable(builtin, [s for s in user if s.name not in {b.name for b in builtin}])
     failed += [(_file(s), f"skill {s.name!r}: a built-in skill has that name") for s in user if s.name in {b.name for b in builtin}]
     kept = []
@@ -386,14 +388,29 @@ def add_skill(agent:Agent, skill:Skill) -> Agent:
     if skill.install is not None: skill.install(agent)
     return agent
 
-# %% ../nbs/44_skills.ipynb #07b69eb9
-def _stamp(folder:Path):
-    "What says whether `folder` changed: the watcher's generation, or (without inotify) each file's name, time and size."
-    inside = os.path.join(folder, 'skills.toml')   # the watcher watches a path's directory: this one's is `folder`
-    if (g := watch.generation(inside)) is not None: return g
-    if (g := watch.watch(inside, file=False)) is not None: return g
-    try: return tuple(sorted((e.name, e.stat().st_mtime_ns, e.stat().st_size) for e in os.scandir(folder)))
+# %% ../nbs/44_skills.ipynb #eee33308
+def _md_folders(folder:Path) -> tuple:
+    "The names of the folders in `folder` holding a `SKILL.md` (instruction skills, `46_instruction_skills`)."
+    try: return tuple(sorted(e.name for e in os.scandir(folder) if e.is_dir() and os.path.isfile(os.path.join(folder, e.name, 'SKILL.md'))))
+    except OSError: return ()
+
+def _generation(path:str, file:bool) -> tuple|None:
+    "The watcher's generation of `path` (watched from now on), or None where it cannot watch."
+    return g if (g := watch.generation(path)) is not None else watch.watch(path, file=file)
+
+def _on_disk(path:str) -> tuple|None:
+    "A file's name, time and size, or None: what says it changed where nothing watches."
+    try: st = os.stat(path); return (path, st.st_mtime_ns, st.st_size)
     except OSError: return None
+
+def _stamp(folder:Path, subs:tuple|None=None) -> tuple:
+    "`(subs, state)`: the `SKILL.md` folders looked at (`subs`, default those on disk) and what says whether any of it changed."
+    subs = _md_folders(folder) if subs is None else subs
+    mds = [os.path.join(folder, s, 'SKILL.md') for s in subs]
+    gens = (_generation(os.path.join(folder, 'skills.toml'), False), *(_generation(m, True) for m in mds))   # `folder` itself, then each SKILL.md
+    if None not in gens: return subs, gens
+    try: return subs, (tuple(sorted(_on_disk(e.path) for e in os.scandir(folder))), tuple(map(_on_disk, mds)))
+    except OSError: return subs, None
 
 # %% ../nbs/44_skills.ipynb #491e6014
 def _reloaded(old:SkillSet, user:list, failed:list) -> tuple:
@@ -407,22 +424,37 @@ def _reloaded(old:SkillSet, user:list, failed:list) -> tuple:
             failed[failed.index((file, why))] = (file, f"{why} (version {running[name].version} keeps running)")
     return sorted(user, key=lambda s: s.name), failed
 
-# %% ../nbs/44_skills.ipynb #1a696cd7
+# %% ../nbs/44_skills.ipynb #4256915b
+def _rebuilt(agent:Agent, builtin:list, old:list) -> tuple:
+    "The built-in skills with each `reload` hook's new version; the agent's parts without `old` and with those versions; what the hooks said."
+    parts, out, notes = remove_skills(agent.parts, old), [], []
+    for skill in builtin:
+        if skill.reload is None: out.append(skill); continue
+        try:
+            new, said = skill.reload()
+            parts = add_skills(remove_skills(parts, [skill]), [new], agent)
+        except Exception as e:
+            out.append(skill); notes.append((skill.name, f"its reload failed ({type(e).__name__}: {e}); the version loaded keeps running")); continue
+        out.append(new); notes += said
+    return out, parts, notes
+
+# %% ../nbs/44_skills.ipynb #42c90668
 @patch
 def refresh(self:SkillSet, agent:Agent, force:bool=False) -> bool:
     "Reload the user skills if their folder changed (or `force`); swap the agent's parts at once. True if swapped."
-    if self.user_dir is None or (not force and _stamp(self.user_dir) == self.seen): return False
+    if self.user_dir is None or (not force and self.seen is not None and _stamp(self.user_dir, self.seen[0]) == self.seen): return False
     with self.lock:
         if agent.parts.skills is not self: return False   # another thread swapped already
         seen, off = _stamp(self.user_dir), disabled_skills(self.user_dir)
         user, failed = load_user_skills(self.user_dir, skip=off)
         user, failed = _reloaded(self, user, failed)
-        builtin = [s for s in self.skills if s.origin != 'user']   # the built-in ones, and those added by origin (a server's tools)
         old = [s for s in self.skills if s.origin == 'user']
-        parts, kept, misfits = _user_parts(agent, builtin, user, old)
+        builtin, base, notes = _rebuilt(agent, [s for s in self.skills if s.origin != 'user'], old)   # the built-in ones, and those added by origin (a server's tools)
+        parts, kept, misfits = _user_parts(agent, builtin, user, (), base)
+        for file, why in notes: agent.syslog.log('WARNING', f"skill {file}: {why}")
         for file, why in misfits: agent.syslog.log('WARNING', f"skill {file} not loaded: {why}")
         for file, why in failed: agent.syslog.log('WARNING', f"skill {file} not loaded: {why}")
-        new = SkillSet([*builtin, *kept], [*failed, *misfits], self.user_dir, seen, off)
+        new = SkillSet([*builtin, *kept], [*failed, *misfits, *notes], self.user_dir, seen, off)
         new.last_run.update(self.last_run)   # a reload does not make every job due at once
         agent.parts = parts._replace(skills=new)
         return True
@@ -442,6 +474,17 @@ def run_jobs(self:SkillSet, agent:Agent, now:float|None=None) -> list:
             agent.follow(Signal('EVENT', {'source': f"skill:{skill.name}", 'session': f"skill:{skill.name}"},
                                 {'sensor': 'skill-job', 'text': text, 'job': job.name}))
     return ran
+
+# %% ../nbs/44_skills.ipynb #df90de25
+def skills_status(skill_set) -> dict:
+    "`{name: line}` of each skill whose `status` hook has something to say (an MCP server down): for `daemon status`."
+    out = {}
+    for s in (skill_set.skills if skill_set is not None else ()):
+        if s.status is None: continue
+        try: line = s.status()
+        except Exception as e: line = f"its status failed: {type(e).__name__}: {e}"
+        if line: out[s.name] = line
+    return out
 
 # %% ../nbs/44_skills.ipynb #7559a2ce
 def skills_report(skill_set:SkillSet) -> list:
