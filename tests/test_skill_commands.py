@@ -107,3 +107,20 @@ def test_send_starts_the_agent_with_broken_skills_present_and_doctor_names_them(
     for why in ('net.py: line 1: imports socket', 'typo.py: line 1', 'loop-a.py', 'loop-b.py', 'boom.py: RuntimeError: at load', 'notes/SKILL.md'):
         assert any(why in line for line in warned), (why, doctor)
     assert any(line.startswith('ok') and 'fine 0.1 sha256:' in line for line in doctor.splitlines()), doctor
+
+
+def test_a_skill_md_folder_is_listed_shown_and_switched_at_the_next_turn(home):
+    "Issue 18.7 for instruction skills: `skills list|show|disable|enable` know SKILL.md folders; a running agent follows."
+    (home / 'notes').mkdir(parents=True)
+    (home / 'notes' / 'SKILL.md').write_text('---\nname: notes\ndescription: Keep notes tidy.\n---\nSort them.\n')
+    from passepartout.app import build_agent
+    agent = build_agent(provider=ScriptedProvider([]))
+    assert '- notes: Keep notes tidy.' in agent.tools['read_skill'].description
+    assert ['notes', '-', 'skill-md', 'on'] in [l.split() for l in run('list')[1].splitlines()]
+    assert 'description  Keep notes tidy.' in run('show', 'notes')[1]
+    status, out = run('disable', 'notes')
+    assert status == 0 and "at the daemon's next turn" in out
+    assert ['notes', '-', 'skill-md', 'off'] in [l.split() for l in run('list')[1].splitlines()]
+    assert agent.parts.skills.refresh(agent) and 'read_skill' not in agent.tools
+    run('enable', 'notes'); agent.parts.skills.refresh(agent)
+    assert '- notes: Keep notes tidy.' in agent.tools['read_skill'].description
