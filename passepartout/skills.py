@@ -239,7 +239,7 @@ def _user_text(agent, signal:Signal) -> str:
         if m.get('role') == 'user': return str(m.get('content', ''))[:MATCHED_CHARS]
     return ''
 
-# %% ../nbs/44_skills.ipynb #7e7fda73
+# %% ../nbs/44_skills.ipynb #ab4f659c
 class SkillSet:
     "The skills an agent was assembled from, what they add to prompts, and where its user skills come from."
     def __init__(self, skills, failed=(), user_dir:Path|None=None, seen=None, disabled=()):
@@ -249,6 +249,7 @@ class SkillSet:
         self.matcher, self.owners = _matcher(ranked)
         self.augment = '\n\n'.join(s.augment for s in self.skills if s.augment)
         self.jobs, self.last_run, self.lock = [(s, j) for s in self.skills for j in s.jobs], {}, threading.Lock()
+        self.quiet = None   # the watcher's count of changes when the folder was last found unchanged (`refresh`)
     def __repr__(self): return f"SkillSet({', '.join(s.name for s in self.skills)}{f'; {len(self.failed)} failed' if self.failed else ''})"
 
 # %% ../nbs/44_skills.ipynb #b87093e8
@@ -388,15 +389,15 @@ def add_skill(agent:Agent, skill:Skill) -> Agent:
     if skill.install is not None: skill.install(agent)
     return agent
 
-# %% ../nbs/44_skills.ipynb #eee33308
+# %% ../nbs/44_skills.ipynb #3acd7b7b
 def _md_folders(folder:Path) -> tuple:
     "The names of the folders in `folder` holding a `SKILL.md` (instruction skills, `46_instruction_skills`)."
     try: return tuple(sorted(e.name for e in os.scandir(folder) if e.is_dir() and os.path.isfile(os.path.join(folder, e.name, 'SKILL.md'))))
     except OSError: return ()
 
-def _generation(path:str, file:bool) -> tuple|None:
+def _generation(path:str, file:bool, poll:bool=True) -> tuple|None:
     "The watcher's generation of `path` (watched from now on), or None where it cannot watch."
-    return g if (g := watch.generation(path)) is not None else watch.watch(path, file=file)
+    return g if (g := watch.generation(path, poll)) is not None else watch.watch(path, file=file)
 
 def _on_disk(path:str) -> tuple|None:
     "A file's name, time and size, or None: what says it changed where nothing watches."
@@ -404,13 +405,13 @@ def _on_disk(path:str) -> tuple|None:
     except OSError: return None
 
 def _stamp(folder:Path, subs:tuple|None=None) -> tuple:
-    "`(subs, state)`: the `SKILL.md` folders looked at (`subs`, default those on disk) and what says whether any of it changed."
+    "`(subs, state, watched)`: the `SKILL.md` folders looked at (`subs`, default those on disk), what says whether any of it changed, and whether the watcher says it."
     subs = _md_folders(folder) if subs is None else subs
     mds = [os.path.join(folder, s, 'SKILL.md') for s in subs]
-    gens = (_generation(os.path.join(folder, 'skills.toml'), False), *(_generation(m, True) for m in mds))   # `folder` itself, then each SKILL.md
-    if None not in gens: return subs, gens
-    try: return subs, (tuple(sorted(_on_disk(e.path) for e in os.scandir(folder))), tuple(map(_on_disk, mds)))
-    except OSError: return subs, None
+    gens = (_generation(os.path.join(folder, 'skills.toml'), False), *(_generation(m, True, False) for m in mds))   # `folder` itself, then each SKILL.md
+    if None not in gens: return subs, gens, True
+    try: return subs, (tuple(sorted(_on_disk(e.path) for e in os.scandir(folder))), tuple(map(_on_disk, mds))), False
+    except OSError: return subs, None, False
 
 # %% ../nbs/44_skills.ipynb #491e6014
 def _reloaded(old:SkillSet, user:list, failed:list) -> tuple:
@@ -438,11 +439,17 @@ def _rebuilt(agent:Agent, builtin:list, old:list) -> tuple:
         out.append(new); notes += said
     return out, parts, notes
 
-# %% ../nbs/44_skills.ipynb #42c90668
+# %% ../nbs/44_skills.ipynb #2aacc980
 @patch
 def refresh(self:SkillSet, agent:Agent, force:bool=False) -> bool:
     "Reload the user skills if their folder changed (or `force`); swap the agent's parts at once. True if swapped."
-    if self.user_dir is None or (not force and self.seen is not None and _stamp(self.user_dir, self.seen[0]) == self.seen): return False
+    if self.user_dir is None: return False
+    if not force and self.seen is not None:
+        n = watch.changes()   # read before the stamp: an event after it is caught next time
+        if n is not None and n == self.quiet: return False   # nothing watched changed since the folder was last found as it was
+        if _stamp(self.user_dir, self.seen[0]) == self.seen:
+            if self.seen[2]: self.quiet = n
+            return False
     with self.lock:
         if agent.parts.skills is not self: return False   # another thread swapped already
         seen, off = _stamp(self.user_dir), disabled_skills(self.user_dir)
