@@ -216,27 +216,32 @@ def test_build_agent_gets_the_servers_and_the_skills_of_the_config(tmp_path, mon
 
 @needs_sdk
 def test_inside_the_daemon_a_dead_server_is_restarted_and_status_says_so(tmp_path, monkeypatch):
-    "Issue 18.6 in a served agent: the built agent's server dies, is reported, comes back; `daemon status` names it."
+    "Issue 18.6 in a served agent: the built agent's server dies, is reported, comes back; `daemon status` and `doctor` name one down."
     from _daemon_support import daemon_in_thread
     from passepartout import config
     from passepartout.app import build_agent
     from passepartout.daemon import Client, request
+    from passepartout.doctor import check_mcp
     ws = tmp_path / 'ws'; ws.mkdir()
     for k, v in {'PASSEPARTOUT_HOME': tmp_path / 'home', 'PASSEPARTOUT_WORKSPACE': ws, 'PASSEPARTOUT_MEMORY': '0'}.items(): monkeypatch.setenv(k, str(v))
     for k in ('PASSEPARTOUT_VAULT_KEY_FILE', 'PASSEPARTOUT_PROVIDERS', 'PASSEPARTOUT_TOOLS_FILE', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME'):
         monkeypatch.delenv(k, raising=False)
-    (config.ensure_dirs().config / 'mcp.toml').write_text(stdio_toml(extra='[t.tools.pid]\neffect = "read-only"\n'))
+    (config.ensure_dirs().config / 'mcp.toml').write_text(stdio_toml(extra='[t.tools.pid]\neffect = "read-only"\n') +
+                                                         f'[gone]\ncommand = {json.dumps(str(tmp_path / "no-such-program"))}\n')
     agent = build_agent(provider=ScriptedProvider([tool_call('t__pid', {}), reply('a')] * 3))
     mcp = agent.skills.by_name['mcp']
     servers = next(c.cell_contents for c in mcp.status.__closure__ if isinstance(c.cell_contents, list))[-1]   # what its install started
     try:
-        with daemon_in_thread(agent, state_dir=tmp_path / 'state') as d, Client(tmp_path / 'state') as c:
+        state = config.paths().state   # where doctor looks for a running daemon
+        with daemon_in_thread(agent, state_dir=state) as d, Client(state) as c:
             outputs = lambda text: [e.get('output', e.get('error')) for e in c.ask(request(text))['turn']['events'] if e['kind'] == 'result']
-            assert d.status()['skills']['mcp'] == 't up (4 tools)'
+            assert d.status()['skills']['mcp'].startswith("t up (4 tools); gone ")   # down, between restarts, or given up: never up
+            [ok, down] = check_mcp(config.paths())
+            assert ok.status == 'ok' and down.status == 'warn' and "MCP servers not up: gone (t up (4 tools); gone " in down.detail
             [first] = outputs('which pid?')
             os.kill(int(first), signal.SIGKILL)
             wait_for(lambda: logged(agent, "MCP server 't' stopped"), 'the death to be reported')
-            wait_for(lambda: d.status()['skills']['mcp'] == 't up (4 tools)' and servers['t'].restarts >= 1, 'the restart')
+            wait_for(lambda: d.status()['skills']['mcp'].startswith('t up (4 tools); ') and servers['t'].restarts >= 1, 'the restart')
             [second] = outputs('and now?')
             assert second != first and logged(agent, "is up again (restart 1)")
     finally: servers.close()
