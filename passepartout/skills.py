@@ -165,10 +165,10 @@ def _matcher(ranked:list):
     found.Compile()
     return found, tuple(owners)
 
-# %% ../nbs/44_skills.ipynb #6b7d7f80
+# %% ../nbs/44_skills.ipynb #0f2ca5bd
 def copy_parts(parts:Parts) -> Parts:
     "New gates, tool belt and handlers holding what `parts` holds: changing them leaves `parts` as it was."
-    belt = Toolbelt(); belt.by_name.update(parts.tools.by_name); belt.pending.update(parts.tools.pending)
+    belt = Toolbelt(); belt.by_name.update(parts.tools.by_name); belt.pending.update(parts.tools.pending); belt.declared.update(parts.tools.declared)
     handlers = PreReasonHandlers(); handlers.by_sensor.update({s: list(hs) for s, hs in parts.handlers.by_sensor.items()})
     return Parts(GateEngine(parts.gates.gates), belt, handlers, parts.skills)
 

@@ -411,3 +411,14 @@ def test_a_running_daemon_reloads_an_edited_skill_between_turns(home, tmp_path):
         assert 'FAILED versioned.py: line 2: imports os' in CliRunner().invoke(skills_command, ['list']).output
         write(home, 'versioned', VERSION.format(version='3'))
         assert ask('fixed?') == ['3']
+
+
+def test_the_owners_declarations_survive_a_reload(home):
+    "What `$config/tools.toml` says of a skill's tool (its effect, its arguments) still holds for the version reloaded."
+    write(home, 'versioned', VERSION.format(version='1'))
+    (home.parent / 'tools.toml').write_text('[which_version]\neffect = "send"\n')
+    agent = agent_with(home)
+    assert agent.tools['which_version'].effect == 'outward'
+    write(home, 'versioned', VERSION.format(version='2'))
+    assert agent.parts.skills.refresh(agent) and agent.tools['which_version'].fn() == '2'
+    assert (agent.tools['which_version'].effect, agent.tools['which_version'].operation) == ('outward', 'send')
