@@ -124,3 +124,15 @@ def test_a_skill_md_added_changed_or_broken_is_seen_at_the_next_turn(tmp_path, m
     assert 'FAILED deploy/SKILL.md: its front matter is not valid YAML' in CliRunner().invoke(skills_command, ['list']).output
     skill(root, 'deploy', GOOD.format(name='deploy'))                                     # fixed
     assert '- deploy: Does deploy things.' in agent.send('five').reply and agent.skills.failed == ()
+
+
+def test_a_skill_md_written_into_a_folder_made_earlier_is_seen(tmp_path):
+    "The folder comes first (a turn runs meanwhile), its SKILL.md later: the folder's own watch does not see inside it."
+    from passepartout.skills import Skill, install_skills
+    from passepartout.instruction_skills import instruction_skill
+    root = tmp_path / 'skills'; root.mkdir()
+    agent = install_skills(Agent(ScriptedProvider([])), [Skill('guards'), instruction_skill(root)], root)
+    (root / 'later').mkdir()
+    agent.skills.refresh(agent)                      # a turn between the two steps
+    (root / 'later' / 'SKILL.md').write_text(GOOD.format(name='later'))
+    assert agent.skills.refresh(agent) and '- later: Does later things.' in agent.tools['read_skill'].description
