@@ -4,7 +4,8 @@
   the module run, and the whole reload of an agent's parts (order, add, one re2.Set), against <= 50 ms;
 - trigger matching per cycle: `SkillSet.prompt_for` on an owner's message and on a tool-output cycle (which
   looks the last user message up in the transcript), against <= 5 µs; and what it adds to the system prompt
-  of a cycle: `system_prompt` with 50 triggered skills minus without skills (the same agent otherwise).
+  of a cycle: `system_prompt` with 50 triggered skills minus without skills (the same agent otherwise);
+- what the check before each turn costs when nothing changed, with 20 `SKILL.md` folders watched.
 
     python bench/skills.py [--repeat 15] [--skills 50]
 """
@@ -91,3 +92,11 @@ if __name__ == '__main__':
     print(show("system prompt, no skills of the owner's", without, 'µs'))
     print(show(f"system prompt, {a.skills} skills with triggers", with_skills, 'µs'))
     print(show("added per cycle by the triggers", added, 'µs', target=5))
+
+    for i in range(20):   # instruction skills: each SKILL.md is watched on its own (one folder down)
+        (folder / f"md{i:02d}").mkdir()
+        (folder / f"md{i:02d}" / 'SKILL.md').write_text(f"---\nname: md{i:02d}\ndescription: Instructions {i}.\n---\nDo {i}.\n")
+    agent.parts.skills.refresh(agent, force=True)
+    assert agent.parts.skills.refresh(agent) is False and '- md19: Instructions 19.' in agent.tools['read_skill'].description
+    unchanged = [per_call_us(lambda: agent.parts.skills.refresh(agent), 2000) for _ in range(a.repeat)]
+    print(show("refresh before a turn, nothing changed (20 SKILL.md)", unchanged, 'µs'))

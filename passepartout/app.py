@@ -7,7 +7,7 @@ Docs: https://passepartout-agent.github.io/passepartout/app.html.md"""
 # %% auto #0
 __all__ = ['builtin_skills', 'extension_skills', 'skills_dir', 'build_agent']
 
-# %% ../nbs/62_app.ipynb #56c5ada9
+# %% ../nbs/62_app.ipynb #61f4cd40
 import json, sys
 from pathlib import Path
 import click
@@ -28,23 +28,19 @@ from .skill_web import web_skill
 from .skill_messaging import messaging_skill
 from .skill_approvals import approvals_skill
 from .skill_memory import memory_skill, scribe_skill
-from .skills import Skill
-from .instruction_skills import install_instruction_skills
-from .mcp import install_mcp
+from .instruction_skills import instruction_skill
+from .mcp import mcp_skill
 
-# %% ../nbs/62_app.ipynb #32308551
+# %% ../nbs/62_app.ipynb #d45227e4
 def builtin_skills(memory=None, env=None) -> list:
     "The built-in skills (`nbs/skills/`) a user's agent is assembled from, in order (`memory`: its store; None: the data directory's)."
     return [guards_skill(), shell_skill(), files_skill(), web_skill(), messaging_skill(), approvals_skill(), memory_skill(memory),
             scribe_skill(env), *extension_skills(env)]
 
 def extension_skills(env=None) -> list:
-    "The `SKILL.md` folders (`46_instruction_skills`) and the MCP servers (`47_mcp`) of `$config`, each as a skill whose install hook adds their tools."
+    "The `SKILL.md` folders (`46_instruction_skills`, reloaded when they change) and the MCP servers (`47_mcp`, started at install) of `$config`, as skills."
     conf = config.paths(env).config
-    return [Skill('skill-md', __version__, depends=['guards'], description="the owner's SKILL.md instruction skills, read on demand",
-                  install=lambda agent: install_instruction_skills(agent, conf / 'skills')),
-            Skill('mcp', __version__, depends=['guards'], description="the tools of the MCP servers in $config/mcp.toml, every call gated",
-                  install=lambda agent: install_mcp(agent, conf / 'mcp.toml'))]
+    return [instruction_skill(conf / 'skills', __version__), mcp_skill(conf / 'mcp.toml', __version__)]
 
 def skills_dir(env=None) -> Path:
     "`$config/skills`, where the owner's skills live (made 0700 if missing, so that it can be watched)."

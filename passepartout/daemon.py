@@ -9,7 +9,7 @@ __all__ = ['OWNER', 'LOOPBACK', 'SOCK_DIAG_BY_FAMILY', 'NETLINK_SOCK_DIAG', 'NO_
            'is_owner', 'Daemon', 'peer_uid', 'Connection', 'response', 'RefusalLog', 'sent_turn', 'ClientGone',
            'log_to_stderr']
 
-# %% ../nbs/51_daemon.ipynb #bf3b0bed
+# %% ../nbs/51_daemon.ipynb #d1c670c0
 import asyncio, hmac, json, logging, os, secrets, signal as signals_module, socket, struct, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,7 +20,7 @@ from .protocol import BrokenStream, encode_frame, read_frame, send_frame, recv_f
 from .perceive import perceive
 from .act import deliver_reply
 from .loop import Agent
-from .skills import add_skill
+from .skills import add_skill, skills_status
 from .skill_repl import repl_skill
 from .basics import patch
 from .app import build_agent
@@ -442,7 +442,7 @@ def _rss_kb() -> int|None:
             if line.startswith('VmRSS:'): return int(line.split()[1])
     except OSError: return None
 
-# %% ../nbs/51_daemon.ipynb #f2d40e06
+# %% ../nbs/51_daemon.ipynb #e06e903e
 @patch
 def status(self:Daemon) -> dict:
     "What `daemon status` shows: pid, address, uptime, sessions, connections, memory."
@@ -450,7 +450,8 @@ def status(self:Daemon) -> dict:
             'uptime': round(time.time() - self.started, 3) if self.started else 0.0,
             'sessions': len(self.seen_sessions), 'active_sessions': len(self.workers), 'evicted_sessions': self.evicted,
             'connections': len(self.connections), 'pending': len(self.pending), 'refused': self.refusals.total,
-            'replies': self.replies, 'memory_kb': _rss_kb(), 'gateways': {name: g.status() for name, g in self.gateways.items()}}
+            'replies': self.replies, 'memory_kb': _rss_kb(), 'gateways': {name: g.status() for name, g in self.gateways.items()},
+            'skills': skills_status(self.agent.skills if self.agent is not None else None)}
 
 
 # %% ../nbs/51_daemon.ipynb #cc578f82

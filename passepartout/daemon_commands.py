@@ -85,7 +85,7 @@ def stop_command(wait):
         time.sleep(0.05)
     raise click.ClickException(f"daemon {pid} did not exit within {wait} s")
 
-# %% ../nbs/60b_daemon_commands.ipynb #f9043f15
+# %% ../nbs/60b_daemon_commands.ipynb #0a0e0650
 @daemon_command.command('status')
 @click.option('--json', 'as_json', is_flag=True, help='Print the status as JSON.')
 def status_command(as_json):
@@ -98,6 +98,7 @@ def status_command(as_json):
                f"{st['connections']} connections, {st['memory_kb']} KiB")
     for name, g in (st.get('gateways') or {}).items():
         click.echo(f"{name}: {g.get('state')}" + (f" ({g['error']})" if g.get('error') else ''))
+    for name, line in (st.get('skills') or {}).items(): click.echo(f"{name}: {line}")   # an MCP server down, say
 
 # %% ../nbs/60b_daemon_commands.ipynb #359a7767
 def turn_text(turn:dict) -> str:

@@ -10,15 +10,15 @@ __all__ = ['Finding', 'format_report', 'check_home', 'env_file_problems', 'check
            'check_stores', 'check_instruction_skills', 'check_mcp', 'is_private', 'check_permissions', 'check_telegram',
            'check_signal', 'check_skills', 'run_checks', 'doctor_command', 'write_env', 'configure_command']
 
-# %% ../nbs/54_doctor.ipynb #78ce5104
-import contextlib, importlib.util, io, json, os, shutil, sqlite3, stat, sys, time
+# %% ../nbs/54_doctor.ipynb #24b3030d
+import contextlib, importlib.util, io, json, os, re, shutil, sqlite3, stat, sys, time
 from dataclasses import dataclass, asdict
 from pathlib import Path
 import click
 from . import config
 from .errors import PassepartoutError, SetupError
 from .autorun import autorun_places
-from .daemon_client import daemon_running, read_address, write_secret
+from .daemon_client import daemon_running, read_address, write_secret, client_status
 from .providers import ProviderError
 from .cascade import PROVIDER_KINDS, make_provider
 from . import sandbox
@@ -322,14 +322,23 @@ def check_instruction_skills(p:config.Paths) -> list:
     out = [Finding('skill-md', 'warn', f"{why}; the skill is left out until it is fixed") for _, why in catalogue.skipped]
     return [Finding('skill-md', 'ok', f"instruction skills: {', '.join(catalogue.skills) or 'none'}")] + out
 
-# %% ../nbs/54_doctor.ipynb #c568fe2f
+# %% ../nbs/54_doctor.ipynb #0a7dfb8c
+def _servers_down(p:config.Paths, servers) -> list:
+    "A warning naming the servers a running daemon reports not up (its `status`, `47_mcp`); nothing when none runs."
+    if not servers or not daemon_running(p.state): return []
+    try: line = client_status(timeout=3, state_dir=p.state).get('skills', {}).get('mcp', '')
+    except Exception as e: return [Finding('mcp', 'warn', f"the daemon did not say how its MCP servers are ({type(e).__name__}: {e})")]
+    down = [n for n in servers if not re.search(rf"(^|; ){re.escape(n)} up \(", line)]
+    return [Finding('mcp', 'warn', f"the running daemon's MCP servers not up: {', '.join(down)} ({line or 'no status'}); `passepartout daemon status` shows them")] if down else []
+
+# %% ../nbs/54_doctor.ipynb #06df9b7d
 def check_mcp(p:config.Paths) -> list:
-    "`$config/mcp.toml` parses and, when it lists servers, the MCP SDK is installed (`47_mcp`); nothing is started."
+    "`$config/mcp.toml` parses and, when it lists servers, the MCP SDK is installed (`47_mcp`); nothing is started. A running daemon's servers not up are named."
     try: servers = load_mcp_config(p.config / 'mcp.toml')
     except SetupError as e: return [Finding('mcp', 'fail', str(e))]
     if servers and importlib.util.find_spec('mcp') is None:
         return [Finding('mcp', 'fail', f"{p.config / 'mcp.toml'} lists {', '.join(servers)} but the MCP SDK is not installed: pip install 'passepartout[mcp]'")]
-    return [Finding('mcp', 'ok', f"MCP servers: {', '.join(servers)} (started with the agent)" if servers else "no MCP servers")]
+    return [Finding('mcp', 'ok', f"MCP servers: {', '.join(servers)} (started with the agent)" if servers else "no MCP servers")] + _servers_down(p, servers)
 
 # %% ../nbs/54_doctor.ipynb #7fb52bfb
 def is_private(f:Path, p:config.Paths, vault_key:Path) -> bool:
@@ -392,10 +401,11 @@ def _signal_daemon(url:str, start:str, installed:bool, owners:int, timeout:float
                                                          f"install it (https://github.com/AsamK/signal-cli), register the agent's number and run {start}")
     return Finding('signal', 'fail', f"signal-cli's daemon does not answer at {url} ({why}): run {start}, or correct PASSEPARTOUT_SIGNAL_URL")
 
-# %% ../nbs/54_doctor.ipynb #a5d94ea5
+# %% ../nbs/54_doctor.ipynb #9be638f2
 def check_skills(p:config.Paths) -> list:
     "The owner's skills in `$config/skills`: each that loads, with its version and the file's SHA-256; each that does not, and why."
     found = check_folder(p.config / 'skills', builtin_skills())
+    found.failed = tuple((f, why) for f, why in found.failed if not f.endswith('SKILL.md'))   # those are `check_instruction_skills`'s
     out = [Finding('skills', 'ok', f"{s.name} {s.version} sha256:{s.digest[:16]} ({s.path})") for s in found.skills if s.origin == 'user']
     out += [Finding('skills', 'ok', f"{name}: disabled in skills.toml") for name in sorted(found.disabled)]
     out += [Finding('skills', 'warn', f"{text} (skipped: the agent starts without it)") for status, text in skills_report(found) if status == 'fail']

@@ -6,15 +6,17 @@ Docs: https://passepartout-agent.github.io/passepartout/instruction_skills.html.
 
 # %% auto #0
 __all__ = ['FRONT_MATTER', 'NAME', 'MAX_DESCRIPTION', 'MAX_FILE_BYTES', 'SkillError', 'front_matter', 'InstructionSkill',
-           'parse_skill', 'SkillCatalogue', 'load_instruction_skills', 'skill_tools', 'install_instruction_skills']
+           'parse_skill', 'SkillCatalogue', 'load_instruction_skills', 'skill_tools', 'install_instruction_skills',
+           'instruction_skill']
 
-# %% ../nbs/46_instruction_skills.ipynb #b133d02a
+# %% ../nbs/46_instruction_skills.ipynb #d1358dc0
 import itertools, re
 from dataclasses import dataclass, field
 from pathlib import Path
 from . import config
 from .basics import patch
 from .tools import Toolbelt
+from .skills import Skill, tool, disabled_skills
 
 # %% ../nbs/46_instruction_skills.ipynb #7e280f4a
 class SkillError(ValueError):
@@ -69,7 +71,7 @@ def _text(path:Path) -> str:
     try: return data.decode('utf-8')
     except UnicodeDecodeError: raise SkillError(f"{path} is not a UTF-8 text file") from None
 
-# %% ../nbs/46_instruction_skills.ipynb #1544507d
+# %% ../nbs/46_instruction_skills.ipynb #dae9f963
 @dataclass
 class SkillCatalogue:
     "The instruction skills found (by name) and those skipped, each with the reason."
@@ -78,10 +80,11 @@ class SkillCatalogue:
     def __len__(self): return len(self.skills)
     def __repr__(self): return f"SkillCatalogue({', '.join(self.skills)}{'; skipped ' + str(len(self.skipped)) if self.skipped else ''})"
 
-def load_instruction_skills(root=None) -> SkillCatalogue:
-    "Every `root/*/SKILL.md` (default `$config/skills`): the skills that load, and those that do not with their reasons."
+def load_instruction_skills(root=None, skip=()) -> SkillCatalogue:
+    "Every `root/*/SKILL.md` (default `$config/skills`) but those of the folders `skip`: the skills that load, and those that do not with their reasons."
     root, catalogue = Path(root) if root is not None else config.paths().config / 'skills', SkillCatalogue()
     for path in sorted(root.glob('*/SKILL.md')) if root.is_dir() else ():
+        if path.parent.name in skip: continue
         try: skill = parse_skill(path)
         except SkillError as e: catalogue.skipped.append((path, str(e)))
         else: catalogue.skills[skill.name] = skill
@@ -134,3 +137,27 @@ def install_instruction_skills(agent, root=None) -> SkillCatalogue:
     for path, reason in catalogue.skipped: agent.syslog.log('WARNING', f"instruction skill skipped: {reason}")
     if catalogue.skills: skill_tools(catalogue, agent.tools)
     return catalogue
+
+# %% ../nbs/46_instruction_skills.ipynb #5e92275a
+def _read_skill_tool(catalogue:SkillCatalogue):
+    "The `read_skill` tool of `catalogue`, declared as a skill's tool (read-only, described by the catalogue's prompt)."
+    return skill_tools(catalogue)['read_skill']
+
+def _skipped(root:Path, catalogue:SkillCatalogue) -> list:
+    "`(file, why)` of each `SKILL.md` the catalogue left out, the file relative to `root` and named once."
+    out = []
+    for path, why in catalogue.skipped:
+        file = str(Path(path).relative_to(root)) if Path(path).is_relative_to(root) else str(path)
+        out.append((file, why.removeprefix(f"{path}: ")))
+    return out
+
+def instruction_skill(root=None, version:str='1', catalogue:SkillCatalogue|None=None) -> Skill:
+    "The built-in skill `skill-md`: the `read_skill` tool over the `SKILL.md` folders of `root` (default `$config/skills`), reloaded when they change."
+    root = Path(root) if root is not None else config.paths().config / 'skills'
+    catalogue = load_instruction_skills(root, disabled_skills(root)) if catalogue is None else catalogue
+    def reload():
+        "A new version read from disk, and each `SKILL.md` left out with why."
+        again = load_instruction_skills(root, disabled_skills(root))
+        return instruction_skill(root, version, again), _skipped(root, again)
+    return Skill('skill-md', version, depends=['guards'], description="the owner's SKILL.md instruction skills, read on demand",
+                 tools=[_read_skill_tool(catalogue)] if catalogue.skills else [], reload=reload)

@@ -6,9 +6,9 @@ Docs: https://passepartout-agent.github.io/passepartout/mcp.html.md"""
 
 # %% auto #0
 __all__ = ['SERVER_NAME', 'SERVER_KEYS', 'ServerConfig', 'load_mcp_config', 'RemoteTool', 'tool_name', 'register', 'remote_tool',
-           'result_text', 'McpServer', 'McpServers', 'restart_delay', 'install_mcp']
+           'result_text', 'McpServer', 'McpServers', 'restart_delay', 'install_mcp', 'mcp_skill']
 
-# %% ../nbs/47_mcp.ipynb #67e7aa70
+# %% ../nbs/47_mcp.ipynb #978a554b
 import asyncio, atexit, concurrent.futures, copy, importlib.util, json, os, re, sys, threading, time, tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +16,7 @@ from . import config
 from .basics import patch
 from .errors import SetupError
 from .tools import Toolbelt, Tool, EFFECT_CLASS, ARG_KINDS, WHY, WHY_SCHEMA
+from .skills import Skill
 
 # %% ../nbs/47_mcp.ipynb #0b04ac5a
 SERVER_NAME = re.compile(r'[a-z0-9][a-z0-9_-]{0,31}')
@@ -141,10 +142,11 @@ class McpServer:
         self.settled, self.check = threading.Event(), None   # settled: up or failed once (what install waits for); check: ping now
     def __repr__(self): return f"McpServer({self.conf.name!r}, {self.status}, {len(self.tools)} tools{', ' + self.why if self.why and self.status != 'up' else ''})"
 
-# %% ../nbs/47_mcp.ipynb #f76f5e32
+# %% ../nbs/47_mcp.ipynb #9ef22c7a
 class McpServers:
     "The owner's MCP servers, each supervised on one background event loop, their tools on `belt`, their troubles in `log`."
-    def __init__(self, configs:dict, belt:Toolbelt, log=None, errlog_dir=None, ping_interval:float=10.0,
+    def __init__(self, configs:dict, belt, # a `Toolbelt`, or a function returning the one to add tools to now (an agent's current belt)
+                 log=None, errlog_dir=None, ping_interval:float=10.0,
                  backoff:tuple=(0.5, 30.0), # the first delay before a restart and the longest, in seconds
                  max_restarts:int=5, stable_after:float=60.0): # restarts given up after that many in a row; up this long resets the count
         self.servers = {name: McpServer(conf) for name, conf in configs.items()}
@@ -153,6 +155,10 @@ class McpServers:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name='mcp', daemon=True)
     def __getitem__(self, name) -> McpServer: return self.servers[name]
+    @property
+    def tools(self) -> Toolbelt:
+        "The belt the servers' tools go on now."
+        return self.belt() if callable(self.belt) else self.belt
     def __repr__(self): return f"McpServers({', '.join(map(repr, self.servers.values()))})"
 
 # %% ../nbs/47_mcp.ipynb #3c019434
@@ -251,14 +257,15 @@ async def _list_tools(session) -> list:
         if not (cursor := page.next_cursor): break
     return tools
 
-# %% ../nbs/47_mcp.ipynb #355321d6
+# %% ../nbs/47_mcp.ipynb #c0b4a54c
 @patch
 def _register(self:McpServers, server:McpServer):
     "Put the server's tools that are not on the belt yet on it; log the first connection and every reconnection."
     added = []
     for listed in server.tools:
-        if (name := tool_name(server.conf.name, listed.name)) in self.belt and isinstance(self.belt[name], RemoteTool): continue   # a restart
-        try: added.append(register(self.belt, remote_tool(server.conf, listed, lambda tool, arguments, s=server: self.call(s, tool, arguments))).name)
+        belt = self.tools
+        if (name := tool_name(server.conf.name, listed.name)) in belt and isinstance(belt[name], RemoteTool): continue   # a restart
+        try: added.append(register(belt, remote_tool(server.conf, listed, lambda tool, arguments, s=server: self.call(s, tool, arguments))).name)
         except ValueError as e: self.log('WARNING', f"MCP server {server.conf.name!r}: {e}; its tool {listed.name!r} is left out")
     again = f" again (restart {server.restarts})" if server.restarts else ''
     self.log('INFO', f"MCP server {server.conf.name!r} is up{again} with {len(server.tools)} tools" + (f"; added {', '.join(added)}" if added else ''))
@@ -288,7 +295,7 @@ def _check(self:McpServers, server:McpServer):
     "Ask the supervisor to ping `server` now: a call failed, perhaps because it died."
     if server.check is not None: self.loop.call_soon_threadsafe(server.check.set)
 
-# %% ../nbs/47_mcp.ipynb #84b06585
+# %% ../nbs/47_mcp.ipynb #ea19d006
 def install_mcp(agent, path=None, startup_timeout:float=15.0, **options) -> McpServers|None:
     "Start the MCP servers of `path` (default `$config/mcp.toml`) with their tools on `agent`'s belt; None without servers."
     configs = load_mcp_config(path if path is not None else config.paths().config / 'mcp.toml')
@@ -296,6 +303,26 @@ def install_mcp(agent, path=None, startup_timeout:float=15.0, **options) -> McpS
     if importlib.util.find_spec('mcp') is None:
         raise SetupError(f"{path or 'mcp.toml'} lists MCP servers ({', '.join(configs)}) but the MCP SDK is not installed: "
                          "pip install 'passepartout[mcp]', or remove the file", str(path))
-    servers = McpServers(configs, agent.tools, agent.syslog.log, errlog_dir=options.pop('errlog_dir', config.paths().state), **options)
+    servers = McpServers(configs, lambda: agent.parts.tools, agent.syslog.log, errlog_dir=options.pop('errlog_dir', config.paths().state), **options)
     atexit.register(servers.close)
     return servers.start(wait=startup_timeout)
+
+# %% ../nbs/47_mcp.ipynb #aad16b96
+@patch
+def status_line(self:McpServers) -> str:
+    "Which servers are up, and which are down or given up and why, in one line."
+    def one(s):
+        if s.status == 'up': return f"{s.conf.name} up ({len(s.tools)} tools)"
+        given_up = '; given up after {} restarts: restart the daemon to try again'.format(self.max_restarts) if s.status == 'failed' else ''
+        return f"{s.conf.name} {s.status}" + (f" ({s.why}{given_up})" if s.why or given_up else '')
+    return '; '.join(map(one, self.servers.values()))
+
+def mcp_skill(path=None, version:str='1', **options) -> Skill:
+    "The built-in skill `mcp`: its install hook starts the servers of `path` (default `$config/mcp.toml`), its status hook says how they are."
+    started = []
+    def install(agent):
+        "Start the servers on `agent`; the `McpServers` (or None)."
+        started.append(install_mcp(agent, path, **options)); return started[-1]
+    def status(): return started[-1].status_line() if started and started[-1] is not None else ''
+    return Skill('mcp', version, depends=['guards'], description="the tools of the MCP servers in $config/mcp.toml, every call gated",
+                 install=install, status=status)

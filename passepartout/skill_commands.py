@@ -8,12 +8,13 @@ Docs: https://passepartout-agent.github.io/passepartout/skill_commands.html.md""
 __all__ = ['SKELETON', 'known_skills', 'skill_line', 'skills_command', 'list_command', 'show_command', 'write_disabled',
            'enable_command', 'disable_command', 'new_command']
 
-# %% ../nbs/66_skill_commands.ipynb #0152abed
+# %% ../nbs/66_skill_commands.ipynb #6c2fdc27
 import os
 from pathlib import Path
 import click
 from .skills import Skill, SkillSet, check_folder, disabled_skills, skills_report, SKILL_NAME
 from .app import builtin_skills, skills_dir
+from .instruction_skills import load_instruction_skills
 
 # %% ../nbs/66_skill_commands.ipynb #373634ae
 def known_skills() -> SkillSet:
@@ -25,7 +26,7 @@ def skill_line(skill:Skill, off:set) -> str:
     digest = f"  sha256:{skill.digest[:12]}" if skill.digest else ''
     return f"{skill.name:<16} {skill.version:<8} {skill.origin:<8} {'off' if skill.name in off else 'on'}{digest}"
 
-# %% ../nbs/66_skill_commands.ipynb #5617b5df
+# %% ../nbs/66_skill_commands.ipynb #7a6d17c8
 @click.group('skills', invoke_without_command=True)
 @click.pass_context
 def skills_command(ctx):
@@ -36,14 +37,19 @@ def skills_command(ctx):
 def list_command():
     "List the skills: built-in and the owner's, on or off, and the files that do not load."
     found = known_skills(); off = disabled_skills(found.user_dir)
-    lines = [skill_line(s, off) for s in found.skills] + [skill_line(Skill(n, '-', origin='user'), off) for n in sorted(found.disabled)]
+    md = load_instruction_skills(found.user_dir).skills   # the SKILL.md folders, on or off
+    lines = [skill_line(s, off) for s in found.skills] + [skill_line(Skill(n, '-', origin='user'), off) for n in sorted(found.disabled) if n not in md]
+    lines += [f"{n:<16} {'-':<8} {'skill-md':<8} {'off' if n in off else 'on'}" for n in md]
     lines += [f"FAILED {text}" for status, text in skills_report(found) if status == 'fail']
     click.echo('\n'.join(lines))
 
-# %% ../nbs/66_skill_commands.ipynb #62614dfc
+# %% ../nbs/66_skill_commands.ipynb #afd8b8ac
 def _skill(found:SkillSet, name:str) -> Skill:
-    "The skill `name` among those found, or a clear error."
-    if (skill := found.by_name.get(name)) is None:
+    "The skill `name` among those found (a `SKILL.md` folder's as a skill of origin `skill-md`), or a clear error."
+    md = load_instruction_skills(found.user_dir).skills
+    if (skill := found.by_name.get(name)) is None and name in md and SKILL_NAME.match(name):
+        skill = Skill(name, '-', origin='skill-md', description=md[name].description, path=str(md[name].folder / 'SKILL.md'))
+    if skill is None:
         raise click.ClickException(f"no skill named {name!r} (see `passepartout skills list`)")
     return skill
 
@@ -68,11 +74,11 @@ def write_disabled(folder:Path, names:set) -> Path:
     os.replace(tmp, f)
     return f
 
-# %% ../nbs/66_skill_commands.ipynb #64aad98c
+# %% ../nbs/66_skill_commands.ipynb #c6b574df
 def _switch(name:str, on:bool):
     "Enable or disable skill `name` in `skills.toml`."
     found, folder = known_skills(), skills_dir()
-    off, user_file = disabled_skills(folder), (folder / f"{name}.py").exists()
+    off, user_file = disabled_skills(folder), (folder / f"{name}.py").exists() or (folder / name / 'SKILL.md').exists()
     if name not in found.by_name and not user_file: raise click.ClickException(f"no skill named {name!r} (see `passepartout skills list`)")
     if not on and name in found.by_name and found.by_name[name].required: raise click.ClickException(f"{name} is required: every agent has it")
     write_disabled(folder, off - {name} if on else off | {name})

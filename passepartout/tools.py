@@ -148,10 +148,10 @@ def _checked_args(t:Tool, args) -> dict:
         raise ValueError(f"tool {t.name!r} has no argument {', '.join(map(repr, extra))} to declare (it takes {', '.join(sorted(t.params))})")
     return dict(args)
 
-# %% ../nbs/06_tools.ipynb #3ab9dbf5
+# %% ../nbs/06_tools.ipynb #c297980e
 class Toolbelt:
     "The tools an agent may call, by name."
-    def __init__(self): self.by_name, self.pending = {}, {}   # pending: declarations for tools not registered yet
+    def __init__(self): self.by_name, self.pending, self.declared = {}, {}, {}   # pending: declarations for tools not registered yet; declared: the owner's (`declare_all`)
     def add(self, fn, name:str|None=None, effect:str='read-only', description:str|None=None, args:dict|None=None) -> Tool:
         "Register `fn` as a tool with its effect and (optionally) the kind of each argument."
         t = Tool(name or fn.__name__, fn, _checked_effect(effect), description or inspect.getdoc(fn) or '', operation=effect)
@@ -160,6 +160,7 @@ class Toolbelt:
             raise ValueError(f"tool {t.name!r} differs from the tool {same!r} only in case: names are matched without case")
         self.by_name[t.name] = t
         if t.name in self.pending: self.declare(t.name, **self.pending.pop(t.name))
+        if t.name in self.declared: self.declare(t.name, **self.declared[t.name])   # a tool registered again (a skill reloaded) keeps the owner's word
         return t
     def tool(self, fn=None, *, name:str|None=None, effect:str='read-only', args:dict|None=None):
         "Decorator: `@belt.tool` or `@belt.tool(effect='payment', args={'iban': 'recipient'})`."
@@ -223,11 +224,13 @@ def declare(self:Toolbelt, name:str, args:dict|None=None, effect:str|None=None) 
     if effect is not None: t.effect, t.operation, t._schema = _checked_effect(effect), effect, None   # `why` follows the effect
     return t
 
-# %% ../nbs/06_tools.ipynb #8981f6c6
+# %% ../nbs/06_tools.ipynb #a0e8324a
 @patch
 def declare_all(self:Toolbelt, declarations:dict) -> Toolbelt:
-    "Apply `{tool: {'args': {...}, 'effect': ...}}` (what `load_declarations` reads) with `declare`."
-    for name, d in declarations.items(): self.declare(name, d.get('args'), d.get('effect'))
+    "Apply `{tool: {'args': {...}, 'effect': ...}}` (what `load_declarations` reads) with `declare`; kept for a tool registered again later."
+    for name, d in declarations.items():
+        self.declare(name, d.get('args'), d.get('effect'))
+        self.declared[name] = {k: d[k] for k in ('args', 'effect') if d.get(k) is not None}
     return self
 
 # %% ../nbs/06_tools.ipynb #41886cb8

@@ -101,3 +101,38 @@ def test_a_skill_broken_after_loading_says_so(tmp_path):
 
 def test_parse_skill_names_the_file(tmp_path):
     with pytest.raises(SkillError, match='cannot be read'): parse_skill(tmp_path / 'x' / 'SKILL.md')
+
+
+def test_a_skill_md_added_changed_or_broken_is_seen_at_the_next_turn(tmp_path, monkeypatch):
+    "Issue 18.5 with 18.4: the catalogue follows the skills folder between turns, no restart."
+    from click.testing import CliRunner
+    from passepartout.app import build_agent
+    from passepartout.skill_commands import skills_command
+    for k, v in {'PASSEPARTOUT_HOME': tmp_path / 'home', 'PASSEPARTOUT_WORKSPACE': tmp_path, 'PASSEPARTOUT_MEMORY': '0'}.items(): monkeypatch.setenv(k, str(v))
+    agent = build_agent(provider=ScriptedProvider([lambda req: reply(req.system)] * 5))
+    root = tmp_path / 'home' / 'config' / 'skills'
+    assert '- deploy:' not in agent.send('one').reply and 'read_skill' not in agent.tools
+    skill(root, 'deploy', GOOD.format(name='deploy'))                                     # a new folder
+    assert '- deploy: Does deploy things.' in agent.send('two').reply
+    skill(root, 'deploy', GOOD.format(name='deploy').replace('Does deploy things.', 'Ships the site.'))   # edited in place
+    assert '- deploy: Ships the site.' in agent.send('three').reply
+    skill(root, 'deploy', "---\nname: deploy\ndescription: [unclosed\n---\n")            # broken: left out, and why
+    assert '- deploy:' not in agent.send('four').reply
+    why = dict(agent.skills.failed)['deploy/SKILL.md']
+    assert why.startswith('its front matter is not valid YAML')
+    assert any('deploy/SKILL.md' in line and 'not valid YAML' in line for line in agent.syslog.lines(50))
+    assert 'FAILED deploy/SKILL.md: its front matter is not valid YAML' in CliRunner().invoke(skills_command, ['list']).output
+    skill(root, 'deploy', GOOD.format(name='deploy'))                                     # fixed
+    assert '- deploy: Does deploy things.' in agent.send('five').reply and agent.skills.failed == ()
+
+
+def test_a_skill_md_written_into_a_folder_made_earlier_is_seen(tmp_path):
+    "The folder comes first (a turn runs meanwhile), its SKILL.md later: the folder's own watch does not see inside it."
+    from passepartout.skills import Skill, install_skills
+    from passepartout.instruction_skills import instruction_skill
+    root = tmp_path / 'skills'; root.mkdir()
+    agent = install_skills(Agent(ScriptedProvider([])), [Skill('guards'), instruction_skill(root)], root)
+    (root / 'later').mkdir()
+    agent.skills.refresh(agent)                      # a turn between the two steps
+    (root / 'later' / 'SKILL.md').write_text(GOOD.format(name='later'))
+    assert agent.skills.refresh(agent) and '- later: Does later things.' in agent.tools['read_skill'].description

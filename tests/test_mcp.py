@@ -96,6 +96,33 @@ def test_a_server_that_never_starts_is_given_up(tmp_path):
     finally: servers.close()
 
 
+@needs_sdk
+def test_a_slow_server_joins_the_agents_current_tools_after_a_swap(tmp_path):
+    "A server up after startup_timeout registers on the belt the agent has then, not on one a skill reload replaced."
+    from passepartout.skills import Skill, add_skill
+    agent, servers = agent_with(tmp_path, stdio_toml(), startup_timeout=0)
+    try:
+        add_skill(agent, Skill('other', origin='mcp'))   # new parts, as a reload of the skills folder makes
+        wait_for(lambda: servers['t'].status == 'up', 'the server')
+        assert 't__add' in agent.tools and agent.tools.run('t__add', {'a': 1, 'b': 2}) == '3'
+    finally: servers.close()
+
+
+@needs_sdk
+def test_status_names_the_servers_down_and_given_up(tmp_path):
+    "What `daemon status` shows (skills_status over the mcp skill): up, or failed with why and what to do."
+    from passepartout.mcp import mcp_skill
+    from passepartout.skills import skills_status, SkillSet
+    (tmp_path / 'mcp.toml').write_text(stdio_toml() + f'[gone]\ncommand = {json.dumps(str(tmp_path / "no-such-program"))}\n')
+    skill = mcp_skill(tmp_path / 'mcp.toml', errlog_dir=tmp_path, **{**FAST, 'max_restarts': 1})
+    servers = skill.install(Agent(gates=default_gates(), workspace=tmp_path))
+    try:
+        wait_for(lambda: 'gone failed' in skill.status() and 't up' in skill.status(), 'one up, one given up')
+        line = skills_status(SkillSet([skill]))['mcp']
+        assert line.startswith('t up (4 tools); gone failed (') and 'given up after 1 restarts: restart the daemon' in line
+    finally: servers.close()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
@@ -185,3 +212,36 @@ def test_build_agent_gets_the_servers_and_the_skills_of_the_config(tmp_path, mon
     agent = build_agent(provider=ScriptedProvider([tool_call('t__add', {'a': 1, 'b': 1}), lambda req: reply(req.system)]))
     turn = agent.send('1 + 1?')
     assert turn.of('result')[0]['output'] == '2' and '- notes: Keep notes tidy.' in turn.reply and '- t__add: Add two numbers.' in turn.reply
+
+
+@needs_sdk
+def test_inside_the_daemon_a_dead_server_is_restarted_and_status_says_so(tmp_path, monkeypatch):
+    "Issue 18.6 in a served agent: the built agent's server dies, is reported, comes back; `daemon status` and `doctor` name one down."
+    from _daemon_support import daemon_in_thread
+    from passepartout import config
+    from passepartout.app import build_agent
+    from passepartout.daemon import Client, request
+    from passepartout.doctor import check_mcp
+    ws = tmp_path / 'ws'; ws.mkdir()
+    for k, v in {'PASSEPARTOUT_HOME': tmp_path / 'home', 'PASSEPARTOUT_WORKSPACE': ws, 'PASSEPARTOUT_MEMORY': '0'}.items(): monkeypatch.setenv(k, str(v))
+    for k in ('PASSEPARTOUT_VAULT_KEY_FILE', 'PASSEPARTOUT_PROVIDERS', 'PASSEPARTOUT_TOOLS_FILE', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME'):
+        monkeypatch.delenv(k, raising=False)
+    (config.ensure_dirs().config / 'mcp.toml').write_text(stdio_toml(extra='[t.tools.pid]\neffect = "read-only"\n') +
+                                                         f'[gone]\ncommand = {json.dumps(str(tmp_path / "no-such-program"))}\n')
+    agent = build_agent(provider=ScriptedProvider([tool_call('t__pid', {}), reply('a')] * 3))
+    mcp = agent.skills.by_name['mcp']
+    servers = next(c.cell_contents for c in mcp.status.__closure__ if isinstance(c.cell_contents, list))[-1]   # what its install started
+    try:
+        state = config.paths().state   # where doctor looks for a running daemon
+        with daemon_in_thread(agent, state_dir=state) as d, Client(state) as c:
+            outputs = lambda text: [e.get('output', e.get('error')) for e in c.ask(request(text))['turn']['events'] if e['kind'] == 'result']
+            assert d.status()['skills']['mcp'].startswith("t up (4 tools); gone ")   # down, between restarts, or given up: never up
+            [ok, down] = check_mcp(config.paths())
+            assert ok.status == 'ok' and down.status == 'warn' and "MCP servers not up: gone (t up (4 tools); gone " in down.detail
+            [first] = outputs('which pid?')
+            os.kill(int(first), signal.SIGKILL)
+            wait_for(lambda: logged(agent, "MCP server 't' stopped"), 'the death to be reported')
+            wait_for(lambda: d.status()['skills']['mcp'].startswith('t up (4 tools); ') and servers['t'].restarts >= 1, 'the restart')
+            [second] = outputs('and now?')
+            assert second != first and logged(agent, "is up again (restart 1)")
+    finally: servers.close()

@@ -85,3 +85,42 @@ def test_a_builtin_can_be_disabled_but_not_a_required_one(home):
     assert run('disable', 'nothing')[0] == 1
     run('enable', 'web')
     assert 'http_fetch' in build_agent(provider=ScriptedProvider([])).tools
+
+
+def test_send_starts_the_agent_with_broken_skills_present_and_doctor_names_them(home, tmp_path):
+    "Issue 18.2: skills that fail to load are skipped, the agent still answers (`send`, offline default), `doctor` says why."
+    home.mkdir(parents=True, exist_ok=True)
+    (home / 'net.py').write_text('import socket\nfrom passepartout.skills import Skill\nskill = Skill("net")\n')
+    (home / 'typo.py').write_text('def oops(:\n')
+    (home / 'loop-a.py').write_text('from passepartout.skills import Skill\nskill = Skill("loop-a", depends=["loop-b"])\n')
+    (home / 'loop-b.py').write_text('from passepartout.skills import Skill\nskill = Skill("loop-b", depends=["loop-a"])\n')
+    (home / 'boom.py').write_text('from passepartout.skills import Skill\nraise RuntimeError("at load")\n')
+    (home / 'notes').mkdir(); (home / 'notes' / 'SKILL.md').write_text('---\nname: notes\ndescription: [x\n---\n')
+    run('new', 'fine')
+    env = {k: v for k, v in os.environ.items() if k not in ('PASSEPARTOUT_PROVIDERS', 'PYTHONPATH')}
+    sent = subprocess.run([sys.executable, '-m', 'passepartout', 'send', 'What is in my workspace?'], capture_output=True, text=True,
+                          env={**env, 'PYTHONPATH': str(ROOT)}, cwd=tmp_path, timeout=300)
+    assert sent.returncode == 0 and 'Here is what your workspace holds' in sent.stdout, sent.stdout + sent.stderr
+    doctor = subprocess.run([sys.executable, '-m', 'passepartout', 'doctor'], capture_output=True, text=True,
+                            env={**env, 'PYTHONPATH': str(ROOT)}, cwd=tmp_path, timeout=300).stdout
+    warned = [line for line in doctor.splitlines() if line.startswith('warn') and ('skills' in line or 'skill-md' in line)]
+    for why in ('net.py: line 1: imports socket', 'typo.py: line 1', 'loop-a.py', 'loop-b.py', 'boom.py: RuntimeError: at load', 'notes/SKILL.md'):
+        assert any(why in line for line in warned), (why, doctor)
+    assert any(line.startswith('ok') and 'fine 0.1 sha256:' in line for line in doctor.splitlines()), doctor
+
+
+def test_a_skill_md_folder_is_listed_shown_and_switched_at_the_next_turn(home):
+    "Issue 18.7 for instruction skills: `skills list|show|disable|enable` know SKILL.md folders; a running agent follows."
+    (home / 'notes').mkdir(parents=True)
+    (home / 'notes' / 'SKILL.md').write_text('---\nname: notes\ndescription: Keep notes tidy.\n---\nSort them.\n')
+    from passepartout.app import build_agent
+    agent = build_agent(provider=ScriptedProvider([]))
+    assert '- notes: Keep notes tidy.' in agent.tools['read_skill'].description
+    assert ['notes', '-', 'skill-md', 'on'] in [l.split() for l in run('list')[1].splitlines()]
+    assert 'description  Keep notes tidy.' in run('show', 'notes')[1]
+    status, out = run('disable', 'notes')
+    assert status == 0 and "at the daemon's next turn" in out
+    assert ['notes', '-', 'skill-md', 'off'] in [l.split() for l in run('list')[1].splitlines()]
+    assert agent.parts.skills.refresh(agent) and 'read_skill' not in agent.tools
+    run('enable', 'notes'); agent.parts.skills.refresh(agent)
+    assert '- notes: Keep notes tidy.' in agent.tools['read_skill'].description

@@ -389,3 +389,36 @@ def test_a_skill_of_another_origin_is_held_to_the_owners_rules_and_survives_a_re
     assert {'server', 'versioned'} <= set(agent.skills.by_name) and 'lookup' in agent.tools and 'which_version' in agent.tools
     with pytest.raises(SkillError, match='only built-in skills may have an install hook'):
         add_skill(agent, Skill('hooked', origin='mcp', install=lambda agent: None))
+
+
+def test_a_running_daemon_reloads_an_edited_skill_between_turns(home, tmp_path):
+    "Issue 18.4 end to end: a served agent picks up a new version at its next turn; a broken one keeps it, logged and listed."
+    from click.testing import CliRunner
+    from _daemon_support import daemon_in_thread
+    from passepartout.daemon import Client, request
+    from passepartout.skill_commands import skills_command
+    write(home, 'versioned', VERSION.format(version='1'))
+    agent = agent_with(home, [tool_call('which_version', {}), reply('a')] * 4)
+    with daemon_in_thread(agent, state_dir=tmp_path / 'state') as d, Client(tmp_path / 'state') as c:
+        ask = lambda text: [e['output'] for e in c.ask(request(text))['turn']['events'] if e['kind'] == 'result' and 'output' in e]
+        assert ask('which?') == ['1']
+        write(home, 'versioned', VERSION.format(version='2'))
+        assert ask('and now?') == ['2']
+        write(home, 'versioned', 'from passepartout.skills import Skill\nimport os\nskill = Skill("versioned")\n')
+        assert ask('and now?') == ['2']
+        assert 'version 2 keeps running' in dict(d.agent.skills.failed)['versioned.py']
+        assert any('versioned.py not loaded' in line and 'imports os' in line for line in d.agent.syslog.lines(50))
+        assert 'FAILED versioned.py: line 2: imports os' in CliRunner().invoke(skills_command, ['list']).output
+        write(home, 'versioned', VERSION.format(version='3'))
+        assert ask('fixed?') == ['3']
+
+
+def test_the_owners_declarations_survive_a_reload(home):
+    "What `$config/tools.toml` says of a skill's tool (its effect, its arguments) still holds for the version reloaded."
+    write(home, 'versioned', VERSION.format(version='1'))
+    (home.parent / 'tools.toml').write_text('[which_version]\neffect = "send"\n')
+    agent = agent_with(home)
+    assert agent.tools['which_version'].effect == 'outward'
+    write(home, 'versioned', VERSION.format(version='2'))
+    assert agent.parts.skills.refresh(agent) and agent.tools['which_version'].fn() == '2'
+    assert (agent.tools['which_version'].effect, agent.tools['which_version'].operation) == ('outward', 'send')
