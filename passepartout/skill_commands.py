@@ -16,23 +16,25 @@ from .skills import Skill, SkillSet, check_folder, disabled_skills, skills_repor
 from .app import builtin_skills, skills_dir
 from .instruction_skills import load_instruction_skills
 
-# %% ../nbs/66_skill_commands.ipynb #373634ae
+# %% ../nbs/66_skill_commands.ipynb #90678d5b
 def known_skills() -> SkillSet:
     "The built-in skills (as declared) and the owner's, as the agent would load them from `$config/skills/`."
     return check_folder(skills_dir(), builtin_skills())
 
+# %% ../nbs/66_skill_commands.ipynb #80eb8b5b
 def skill_line(skill:Skill, off:set) -> str:
     "One skill for a person: name, version, origin, on or off, the file's hash."
     digest = f"  sha256:{skill.digest[:12]}" if skill.digest else ''
     return f"{skill.name:<16} {skill.version:<8} {skill.origin:<8} {'off' if skill.name in off else 'on'}{digest}"
 
-# %% ../nbs/66_skill_commands.ipynb #7a6d17c8
+# %% ../nbs/66_skill_commands.ipynb #85575fd0
 @click.group('skills', invoke_without_command=True)
 @click.pass_context
 def skills_command(ctx):
     "See, enable, disable and start the agent's skills: list, show, enable, disable, new."
     if ctx.invoked_subcommand is None: ctx.invoke(list_command)
 
+# %% ../nbs/66_skill_commands.ipynb #2e89b6a9
 @skills_command.command('list')
 def list_command():
     "List the skills: built-in and the owner's, on or off, and the files that do not load."
@@ -43,7 +45,7 @@ def list_command():
     lines += [f"FAILED {text}" for status, text in skills_report(found) if status == 'fail']
     click.echo('\n'.join(lines))
 
-# %% ../nbs/66_skill_commands.ipynb #afd8b8ac
+# %% ../nbs/66_skill_commands.ipynb #bef6e985
 def _skill(found:SkillSet, name:str) -> Skill:
     "The skill `name` among those found (a `SKILL.md` folder's as a skill of origin `skill-md`), or a clear error."
     md = load_instruction_skills(found.user_dir).skills
@@ -53,6 +55,7 @@ def _skill(found:SkillSet, name:str) -> Skill:
         raise click.ClickException(f"no skill named {name!r} (see `passepartout skills list`)")
     return skill
 
+# %% ../nbs/66_skill_commands.ipynb #8cfaec96
 @skills_command.command('show')
 @click.argument('name')
 def show_command(name):
@@ -74,7 +77,7 @@ def write_disabled(folder:Path, names:set) -> Path:
     os.replace(tmp, f)
     return f
 
-# %% ../nbs/66_skill_commands.ipynb #c6b574df
+# %% ../nbs/66_skill_commands.ipynb #ed70b524
 def _switch(name:str, on:bool):
     "Enable or disable skill `name` in `skills.toml`."
     found, folder = known_skills(), skills_dir()
@@ -85,12 +88,14 @@ def _switch(name:str, on:bool):
     when = "at the daemon's next turn" if user_file else "when the agent next starts (restart the daemon)"
     click.echo(f"{name} {'enabled' if on else 'disabled'}; this takes effect {when}")
 
+# %% ../nbs/66_skill_commands.ipynb #6fc6d7d7
 @skills_command.command('enable')
 @click.argument('name')
 def enable_command(name):
     "Load skill NAME again."
     _switch(name, True)
 
+# %% ../nbs/66_skill_commands.ipynb #fb6a70d1
 @skills_command.command('disable')
 @click.argument('name')
 def disable_command(name):
