@@ -402,14 +402,14 @@ def _head_locked(self:AuditLog):
     try: yield
     finally: fcntl.flock(self.lock_fd, fcntl.LOCK_UN)
 
-# %% ../nbs/33_audit.ipynb #2ba2a89f
+# %% ../nbs/33_audit.ipynb #5e8af873
 @patch
 def __del__(self:AuditLog):
     "Close the checkpoint lock's descriptor with the log."
-    if getattr(self, 'lock_fd', None) is not None:   # a log whose __init__ failed has none
-        try: os.close(self.lock_fd)
-        except OSError: pass
-        self.lock_fd = None
+    fd, self.lock_fd = getattr(self, 'lock_fd', None), None   # a log whose __init__ failed has none
+    if fd is not None:
+        try: os.close(fd)
+        except Exception: pass   # at interpreter shutdown even `os` may be gone
 
 # %% ../nbs/33_audit.ipynb #990b1e33
 @patch
