@@ -10,7 +10,7 @@ __all__ = ['ACCOUNT_SECRET', 'NUMBER_RE', 'UUID_RE', 'MAX_MESSAGE', 'RATE_LIMITE
            'is_owner', 'held_token', 'reaction_verb', 'HeldMessages', 'session_of', 'SignalGateway', 'signal_gateway',
            'run_signal', 'signal_service', 'signal_services', 'signal_command']
 
-# %% ../nbs/71_signal.ipynb #7c0b0c9f
+# %% ../nbs/71_signal.ipynb #31695a35
 import asyncio, itertools, json, os, re, signal as signals_module, threading, time
 from collections import OrderedDict
 from pathlib import Path
@@ -25,7 +25,7 @@ from .loop import Agent
 from .daemon import write_secret
 from .app import build_agent
 from .telegram import (clean_text, split_message, _remember, _preview, SerialRunner, STRANGER_REPLY, STRANGER_WINDOW,
-                                   STRANGER_NOTICES, Unstarted, BACKOFF_START, BACKOFF_MAX, MAX_INPUT_CHARS, MAX_QUEUED, MAX_RETRY_AFTER)
+                                   STRANGER_NOTICES, Unstarted, hosted_gateway, BACKOFF_START, BACKOFF_MAX, MAX_INPUT_CHARS, MAX_QUEUED, MAX_RETRY_AFTER)
 
 # %% ../nbs/71_signal.ipynb #6c586e04
 ACCOUNT_SECRET = 'SIGNAL_ACCOUNT'
@@ -397,22 +397,10 @@ def run_signal(agent:Agent, stop:threading.Event|None=None, ready=None, **kw) ->
     finally: runner.close()
     return gw
 
-# %% ../nbs/71_signal.ipynb #60d77f6a
+# %% ../nbs/71_signal.ipynb #f8eb4639
 async def signal_service(daemon, **kw):
-    "The gateway as a background service of the daemon: its turns go to the daemon's per-session queues, bounded."
-    stop = threading.Event()
-    try:
-        gw = signal_gateway(daemon.agent, submit=lambda s: daemon.offer(s, gw.max_queued), **kw)
-    except Exception as e:
-        daemon.agent.syslog.log('ERROR', f"signal: the gateway cannot start: {e}")
-        daemon.gateways['signal'] = Unstarted(str(e)); return
-    daemon.gateways['signal'] = gw
-    thread = threading.Thread(target=gw.run, args=(stop,), name='passepartout-signal', daemon=True)
-    thread.start()
-    try:
-        while thread.is_alive(): await asyncio.sleep(0.5)
-    finally:
-        stop.set(); gw.poller.client.close()   # closing the stream's connections ends a read in flight
+    "The Signal gateway as a background service of the daemon (hosted as Telegram's is, `70_telegram`)."
+    await hosted_gateway(daemon, 'signal', signal_gateway, **kw)
 
 # %% ../nbs/71_signal.ipynb #5b9f4bc1
 def signal_services(env=None) -> list:

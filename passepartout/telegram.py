@@ -9,7 +9,7 @@ __all__ = ['TOKEN_SECRET', 'MAX_MESSAGE', 'MAX_INPUT_CHARS', 'MAX_RETRY_AFTER', 
            'STRANGER_NOTICES', 'BACKOFF_START', 'BACKOFF_MAX', 'POLL_TIMEOUT', 'MAX_QUEUED', 'bot_token', 'owner_chats',
            'clean_text', 'split_message', 'TelegramError', 'BotAPI', 'sender', 'is_owner', 'approval_buttons',
            'session_of', 'TelegramGateway', 'SerialRunner', 'telegram_gateway', 'run_telegram', 'Unstarted',
-           'telegram_service', 'gateway_services', 'telegram_command']
+           'hosted_gateway', 'telegram_service', 'gateway_services', 'telegram_command']
 
 # %% ../nbs/70_telegram.ipynb #ceeddef2
 import asyncio, re, signal as signals_module, threading, time, queue, unicodedata
@@ -410,22 +410,27 @@ class Unstarted:
     def __repr__(self): return f"Unstarted({self.error!r})"
     def status(self) -> dict: return {'state': 'cannot start', 'error': self.error, 'failures': 0}
 
-# %% ../nbs/70_telegram.ipynb #abef856e
-async def telegram_service(daemon, **kw):
-    "The gateway as a background service of the daemon: its turns go to the daemon's per-session workers."
+# %% ../nbs/70_telegram.ipynb #6eea6757
+async def hosted_gateway(daemon, name:str, make, **kw):
+    "Run the gateway `make(agent, submit=..., **kw)` as the daemon's background service `name`: its turns go to the daemon's per-session queues, bounded."
     stop = threading.Event()
     try:
-        gw = telegram_gateway(daemon.agent, submit=lambda s: daemon.offer(s, gw.max_queued), **kw)
+        gw = make(daemon.agent, submit=lambda s: daemon.offer(s, gw.max_queued), **kw)
     except Exception as e:
-        daemon.agent.syslog.log('ERROR', f"telegram: the gateway cannot start: {e}")
-        daemon.gateways['telegram'] = Unstarted(str(e)); return
-    daemon.gateways['telegram'] = gw
-    thread = threading.Thread(target=gw.run, args=(stop,), name='passepartout-telegram', daemon=True)
+        daemon.agent.syslog.log('ERROR', f"{name}: the gateway cannot start: {e}")
+        daemon.gateways[name] = Unstarted(str(e)); return
+    daemon.gateways[name] = gw
+    thread = threading.Thread(target=gw.run, args=(stop,), name=f'passepartout-{name}', daemon=True)
     thread.start()
     try:
         while thread.is_alive(): await asyncio.sleep(0.5)
     finally:
-        stop.set(); gw.poller.client.close()   # closing the poller's connections ends a long poll in flight
+        stop.set(); gw.poller.client.close()   # closing the poller's connections ends a long poll or a stream read in flight
+
+# %% ../nbs/70_telegram.ipynb #e8c11630
+async def telegram_service(daemon, **kw):
+    "The Telegram gateway as a background service of the daemon."
+    await hosted_gateway(daemon, 'telegram', telegram_gateway, **kw)
 
 # %% ../nbs/70_telegram.ipynb #3e7ae80a
 def gateway_services(env=None) -> list:
