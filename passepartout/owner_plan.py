@@ -174,6 +174,14 @@ def _source_outputs(plan:Plan, sources:list, transcript:list, sv) -> list:
 # %% ../nbs/26_owner_plan.ipynb #4b02c188
 _KEY = re.compile(r"[\w .'-]{1,40}")
 
+# %% ../nbs/26_owner_plan.ipynb #b356d66e
+def _line_value(line:str) -> str:
+    "A line's value: without its list bullet and, on a `key: value` line, without its key."
+    v = line.strip()
+    if v[:2] == '- ': v = v[2:].strip()
+    key, sep, rest = v.partition(': ')
+    return rest.strip() if sep and _KEY.fullmatch(key) else v
+
 # %% ../nbs/26_owner_plan.ipynb #bbc2a947
 def _form_class(form:str) -> str|None:
     "Which kind of identity a form is (an account, a phone number, a URL, an e-mail address), or None."
@@ -182,33 +190,25 @@ def _form_class(form:str) -> str|None:
     if '@' in form and ':' not in form: return 'email'
     return None
 
-# %% ../nbs/26_owner_plan.ipynb #9f4a5248
+# %% ../nbs/26_owner_plan.ipynb #8ddb7ba7
 _SENTENCE = 4   # words: a line with fewer is a field (a name, an id, a date), one with more a sentence
 
 def _field_forms(text:str) -> frozenset:
     "The identities that are a whole field of `text` (a line, a list item, the value of a `key: value` line): any of fewer than four words, or an address."
     out = set()
     for line in text.splitlines():
-        v = line.strip()
-        if v[:2] == '- ': v = v[2:].strip()
-        key, sep, rest = v.partition(': ')
-        if sep and _KEY.fullmatch(key): v = rest.strip()
-        v = v.strip('\'"').rstrip('.,;')
+        v = _line_value(line).strip('\'"').rstrip('.,;')
         if not v or len(v) > 200: continue
         forms = value_forms('recipient', v)
         if len(v.split()) < _SENTENCE: out |= forms | (value_forms('destination', v) if '.' in v and ' ' not in v else frozenset())   # a name, a host
         else: out |= {f for f in forms if _form_class(f)}                             # a longer value counts only as an address
     return frozenset(out)
 
-# %% ../nbs/26_owner_plan.ipynb #3b1891ac
+# %% ../nbs/26_owner_plan.ipynb #d2359220
 def _prose_forms(text:str) -> frozenset:
     "The forms of the values named inside a sentence of `text` (a line of four words or more, after any `key:`), not as a field."
     out = set()
-    for line in text.splitlines():
-        v = line.strip()
-        if v[:2] == '- ': v = v[2:].strip()
-        key, sep, rest = v.partition(': ')
-        if sep and _KEY.fullmatch(key): v = rest.strip()
+    for v in map(_line_value, text.splitlines()):
         if len(v.split()) >= _SENTENCE and v[:1] not in '{[(': out |= forms_in(v)   # a dict or list on one line is not a sentence
     return frozenset(out)
 
