@@ -53,3 +53,21 @@ def test_the_permissions_gate_never_refuses_for_a_race(busy_dir, monkeypatch):
     finally: toucher.kill(); toucher.wait()
     assert errors == [], errors[:3]
     assert {v.decision for v in verdicts} == {'allow'}, [v for v in verdicts if v.decision != 'allow'][:3]
+
+
+def test_a_queue_refilled_faster_than_it_is_read_does_not_hold_the_watcher(tmp_path, monkeypatch):
+    "A queue that never empties (another process renaming in a loop): `take_events` stops after MAX_READS and counts every path as changed."
+    w = watch.Watcher()
+    target = str(tmp_path / 'f'); (tmp_path / 'f').write_text('x')
+    before = w.watch(target)
+    reads = []
+    def endless(fd, n):                     # the kernel always has one more event: a modify of the watched file
+        reads.append(n)
+        from inotify_simple import flags
+        import struct
+        return struct.pack('iIII', w.watched[target][0], flags.MODIFY, 0, 0)
+    monkeypatch.setattr(watch.os, 'read', endless)
+    done = threading.Thread(target=w.take_events, daemon=True); done.start(); done.join(10)
+    monkeypatch.undo()
+    assert not done.is_alive(), "take_events never returned while events kept coming"
+    assert len(reads) == watch.MAX_READS and w.generation(target, poll=False) != before   # every path counts as changed
