@@ -112,9 +112,10 @@ def _resolution(agent:Agent, store:ApprovalStore, record:dict, signal:Signal, fe
         note_release(agent.transcript(outcome.session), outcome)   # at once: the model reads it even if it cannot be asked now
     return Resolution(token, action, output, error, rule, turn, outcome)
 
-# %% ../nbs/32b_approval_flow.ipynb #2491bad3
-def _resolve(agent:Agent, store:ApprovalStore, token:str, always:bool=False, by:str='the owner', channel:str|None=None) -> Resolution:
-    turn = Turn(sink=agent.audit)
+# %% ../nbs/32b_approval_flow.ipynb #c9e8fd69
+def _resolve(agent:Agent, store:ApprovalStore, token:str, always:bool=False, by:str='the owner', channel:str|None=None,
+             turn:Turn|None=None) -> Resolution:
+    if turn is None or turn.sink is None: turn = Turn(sink=agent.audit)
     try:
         if always and (held := store.get(token)) is not None and held['state'] in ('pending', 'approved'): _no_rule_for_code(held, _held_action(held))
         record, action = store.claim(token)
@@ -137,12 +138,13 @@ def _resolve(agent:Agent, store:ApprovalStore, token:str, always:bool=False, by:
     feedback = act(signal, ctx, Grant(token, record['digest'], action, by, record.get('files') or {}))
     return _resolution(agent, store, record, signal, feedback, rule, turn)
 
-# %% ../nbs/32b_approval_flow.ipynb #69e03df0
+# %% ../nbs/32b_approval_flow.ipynb #8ce5f476
 def resolve_approval(agent:Agent, store:ApprovalStore, token:str, always:bool=False,
                      by:str='the owner', # who approved, and where (the grant says so)
-                     channel:str|None=None) -> Resolution: # the gateway the decision came through (cli, telegram...), for the audit log
+                     channel:str|None=None, # the gateway the decision came through (cli, telegram...), for the audit log
+                     turn:Turn|None=None) -> Resolution: # the turn of the command that approved (watched by the audit log and a person), if any
     "Release `token`: claim it, re-check the gates, run the action on its actuator, record it all (in one audit transaction, as a turn)."
-    with audit_batch(agent.audit): return _resolve(agent, store, token, always, by, channel)
+    with audit_batch(agent.audit): return _resolve(agent, store, token, always, by, channel, turn)
 
 # %% ../nbs/32b_approval_flow.ipynb #34fa230f
 def carry_on(agent:Agent, feedback:Signal|None):
@@ -181,9 +183,9 @@ def notify_owner(agent:Agent, text:str, ctx:Context|None=None) -> list:
         except Exception as e: delivered.append(f"{name} {addr or ''} failed: {type(e).__name__}: {e}".replace('  ', ' '))
     return delivered
 
-# %% ../nbs/32b_approval_flow.ipynb #6f79e61b
-def approval_command(agent:Agent, store:ApprovalStore, signal:Signal) -> Action:
-    "Answer an `approve`/`deny` command typed in any gateway, without the model."
+# %% ../nbs/32b_approval_flow.ipynb #3bb4852d
+def approval_command(agent:Agent, store:ApprovalStore, signal:Signal, turn:Turn|None=None) -> Action:
+    "Answer an `approve`/`deny` command typed in any gateway, without the model (`turn`: the command's, so its watcher sees the release)."
     p, audit = signal.payload, agent.audit
     token, verb = str(p.get('token', '')), p.get('verb')
     if not is_owner(signal):
@@ -197,7 +199,7 @@ def approval_command(agent:Agent, store:ApprovalStore, signal:Signal) -> Action:
             refuse(agent, record)
             if (outcome := refused_outcome(record, p.get('reason') or '')) is not None: follow(outcome)
             return reply(f"Denied {record['token']}: {Action.from_dict(json.loads(record['action']))!r} will not run.")
-        res = resolve_approval(agent, store, token, bool(p.get('always')), by=sender_of(signal), channel=signal.source)
+        res = resolve_approval(agent, store, token, bool(p.get('always')), by=sender_of(signal), channel=signal.source, turn=turn)
         if res.feedback is not None: follow(res.feedback)
         return reply(res.message)
     except ApprovalError as e:
@@ -214,12 +216,12 @@ def remember_refusals(agent:Agent, store:ApprovalStore) -> int:
         else: agent.refused[(session, digest)] = (token, until); n += 1
     return n
 
-# %% ../nbs/32b_approval_flow.ipynb #77ffb65f
+# %% ../nbs/32b_approval_flow.ipynb #cfa71779
 def install_approvals(agent:Agent, store:ApprovalStore):
     "Persist the agent's held actions in `store`, tell the owner about strangers' held actions, answer approval commands."
     agent.hold, agent.approvals = store.hold, store
     if agent.notify_owner is None: agent.notify_owner = lambda text, ctx=None: notify_owner(agent, text, ctx)
-    agent.handlers.register('approval-command', lambda signal: approval_command(agent, store, signal), first=True)
+    agent.handlers.register('approval-command', lambda signal, ctx=None: approval_command(agent, store, signal, ctx and ctx.turn), first=True, context=True)
     if agent.refused is None: agent.refused = {}
     remember_refusals(agent, store)
     agent.gates.add('owner-refusals', refusals_gate, REFUSED_PRIORITY)

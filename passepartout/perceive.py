@@ -78,19 +78,21 @@ class PreReasonHandlers:
     "Deterministic handlers that may claim a sensor before the model is asked."
     def __init__(self): self.by_sensor = {}
 
-# %% ../nbs/03_perceive.ipynb #33bffedd
+# %% ../nbs/03_perceive.ipynb #426a3bd0
 @patch
-def register(self:PreReasonHandlers, sensor:str, handler:Handler, first:bool=False):
+def register(self:PreReasonHandlers, sensor:str, handler:Handler, first:bool=False,
+             context:bool=False): # True: `handler(signal, ctx)` also gets the turn's context (its events reach whoever watches)
     "Add `handler` for `sensor` (`first`: ahead of those already registered)."
+    if context: handler.takes_context = True
     hs = self.by_sensor.setdefault(sensor, [])
     hs.insert(0, handler) if first else hs.append(handler)
     return handler
 
-# %% ../nbs/03_perceive.ipynb #526c9e05
+# %% ../nbs/03_perceive.ipynb #a36526a9
 @patch
-def claim(self:PreReasonHandlers, signal:Signal) -> Action | None:
-    "The action of the first handler that claims `signal`, or None."
+def claim(self:PreReasonHandlers, signal:Signal, ctx=None) -> Action | None:
+    "The action of the first handler that claims `signal`, or None (`ctx`: the turn's context, for handlers that take it)."
     for h in self.by_sensor.get(signal.sensor, ()):
-        action = h(signal)
+        action = h(signal, ctx) if getattr(h, 'takes_context', False) else h(signal)
         if action is not None: return action
     return None

@@ -222,11 +222,11 @@ def _propose(agent, signal:Signal, transcript:list, rejections:list, turn) -> Ac
         action = dataclasses.replace(action, tool=name)
     return action
 
-# %% ../nbs/05_reason.ipynb #03427ff0
+# %% ../nbs/05_reason.ipynb #0578d522
 def reason(signal:Signal, ctx:Context) -> Signal:
     "Think then verify: settle `signal` with an approved, pending or rejected action."
     agent, turn = ctx.agent, ctx.turn
-    claimed = agent.handlers.claim(signal) or _unclaimed(signal)
+    claimed = agent.handlers.claim(signal, ctx) or _unclaimed(signal)
     if claimed is not None: return _settle(signal, 'handled', claimed)
     if signal.sensor == 'heartbeat': return _settle(signal, 'ignored', None)
     transcript = agent.transcript(signal.session)

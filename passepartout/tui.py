@@ -29,7 +29,7 @@ try:
     from textual.worker import WorkerState
 except ImportError: raise SetupError("`passepartout tui` needs Textual: pip install 'passepartout[tui]'") from None
 
-# %% ../nbs/65_tui.ipynb #0b448c1c
+# %% ../nbs/65_tui.ipynb #9ecb9253
 @dataclass(eq=False)
 class Block:
     "One thing on the conversation's screen: what you said, the agent's text, a tool call, a held action, a note."
@@ -38,6 +38,7 @@ class Block:
     detail:list=field(default_factory=list)  # a call's gate verdicts, one line each
     result:str|None=None     # a call's whole result (None: not run)
     style:str=''             # allow, ask, deny, error, note: the colour
+    token:str|None=None      # a held call's approval token, so the decision can mark it
 
 # %% ../nbs/65_tui.ipynb #cfc7e8aa
 def trace_lines(verdict:dict) -> list:
@@ -63,11 +64,16 @@ class Conversation:
         self.last_stream = self.streaming.text if self.streaming is not None else None
         self.streaming, self.streamed = None, ''
 
-# %% ../nbs/65_tui.ipynb #efb47e2b
+# %% ../nbs/65_tui.ipynb #1681c843
+@patch
+def _last_call(self:Conversation) -> Block|None:
+    "The last tool call that has no result yet (the one a result or a decision is about)."
+    return next((b for b in reversed(self.blocks) if b.kind == 'call' and b.result is None), None)
+
 @patch
 def _result(self:Conversation, e:dict) -> list:
     "A tool's result: onto the last call still without one."
-    call = next((b for b in reversed(self.blocks) if b.kind == 'call' and b.result is None), None)
+    call = self._last_call()
     if call is None: return []
     call.result = f"error: {e['error']}" if e.get('error') else str(e.get('output') or '(no output)')
     call.text += ' ' + result_line(e, 60).strip()
@@ -90,7 +96,16 @@ NOTES = {'approval': lambda e: (f"approved {e['token']}" + (' (always)' if e.get
          'error': lambda e: (f"error: {e.get('error')}", 'error'),
          'stopped': lambda e: ('stopped', 'note'), 'interrupted': lambda e: ('stopped', 'note')}
 
-# %% ../nbs/65_tui.ipynb #7ce0cb37
+# %% ../nbs/65_tui.ipynb #f5d40f77
+@patch
+def _approved(self:Conversation, e:dict) -> list:
+    "The owner approved a held call: its folded line now says so (`✓ approved`), its result will follow."
+    call = next((b for b in reversed(self.blocks) if b.kind == 'call' and b.token == e.get('token')), None)
+    if call is None: return []
+    call.text, call.style = call_line({'decision': 'allow', 'action': e.get('action')}, 200) + ' approved', 'allow'
+    return [call]
+
+# %% ../nbs/65_tui.ipynb #a583b604
 @patch
 def event(self:Conversation, e:dict) -> list:
     "One event of a turn: the blocks it adds or changes."
@@ -104,7 +119,10 @@ def event(self:Conversation, e:dict) -> list:
         return [] if same else [self.add('answer', e.get('text') or '')]
     if kind == 'error': self.last_error = str(e.get('error') or '')
     if kind == 'pending':
+        call = self._last_call()
+        if call is not None and call.style == 'ask': call.token = e['token']
         return [self.add('held', f"⏸ {e['token']} waits for your approval: y n a s in the approvals panel (F3)", style='ask')]
+    if kind == 'approval': return self._approved(e) + [self.add('note', *NOTES[kind](e)[:1], style='allow')]
     if kind in NOTES: text, style = NOTES[kind](e); return [self.add('note', text, style=style)]
     return []
 

@@ -134,6 +134,9 @@ def test_an_approval_answered_with_a_key_runs_the_action(home, server):
             await pilot.press('y')
             await until(pilot, lambda: 'Done, build is gone.' in texts(app) and app.busy == '')
             assert f'approve {token}' in texts(app)
+            call = next(b for b in app.conversation.blocks if b.kind == 'call')
+            assert call.text.startswith("→ shell(command='rm -r build') ✓ approved") and call.result is not None, call.text
+            assert str(app.widgets[call].title) == call.text   # the folded line on the screen, not only the model of it
             await until(pilot, lambda: not app.pending)
         return token
     token = run(go())
