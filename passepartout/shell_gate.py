@@ -18,12 +18,12 @@ from .gates import Verdict, allow, ask, deny
 from .shell_rules import Command, SECRET_NAME, HOSTILE_TEXT, check_args, check_var, judge_command, judge_write, known_command, sensitive
 from .signals import Action, Context
 
-# %% ../nbs/21_shell_gate.ipynb #dbe66f7f
+# %% ../nbs/21_shell_gate.ipynb #e695ed60
 SHELL_GATE_PRIORITY = 60
 MAX_COMMAND_BYTES = 64 * 1024   # longer inputs are denied unread
 MAX_NESTING = 8                 # bash -c "bash -c ..." re-parses at most this deep
 MAX_TREE_DEPTH = 200            # syntax-tree nesting beyond this is denied
-PARSE_SECONDS = 0.25            # a parse still running after this is cut short, and the command asks
+PARSE_SECONDS = 0.25            # a parse that has used this much CPU is cut short, and the command asks
 _LEVEL = {'allow': 0, 'ask': 1, 'deny': 2}
 
 # %% ../nbs/21_shell_gate.ipynb #831f78b6
@@ -42,12 +42,12 @@ def bash_parser():
 # %% ../nbs/21_shell_gate.ipynb #11514247
 PARSE_CHUNK = 4096   # bytes handed to the parser per read: how often it comes back to check the time
 
-# %% ../nbs/21_shell_gate.ipynb #b1cd477b
+# %% ../nbs/21_shell_gate.ipynb #1159906c
 def parse_within(data:bytes, seconds:float=PARSE_SECONDS):
     "The syntax tree of `data` and whether the parse ran out of time (then the tree covers only what was read)."
-    deadline, late = [time.monotonic() + seconds], []
+    deadline, late = [time.thread_time() + seconds], []   # this thread's CPU time: a busy machine does not make a command late
     def read(offset, point):
-        if time.monotonic() > deadline[0]: late.append(offset); return b''   # end of input: the parser stops
+        if time.thread_time() > deadline[0]: late.append(offset); return b''   # end of input: the parser stops
         return data[offset:offset + PARSE_CHUNK]
     tree = bash_parser().parse(read)
     deadline[0] = float('inf')   # a node's `text` is read through `read` again, later: the deadline was the parse's only

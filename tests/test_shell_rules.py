@@ -166,3 +166,19 @@ def test_the_rules_point_down():
     from passepartout import shell_gate as gate
     modules = {(n.module or '').rsplit('.', 1)[-1] for n in ast.walk(ast.parse(inspect.getsource(gate))) if isinstance(n, ast.ImportFrom)}
     assert 'shell_rules' in modules and 'sandbox' not in modules, modules
+
+
+def test_a_parse_that_waits_for_a_core_is_not_late(monkeypatch):
+    """The parse deadline counts the parsing thread's CPU, not the wall clock: a thread kept waiting
+    for a core (a loaded daemon) must not make `ls` "too complex to judge" (a wrong refusal under load)."""
+    import time
+    from passepartout import shell_gate
+    real = shell_gate.bash_parser()
+    class Descheduled:
+        def parse(self, read):
+            time.sleep(shell_gate.PARSE_SECONDS + 0.1)   # off the CPU, as a starved thread is
+            return real.parse(read)
+    monkeypatch.setattr(shell_gate, 'bash_parser', lambda: Descheduled())
+    tree, late = parse_within(b'ls -la')
+    assert not late and tree.root_node.children[0].type == 'command'
+    assert shell_verdict('ls -la', WS).decision == 'allow'
