@@ -6,7 +6,7 @@ Docs: https://passepartout-agent.github.io/passepartout/protocol.html.md"""
 
 # %% auto #0
 __all__ = ['HEADER_BYTES', 'LARGEST_FRAME', 'MAX_JSON_DEPTH', 'MAX_NUMBER_DIGITS', 'BrokenStream', 'encode_frame', 'json_depth',
-           'check_shape', 'frame_length', 'decode_body', 'read_frame', 'send_frame', 'recv_frame']
+           'check_shape', 'frame_length', 'decode_body', 'read_frame', 'FrameBuffer', 'send_frame', 'recv_frame']
 
 # %% ../nbs/50_protocol.ipynb #936e2afd
 import asyncio, json, re, socket
@@ -86,6 +86,23 @@ async def read_frame(reader:asyncio.StreamReader, max_bytes:int=LARGEST_FRAME, t
             body = await _exactly(reader, n, 'frame body')
     except TimeoutError: raise BrokenStream(f"frame not completed within {timeout} s") from None
     return decode_body(body)
+
+# %% ../nbs/50_protocol.ipynb #786611bf
+class FrameBuffer:
+    "Cuts whole frames out of a byte stream as its chunks arrive; what is left is the start of the next frame."
+    def __init__(self, max_bytes:int=LARGEST_FRAME): self.data, self.max_bytes = bytearray(), max_bytes
+    def feed(self, chunk:bytes) -> list:
+        "The bodies of the frames `chunk` completes, in order; a bad or oversized header ends the list as a `BrokenStream`."
+        data = self.data; data += chunk
+        bodies, at, end = [], 0, len(data)
+        try:
+            while end - at >= HEADER_BYTES:
+                n = frame_length(bytes(data[at:at + HEADER_BYTES]), self.max_bytes)
+                if end - at - HEADER_BYTES < n: break
+                bodies.append(bytes(data[at + HEADER_BYTES:at + HEADER_BYTES + n])); at += HEADER_BYTES + n
+        except BrokenStream as e: bodies.append(e); at = end
+        del data[:at]
+        return bodies
 
 # %% ../nbs/50_protocol.ipynb #2f65aab4
 def send_frame(sock:socket.socket, obj:dict):
