@@ -11,9 +11,17 @@ ratio; the median CPU time of a turn inside the daemon (`time.thread_time` aroun
 worker thread: without the writing of its records and messages, which the group-commit writer thread
 does for several turns at once) and the daemon process's whole CPU time per turn (a mean over every
 thread: the event loop, the protocol and the writer thread are not per turn; this is the honest
-figure, and 1 / it is what one process can serve on one free core); refusals (any turn whose tool did not run); and the daemon's memory.
+figure, and 1 / it is what one process can serve on one free core); the same split by thread from /proc
+over the timed runs (the event loop thread, which every client waits on, and the rest), how many cores the
+daemon got, and the client process's CPU per turn (it shares the machine); refusals (any turn whose tool did
+not run); and the daemon's memory.
 
-    python bench/daemon_throughput.py [--clients 100] [--window 4] [--requests 6000] [--repeat 3]
+`--overhead` answers every request with one recorded turn of the shipped agent instead of running it: what
+is left is the daemon's own cost per turn (frames, JSON, the hand-off to and from the turn threads).
+The machine is shared: turns per second follow the CPU the daemon is given (`daemon busy`), so compare
+the CPU figures, and turns per second only between runs made side by side.
+
+    python bench/daemon_throughput.py [--clients 100] [--window 4] [--requests 6000] [--repeat 3] [--overhead]
 """
 import argparse, asyncio, json, os, statistics, subprocess, sys, tempfile, textwrap, time
 from pathlib import Path
@@ -29,6 +37,11 @@ SERVER = textwrap.dedent('''
     agent = shipped_agent(1)
     cpu, refused, lock = [], [0], threading.Lock()
     process, count = agent.process, itertools.count()
+    if {overhead}:   # the daemon's own cost: every request answered with one recorded turn of the shipped agent
+        from passepartout.daemon import OWNER, request
+        from passepartout.perceive import perceive
+        recorded = process(perceive(request('go'), session='recorded', source='daemon', owner=OWNER))
+        process = lambda signal, turn=None: recorded
     def timed(signal, turn=None):
         signal.meta['session'] = name = f"{{signal.session}}-{{next(count)}}"   # a new conversation per turn (the store keeps every session)
         t0 = time.thread_time()
@@ -66,6 +79,16 @@ async def one_run(address, token, clients, window, total, run):
     return per * clients / (time.perf_counter() - t0)
 
 
+def thread_cpu(pid:int) -> dict:
+    "CPU seconds (user + system) of each thread of process `pid`, by thread id (Linux `/proc`; {} elsewhere)."
+    out, tick = {}, os.sysconf('SC_CLK_TCK')
+    for task in Path(f'/proc/{pid}/task').glob('*'):
+        try: fields = task.joinpath('stat').read_text().rsplit(')', 1)[1].split()
+        except OSError: continue
+        out[int(task.name)] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--clients', type=int, default=100)
@@ -73,9 +96,10 @@ def main():
     ap.add_argument('--requests', type=int, default=6000)
     ap.add_argument('--repeat', type=int, default=3)
     ap.add_argument('--threads', type=int, default=16)
+    ap.add_argument('--overhead', action='store_true', help="answer every request with one recorded turn: the daemon's own cost")
     a = ap.parse_args()
     home, ws = shipped_home()
-    script = home / 'server.py'; script.write_text(SERVER.format(bench=os.path.dirname(os.path.abspath(__file__)), threads=a.threads))
+    script = home / 'server.py'; script.write_text(SERVER.format(bench=os.path.dirname(os.path.abspath(__file__)), threads=a.threads, overhead=a.overhead))
     proc = subprocess.Popen([sys.executable, str(script)], env=dict(os.environ), stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == 'ready'
@@ -83,7 +107,9 @@ def main():
         address, token = read_address(state), state_files(state)['token'].read_text()
         rss_idle = client_status(state_dir=state)['memory_kb']
         asyncio.run(one_run(address, token, a.clients, a.window, a.clients * 5, 'warm'))
+        before, client0, wall0 = thread_cpu(proc.pid), time.process_time(), time.perf_counter()
         rates = [asyncio.run(one_run(address, token, a.clients, a.window, a.requests, r)) for r in range(a.repeat)]
+        after, client_cpu, wall = thread_cpu(proc.pid), time.process_time() - client0, time.perf_counter() - wall0
         st = client_status(state_dir=state)
     finally:
         proc.terminate()
@@ -93,6 +119,11 @@ def main():
     print(show('shipped agent, one-tool turns per second', rates, unit='/s', target=5000, higher_is_better=True))
     print(show('CPU per turn in the daemon (thread time)', stats['cpu']))
     print(f"the daemon process's CPU per turn, all threads (protocol, event loop, turns): {stats['process'] / len(stats['cpu']) * 1e6:.0f} µs (mean)")
+    turns = a.requests // a.clients * a.clients * a.repeat
+    loop_cpu = after.get(proc.pid, 0) - before.get(proc.pid, 0)
+    rest = sum(after.values()) - sum(before.get(t, 0) for t in after) - loop_cpu
+    print(f"per turn over the timed runs (/proc, 10 ms ticks): event loop thread {loop_cpu / turns * 1e6:.0f} µs, other threads "
+          f"{rest / turns * 1e6:.0f} µs; daemon busy {(loop_cpu + rest) / wall:.2f} cores; the client process {client_cpu / turns * 1e6:.0f} µs")
     print(f"turns whose tool did not run: {stats['refused']} of {len(stats['cpu'])}")
     print(f"daemon RSS: idle {rss_idle} KiB, after {st['replies']} replies in {st['sessions']} sessions {st['memory_kb']} KiB")
 
