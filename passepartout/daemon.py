@@ -262,7 +262,7 @@ async def _serve_client(self:Daemon, reader, writer):
         self.pending.pop(conn, None); self.connections.discard(conn); conn.close()
 
 
-# %% ../nbs/51_daemon.ipynb #d3a01ed9
+# %% ../nbs/51_daemon.ipynb #db06fade
 READ_BYTES = 1 << 16   # the most read from a client at once
 
 @patch
@@ -283,6 +283,7 @@ async def _read_requests(self:Daemon, reader, conn:Connection):
         if frames.data and (fresh or bodies): started = clock()   # the unfinished frame began in this chunk
         for body in bodies:
             if isinstance(body, BrokenStream): return conn.send(response('protocol-error', text=body.message, fatal=True))
+            if self.stopping.is_set(): return   # a daemon shutting down takes no more requests, even those already read
             self._request(body, conn)
 
 
