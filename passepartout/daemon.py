@@ -394,7 +394,7 @@ def _follow(self:Daemon, signal):
     if getattr(_serving, 'session', None) == signal.session: return Agent.follow(self.agent, signal)   # a thread-local: unset outside a turn
     self._post(self.enqueue, signal)
 
-# %% ../nbs/51_daemon.ipynb #686ece04
+# %% ../nbs/51_daemon.ipynb #c02fef86
 @patch
 def _next_batch(self:Daemon, session:str):
     "In the event loop: hand the session's next messages (64 at most) to a pool thread; with none left, the session is idle."
@@ -412,7 +412,8 @@ def _in_thread(self:Daemon, session:str, batch:list):
     "In a pool thread: run the batch, then hand its replies back to the event loop."
     try: replies = self._run_batch(batch)
     except BaseException as e:   # not a turn's failure (those are replies): the daemon's own, said to every client of the batch
-        replies = [reply_frame(response('error', meta, text=f"the turn failed: {type(e).__name__}: {e}")) for _, _, meta in batch]
+        failed = [(conn, response('error', meta, text=f"the turn failed: {type(e).__name__}: {e}")) for _, conn, meta in batch]
+        replies = [reply_frame(answer) if conn is not None else answer for conn, answer in failed]
     self._post(self._finished, session, batch, replies)
 
 @patch
@@ -420,14 +421,15 @@ def _finished(self:Daemon, session:str, batch:list, replies:list):
     "In the event loop: send a batch's replies (those to one client in one write), then start the session's next batch."
     self.replies += len(batch)
     pending, to = [], None
-    for (_, conn, _), answer in zip(batch, replies):
-        if conn is None:
-            if answer['payload']['sensor'] == 'error': self.agent.syslog.log('ERROR', answer['payload']['text'])
-            continue
-        if conn is not to and pending: to.write(b''.join(pending)); pending = []
-        to = conn; pending.append(answer)
-    if pending: to.write(b''.join(pending))
-    self._next_batch(session)
+    try:
+        for (_, conn, _), answer in zip(batch, replies):
+            if conn is None:
+                if answer['payload']['sensor'] == 'error': self.agent.syslog.log('ERROR', answer['payload']['text'])
+                continue
+            if conn is not to and pending: to.write(b''.join(pending)); pending = []
+            to = conn; pending.append(answer)
+        if pending: to.write(b''.join(pending))
+    finally: self._next_batch(session)   # whatever happened to the replies, the session goes on
 
 
 # %% ../nbs/51_daemon.ipynb #38b12b6f

@@ -158,6 +158,21 @@ def test_progress_frames_come_before_their_reply_under_load(tmp_path):
     assert problems == []
 
 
+def test_a_batch_that_fails_outside_its_turns_leaves_the_session_serving(tmp_path):
+    "A failure of the daemon's own around a batch (here: for a background job, which has no client) is logged, and the session's next message still runs."
+    from passepartout.signals import Signal
+    with daemon_in_thread(state_dir=tmp_path) as d:
+        run, failed = d._run_batch, []
+        def once(batch):
+            if not failed: failed.append(batch); raise KeyboardInterrupt('pretend')
+            return run(batch)
+        d._run_batch = once
+        d.loop.call_soon_threadsafe(d.enqueue, Signal('EVENT', {'session': 'job', 'source': 'cron'}, {'sensor': 'user-input', 'text': 'tick'}))
+        assert wait_for(lambda: failed and not d.workers)
+        assert any('KeyboardInterrupt: pretend' in text for _, _, text in d.agent.syslog.entries)
+        assert client_send('next', session='job', state_dir=tmp_path, timeout=60)['reply'] == 'job|next'
+
+
 def test_a_turn_that_raises_is_one_error_reply(tmp_path):
     def behave(text, session):
         if text == 'crash': raise MemoryError('pretend')
