@@ -11,9 +11,20 @@ ratio; the median CPU time of a turn inside the daemon (`time.thread_time` aroun
 worker thread: without the writing of its records and messages, which the group-commit writer thread
 does for several turns at once) and the daemon process's whole CPU time per turn (a mean over every
 thread: the event loop, the protocol and the writer thread are not per turn; this is the honest
-figure, and 1 / it is what one process can serve on one free core); refusals (any turn whose tool did not run); and the daemon's memory.
+figure, and 1 / it is what one process can serve on one free core); the same split by thread from /proc
+over the timed runs (the event loop thread, which every client waits on, and the rest), how many cores the
+daemon got, and the client process's CPU per turn (it shares the machine); refusals (any turn whose tool did
+not run); and the daemon's memory.
 
-    python bench/daemon_throughput.py [--clients 100] [--window 4] [--requests 6000] [--repeat 3]
+`--overhead` answers every request with one recorded turn of the shipped agent instead of running it: what
+is left is the daemon's own cost per turn (frames, JSON, the hand-off to and from the turn threads).
+The machine is shared: turns per second follow the CPU the daemon is given (`daemon busy`), so compare
+the CPU figures, and turns per second only between runs made side by side.
+
+`--processes N` starts N independent daemons (each in its own home) and spreads the clients over
+them: an upper bound of what N worker processes sharing one home would serve on this machine.
+
+    python bench/daemon_throughput.py [--clients 100] [--window 4] [--requests 6000] [--repeat 3] [--overhead] [--processes 1]
 """
 import argparse, asyncio, json, os, statistics, subprocess, sys, tempfile, textwrap, time
 from pathlib import Path
@@ -29,6 +40,11 @@ SERVER = textwrap.dedent('''
     agent = shipped_agent(1)
     cpu, refused, lock = [], [0], threading.Lock()
     process, count = agent.process, itertools.count()
+    if {overhead}:   # the daemon's own cost: every request answered with one recorded turn of the shipped agent
+        from passepartout.daemon import OWNER, request
+        from passepartout.perceive import perceive
+        recorded = process(perceive(request('go'), session='recorded', source='daemon', owner=OWNER))
+        process = lambda signal, turn=None: recorded
     def timed(signal, turn=None):
         signal.meta['session'] = name = f"{{signal.session}}-{{next(count)}}"   # a new conversation per turn (the store keeps every session)
         t0 = time.thread_time()
@@ -59,11 +75,22 @@ async def client(address, token, session, n, window):
     await c.close()
 
 
-async def one_run(address, token, clients, window, total, run):
+async def one_run(targets, clients, window, total, run):
+    "Clients spread over the daemons `targets` ((address, token) each); turns per second over all of them."
     per = total // clients
     t0 = time.perf_counter()
-    await asyncio.gather(*(client(address, token, f"bench-{run}-{i}", per, window) for i in range(clients)))
+    await asyncio.gather(*(client(*targets[i % len(targets)], f"bench-{run}-{i}", per, window) for i in range(clients)))
     return per * clients / (time.perf_counter() - t0)
+
+
+def thread_cpu(pid:int) -> dict:
+    "CPU seconds (user + system) of each thread of process `pid`, by thread id (Linux `/proc`; {} elsewhere)."
+    out, tick = {}, os.sysconf('SC_CLK_TCK')
+    for task in Path(f'/proc/{pid}/task').glob('*'):
+        try: fields = task.joinpath('stat').read_text().rsplit(')', 1)[1].split()
+        except OSError: continue
+        out[int(task.name)] = (int(fields[11]) + int(fields[12])) / tick
+    return out
 
 
 def main():
@@ -73,28 +100,41 @@ def main():
     ap.add_argument('--requests', type=int, default=6000)
     ap.add_argument('--repeat', type=int, default=3)
     ap.add_argument('--threads', type=int, default=16)
+    ap.add_argument('--overhead', action='store_true', help="answer every request with one recorded turn: the daemon's own cost")
+    ap.add_argument('--processes', type=int, default=1, help="independent daemons, the clients spread over them: what more processes would buy")
     a = ap.parse_args()
-    home, ws = shipped_home()
-    script = home / 'server.py'; script.write_text(SERVER.format(bench=os.path.dirname(os.path.abspath(__file__)), threads=a.threads))
-    proc = subprocess.Popen([sys.executable, str(script)], env=dict(os.environ), stdout=subprocess.PIPE, text=True)
+    procs, states = [], []
     try:
-        assert proc.stdout.readline().strip() == 'ready'
-        state = home / 'state'
-        address, token = read_address(state), state_files(state)['token'].read_text()
-        rss_idle = client_status(state_dir=state)['memory_kb']
-        asyncio.run(one_run(address, token, a.clients, a.window, a.clients * 5, 'warm'))
-        rates = [asyncio.run(one_run(address, token, a.clients, a.window, a.requests, r)) for r in range(a.repeat)]
-        st = client_status(state_dir=state)
+        for _ in range(a.processes):   # each in its own home (shipped_home sets the environment the process inherits)
+            home, ws = shipped_home()
+            script = home / 'server.py'; script.write_text(SERVER.format(bench=os.path.dirname(os.path.abspath(__file__)), threads=a.threads, overhead=a.overhead))
+            procs.append(subprocess.Popen([sys.executable, str(script)], env=dict(os.environ), stdout=subprocess.PIPE, text=True))
+            states.append(home / 'state')
+        for proc in procs: assert proc.stdout.readline().strip() == 'ready'
+        targets = [(read_address(state), state_files(state)['token'].read_text()) for state in states]
+        rss_idle = sum(client_status(state_dir=state)['memory_kb'] for state in states)
+        asyncio.run(one_run(targets, a.clients, a.window, a.clients * 5, 'warm'))
+        before, client0, wall0 = [thread_cpu(p.pid) for p in procs], time.process_time(), time.perf_counter()
+        rates = [asyncio.run(one_run(targets, a.clients, a.window, a.requests, r)) for r in range(a.repeat)]
+        after, client_cpu, wall = [thread_cpu(p.pid) for p in procs], time.process_time() - client0, time.perf_counter() - wall0
+        st = [client_status(state_dir=state) for state in states]
     finally:
-        proc.terminate()
-        out, _ = proc.communicate(timeout=60)
-    stats = json.loads(out.strip().splitlines()[-1])
-    print(f"clients={a.clients} window={a.window} requests/run={a.requests} runs={a.repeat} daemon threads={a.threads}")
+        for proc in procs: proc.terminate()
+        outs = [proc.communicate(timeout=60)[0] for proc in procs]
+    stats = [json.loads(out.strip().splitlines()[-1]) for out in outs]
+    cpu = [x for one in stats for x in one['cpu']]
+    print(f"clients={a.clients} window={a.window} requests/run={a.requests} runs={a.repeat} daemon threads={a.threads}"
+          + (f" daemon processes={a.processes} (each its own home and stores: an upper bound for workers sharing one)" if a.processes > 1 else ''))
     print(show('shipped agent, one-tool turns per second', rates, unit='/s', target=5000, higher_is_better=True))
-    print(show('CPU per turn in the daemon (thread time)', stats['cpu']))
-    print(f"the daemon process's CPU per turn, all threads (protocol, event loop, turns): {stats['process'] / len(stats['cpu']) * 1e6:.0f} µs (mean)")
-    print(f"turns whose tool did not run: {stats['refused']} of {len(stats['cpu'])}")
-    print(f"daemon RSS: idle {rss_idle} KiB, after {st['replies']} replies in {st['sessions']} sessions {st['memory_kb']} KiB")
+    print(show('CPU per turn in the daemon (thread time)', cpu))
+    print(f"the daemon process's CPU per turn, all threads (protocol, event loop, turns): {sum(one['process'] for one in stats) / len(cpu) * 1e6:.0f} µs (mean)")
+    turns = a.requests // a.clients * a.clients * a.repeat
+    loop_cpu = sum(af.get(p.pid, 0) - bf.get(p.pid, 0) for p, bf, af in zip(procs, before, after))
+    rest = sum(sum(af.values()) - sum(bf.get(t, 0) for t in af) for bf, af in zip(before, after)) - loop_cpu
+    print(f"per turn over the timed runs (/proc, 10 ms ticks): event loop thread {loop_cpu / turns * 1e6:.0f} µs, other threads "
+          f"{rest / turns * 1e6:.0f} µs; daemon busy {(loop_cpu + rest) / wall:.2f} cores; the client process {client_cpu / turns * 1e6:.0f} µs")
+    print(f"turns whose tool did not run: {sum(one['refused'] for one in stats)} of {len(cpu)}")
+    print(f"daemon RSS: idle {rss_idle} KiB, after {sum(x['replies'] for x in st)} replies in {sum(x['sessions'] for x in st)} sessions {sum(x['memory_kb'] for x in st)} KiB")
 
 
 if __name__ == '__main__':

@@ -6,17 +6,17 @@ Docs: https://passepartout-agent.github.io/passepartout/daemon.html.md"""
 
 # %% auto #0
 __all__ = ['OWNER', 'LOOPBACK', 'SOCK_DIAG_BY_FAMILY', 'NETLINK_SOCK_DIAG', 'NO_COOKIE', 'ACCEPT_BACKLOG', 'HANDSHAKE_BYTES',
-           'is_owner', 'Daemon', 'peer_uid', 'Connection', 'response', 'RefusalLog', 'sent_turn', 'ClientGone',
-           'log_to_stderr']
+           'READ_BYTES', 'is_owner', 'Daemon', 'peer_uid', 'Connection', 'response', 'reply_frame', 'RefusalLog',
+           'sent_turn', 'ClientGone', 'log_to_stderr']
 
-# %% ../nbs/51_daemon.ipynb #d1c670c0
-import asyncio, hmac, json, logging, os, secrets, signal as signals_module, socket, struct, sys, threading, time
+# %% ../nbs/51_daemon.ipynb #40456ba0
+import asyncio, collections, hmac, json, logging, os, secrets, signal as signals_module, socket, struct, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import click
 from . import config
 from .errors import PassepartoutError, ProtocolError, SetupError
-from .protocol import BrokenStream, encode_frame, read_frame, send_frame, recv_frame
+from .protocol import BrokenStream, FrameBuffer, decode_body, encode_frame, read_frame, send_frame, recv_frame
 from .perceive import perceive
 from .act import deliver_reply
 from .loop import Agent
@@ -41,7 +41,7 @@ def is_owner(signal) -> bool:
     "Did `signal` come from a client that proved it can read the owner's token?"
     return signal.meta.get('owner') is OWNER
 
-# %% ../nbs/51_daemon.ipynb #d2144350
+# %% ../nbs/51_daemon.ipynb #d4e39438
 class Daemon:
     "An agent served on loopback TCP to clients holding the token."
     def __init__(self, agent=None, # an Agent, or a function returning one (None: `app.build_agent`)
@@ -66,6 +66,7 @@ class Daemon:
         self.pending, self.refusals = {}, RefusalLog(lambda text, event: self._report_refusal(text, event))
         self.save_hooks, self.background, self.grace, self.threads = list(save_hooks), list(background), grace, threads
         self.queues, self.workers, self.seen_sessions, self.connections, self.tasks = {}, {}, set(), set(), []
+        self.posted, self.woken = collections.deque(), False   # what threads hand to the event loop (`_post`)
         self.server, self.token, self.started, self.stopping, self.replies = None, None, None, None, 0
         self.approval_poll, self.approvals_seen, self.carrying, self.watch_error = approval_poll, None, set(), None
         self.session_idle = config.setting('PASSEPARTOUT_SESSION_IDLE_SECONDS') if session_idle is None else session_idle
@@ -123,7 +124,7 @@ def peer_uid(sock) -> int|None:
         return struct.unpack_from('=I', answer, 16 + 4 + 48 + 12)[0]   # netlink header, 4 bytes, socket id, 3 counters
     except (OSError, AttributeError, TypeError, ValueError, struct.error): return None
 
-# %% ../nbs/51_daemon.ipynb #ea9cd4ba
+# %% ../nbs/51_daemon.ipynb #d849d694
 ACCEPT_BACKLOG = 100   # connections queued by the kernel, and accepted per turn of the event loop
 
 class Connection:
@@ -136,12 +137,13 @@ class Connection:
         self.uid = peer_uid(writer.get_extra_info('socket'))   # the local user at the other end, if known
     def send(self, obj:dict):
         "Queue one frame to the client (never blocks; drops a client that stopped reading)."
+        self.write(reply_frame(obj))
+    def write(self, frames:bytes):
+        "Queue frames already encoded (`reply_frame`), as one write."
         if not self.open or self.writer.is_closing(): self.open = False; return
-        try: frame = encode_frame(obj)
-        except (ProtocolError, ValueError, TypeError, RecursionError) as e:
-            frame = encode_frame(response('error', obj.get('meta'), text=f"the reply could not be sent: {type(e).__name__}: {e}"[:2000]))
-        self.writer.write(frame)
-        if self.writer.transport.get_write_buffer_size() > self.MAX_BACKLOG: self.close()
+        transport = self.writer.transport
+        transport.write(frames)
+        if transport.get_write_buffer_size() > self.MAX_BACKLOG: self.close()
     def close(self):
         self.open = False
         if not self.writer.is_closing(): self.writer.close()
@@ -154,6 +156,13 @@ class Connection:
 def response(sensor:str, meta:dict|None=None, **payload) -> dict:
     "A RESPONSE envelope."
     return {'type': 'RESPONSE', 'meta': meta or {}, 'payload': {'sensor': sensor, **payload}}
+
+# %% ../nbs/51_daemon.ipynb #b254e803
+def reply_frame(obj:dict) -> bytes:
+    "`obj` as a frame; a reply that cannot be encoded (too large, not JSON) becomes an error frame saying why."
+    try: return encode_frame(obj)
+    except (ProtocolError, ValueError, TypeError, RecursionError) as e:
+        return encode_frame(response('error', obj.get('meta'), text=f"the reply could not be sent: {type(e).__name__}: {e}"[:2000]))
 
 # %% ../nbs/51_daemon.ipynb #055c4c25
 HANDSHAKE_BYTES = 1024   # the largest first frame (a handshake is about 110 bytes)
@@ -253,18 +262,40 @@ async def _serve_client(self:Daemon, reader, writer):
         self.pending.pop(conn, None); self.connections.discard(conn); conn.close()
 
 
-# %% ../nbs/51_daemon.ipynb #941eb466
+# %% ../nbs/51_daemon.ipynb #db06fade
+READ_BYTES = 1 << 16   # the most read from a client at once
+
 @patch
 async def _read_requests(self:Daemon, reader, conn:Connection):
-    "Read frames and dispatch them; a bad message is answered, a broken stream ends the connection."
+    "Read what arrives, cut it into frames and dispatch them; a bad message is answered, a broken stream ends the connection."
+    frames, started, clock = FrameBuffer(self.max_frame_bytes), 0.0, self.loop.time
     while not self.stopping.is_set():
-        try: envelope = await read_frame(reader, self.max_frame_bytes, self.frame_timeout)
-        except BrokenStream as e: return conn.send(response('protocol-error', text=e.message, fatal=True))
-        except ProtocolError as e: conn.send(response('protocol-error', text=e.message)); continue
-        if envelope is None: return
-        try: self._dispatch(envelope, conn)
-        except ProtocolError as e: conn.send(response('protocol-error', _reply_meta(envelope), text=e.message))
-        except Exception as e: conn.send(response('protocol-error', _reply_meta(envelope), text=f"the request could not be read: {type(e).__name__}: {e}"[:2000]))
+        try:
+            if not frames.data: chunk = await reader.read(READ_BYTES)
+            else:   # inside a frame: all of it within `frame_timeout` of its first byte
+                async with asyncio.timeout_at(started + self.frame_timeout): chunk = await reader.read(READ_BYTES)
+        except TimeoutError: return conn.send(response('protocol-error', text=f"frame not completed within {self.frame_timeout} s", fatal=True))
+        if not chunk:
+            if frames.data: conn.send(response('protocol-error', text=f"truncated frame: the stream ended {len(frames.data)} bytes into it", fatal=True))
+            return
+        fresh = not frames.data
+        bodies = frames.feed(chunk)
+        if frames.data and (fresh or bodies): started = clock()   # the unfinished frame began in this chunk
+        for body in bodies:
+            if isinstance(body, BrokenStream): return conn.send(response('protocol-error', text=body.message, fatal=True))
+            if self.stopping.is_set(): return   # a daemon shutting down takes no more requests, even those already read
+            self._request(body, conn)
+
+
+# %% ../nbs/51_daemon.ipynb #7ba6f4ab
+@patch
+def _request(self:Daemon, body:bytes, conn:Connection):
+    "Decode one frame and dispatch it; what cannot be read or dispatched is a protocol error on `conn`."
+    try: envelope = decode_body(body)
+    except ProtocolError as e: return conn.send(response('protocol-error', text=e.message))
+    try: self._dispatch(envelope, conn)
+    except ProtocolError as e: conn.send(response('protocol-error', _reply_meta(envelope), text=e.message))
+    except Exception as e: conn.send(response('protocol-error', _reply_meta(envelope), text=f"the request could not be read: {type(e).__name__}: {e}"[:2000]))
 
 
 # %% ../nbs/51_daemon.ipynb #c20e09bf
@@ -294,7 +325,7 @@ def _dispatch(self:Daemon, envelope:dict, conn:Connection):
     meta = _request_meta(envelope)
     self.enqueue(perceive(envelope, **meta, owner=OWNER), conn, _reply_meta(envelope))
 
-# %% ../nbs/51_daemon.ipynb #70cdd66d
+# %% ../nbs/51_daemon.ipynb #a0279c9a
 @patch
 def enqueue(self:Daemon, signal, conn:Connection|None=None, reply_meta:dict|None=None):
     "Queue `signal` on its session's worker; the reply goes to `conn` (None: only the logs)."
@@ -303,7 +334,9 @@ def enqueue(self:Daemon, signal, conn:Connection|None=None, reply_meta:dict|None
     queue = self.queues.get(session)
     if queue is None: queue = self.queues[session] = []
     queue.append((signal, conn, reply_meta or {}))
-    if session not in self.workers: self.workers[session] = asyncio.create_task(self._work(session))
+    if session not in self.workers:
+        self.workers[session] = self.loop.create_future()   # done when the session's queue is empty again
+        self._next_batch(session)
 
 
 # %% ../nbs/51_daemon.ipynb #277560a5
@@ -327,21 +360,22 @@ class ClientGone(threading.Event):
     def __init__(self, conn): super().__init__(); self.conn = conn
     def is_set(self) -> bool: return super().is_set() or not self.conn.open
 
-# %% ../nbs/51_daemon.ipynb #81db2a61
+# %% ../nbs/51_daemon.ipynb #faf56f56
 _serving = threading.local()   # per turn thread: the session it is running
 
 @patch
 def _run_batch(self:Daemon, batch:list) -> list:
-    "Run a session's queued signals one after another (in a pool thread); a failure is one error reply."
+    "Run a session's queued signals one after another (in a pool thread); the replies, as frames for a client, else as dicts. A failure is one error reply."
     out = []
     for signal, conn, meta in batch:
         _serving.session = signal.session
-        try: out.append(response('turn', meta, turn=sent_turn(self.agent.process(signal, **self._progress(conn, meta)))))
-        except Exception as e: out.append(response('error', meta, text=f"the turn failed: {type(e).__name__}: {e}"))
+        try: answer = response('turn', meta, turn=sent_turn(self.agent.process(signal, **self._progress(conn, meta))))
+        except Exception as e: answer = response('error', meta, text=f"the turn failed: {type(e).__name__}: {e}")
         finally: _serving.session = None
+        out.append(reply_frame(answer) if conn is not None else answer)
     return out
 
-# %% ../nbs/51_daemon.ipynb #91fbfc4f
+# %% ../nbs/51_daemon.ipynb #6583f5aa
 @patch
 def _progress(self:Daemon, conn, meta:dict) -> dict:
     "For a request that asked (`meta.progress`): the turn's tokens and events as `progress` frames to `conn`; the turn stops once `conn` is gone."
@@ -349,34 +383,70 @@ def _progress(self:Daemon, conn, meta:dict) -> dict:
     stop = ClientGone(conn)
     def forward(**payload):
         if not conn.open: stop.set()
-        else: self.loop.call_soon_threadsafe(conn.send, response('progress', meta, **payload))
+        else: self._post(conn.send, response('progress', meta, **payload))
     return {'on_token': lambda text: forward(token=text), 'stop': stop,
             'on_event': lambda event: event['kind'] == 'message' or forward(event=event)}
 
-# %% ../nbs/51_daemon.ipynb #2a0d2a0d
+# %% ../nbs/51_daemon.ipynb #f250e8fe
 @patch
 def _follow(self:Daemon, signal):
     "The agent's `follow` in the daemon: in the running turn if it is of the same session, else queued on its own session."
     if getattr(_serving, 'session', None) == signal.session: return Agent.follow(self.agent, signal)   # a thread-local: unset outside a turn
-    self.loop.call_soon_threadsafe(self.enqueue, signal)
+    self._post(self.enqueue, signal)
 
-# %% ../nbs/51_daemon.ipynb #4cdc651a
+# %% ../nbs/51_daemon.ipynb #c02fef86
 @patch
-async def _work(self:Daemon, session:str):
-    "Drain a session's queue in order; the worker ends when the queue is empty."
-    queue, loop = self.queues[session], asyncio.get_running_loop()
-    try:
-        while queue:
-            batch = queue[:64]; del queue[:64]
-            replies = await loop.run_in_executor(self.pool, self._run_batch, batch)
-            self.replies += len(batch)
-            for (_, conn, _), reply_frame in zip(batch, replies):
-                if conn is not None: conn.send(reply_frame)
-                elif reply_frame['payload']['sensor'] == 'error': self.agent.syslog.log('ERROR', reply_frame['payload']['text'])
-    finally:
-        del self.workers[session]
-        if not queue: self.queues.pop(session, None)
+def _next_batch(self:Daemon, session:str):
+    "In the event loop: hand the session's next messages (64 at most) to a pool thread; with none left, the session is idle."
+    queue = self.queues.get(session)
+    if not queue:
+        self.queues.pop(session, None)
+        self.workers.pop(session).set_result(None)
         if len(self.agent.transcripts) > self.max_sessions: self.evict_sessions()
+        return
+    batch = queue[:64]; del queue[:64]
+    self.pool.submit(self._in_thread, session, batch)
+
+@patch
+def _in_thread(self:Daemon, session:str, batch:list):
+    "In a pool thread: run the batch, then hand its replies back to the event loop."
+    try: replies = self._run_batch(batch)
+    except BaseException as e:   # not a turn's failure (those are replies): the daemon's own, said to every client of the batch
+        failed = [(conn, response('error', meta, text=f"the turn failed: {type(e).__name__}: {e}")) for _, conn, meta in batch]
+        replies = [reply_frame(answer) if conn is not None else answer for conn, answer in failed]
+    self._post(self._finished, session, batch, replies)
+
+@patch
+def _finished(self:Daemon, session:str, batch:list, replies:list):
+    "In the event loop: send a batch's replies (those to one client in one write), then start the session's next batch."
+    self.replies += len(batch)
+    pending, to = [], None
+    try:
+        for (_, conn, _), answer in zip(batch, replies):
+            if conn is None:
+                if answer['payload']['sensor'] == 'error': self.agent.syslog.log('ERROR', answer['payload']['text'])
+                continue
+            if conn is not to and pending: to.write(b''.join(pending)); pending = []
+            to = conn; pending.append(answer)
+        if pending: to.write(b''.join(pending))
+    finally: self._next_batch(session)   # whatever happened to the replies, the session goes on
+
+
+# %% ../nbs/51_daemon.ipynb #38b12b6f
+@patch
+def _post(self:Daemon, fn, *args):
+    "From any thread: run `fn(*args)` in the event loop, after everything posted before; the loop is woken once for all that wait."
+    self.posted.append((fn, args))
+    if not self.woken: self.woken = True; self.loop.call_soon_threadsafe(self._run_posted)
+
+@patch
+def _run_posted(self:Daemon):
+    "In the event loop: run what threads posted, in order."
+    self.woken, posted = False, self.posted
+    while posted:
+        fn, args = posted.popleft()
+        try: fn(*args)
+        except Exception as e: self.agent.syslog.log('ERROR', f"the daemon could not {getattr(fn, '__name__', fn)}: {type(e).__name__}: {e}")
 
 
 # %% ../nbs/51_daemon.ipynb #d5c5a1cc

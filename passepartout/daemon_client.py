@@ -8,12 +8,12 @@ Docs: https://passepartout-agent.github.io/passepartout/daemon_client.html.md"""
 __all__ = ['write_secret', 'state_files', 'full_turn', 'read_address', 'request', 'Client', 'daemon_running', 'client_send',
            'client_status', 'AsyncClient']
 
-# %% ../nbs/51a_daemon_client.ipynb #9b3a7860
-import asyncio, os, socket
+# %% ../nbs/51a_daemon_client.ipynb #32e1ebd3
+import asyncio, collections, os, socket
 from pathlib import Path
 from . import config
 from .errors import PassepartoutError, ProtocolError
-from .protocol import encode_frame, read_frame, send_frame, recv_frame
+from .protocol import BrokenStream, FrameBuffer, decode_body, encode_frame, read_frame, send_frame, recv_frame
 
 # %% ../nbs/51a_daemon_client.ipynb #69979394
 def write_secret(path:Path, text:str) -> Path:
@@ -124,7 +124,7 @@ def client_status(timeout:float|None=10.0, state_dir=None) -> dict:
     with Client(state_dir, timeout) as client:
         return _expect(client.ask({'type': 'REQUEST', 'payload': {'sensor': 'status'}}), 'status')
 
-# %% ../nbs/51a_daemon_client.ipynb #185b2f76
+# %% ../nbs/51a_daemon_client.ipynb #c338de07
 class AsyncClient:
     "An asyncio client that may keep many requests in flight; replies are matched by id."
     @classmethod
@@ -135,12 +135,21 @@ class AsyncClient:
         answer = await read_frame(self.reader)
         if not answer or answer.get('payload', {}).get('sensor') != 'handshake':
             self.writer.close(); raise ProtocolError((answer or {}).get('payload', {}).get('text', 'connection closed'))
+        self.frames, self.bodies = FrameBuffer(), collections.deque()   # what has arrived, cut into frames; bodies not yet returned
         return self
     def send(self, envelope:dict): self.writer.write(encode_frame(envelope))
     async def receive(self) -> dict|None:
         "The next frame (None at the end of the stream), a turn in it in the shape of `Turn.to_dict()`."
-        frame = await read_frame(self.reader)
-        if frame is not None and isinstance(frame.get('payload'), dict): _expanded(frame['payload'])
+        while not self.bodies:
+            chunk = await self.reader.read(1 << 16)
+            if not chunk:
+                if self.frames.data: raise BrokenStream(f"truncated frame: the stream ended {len(self.frames.data)} bytes into it")
+                return None
+            self.bodies.extend(self.frames.feed(chunk))
+        body = self.bodies.popleft()
+        if isinstance(body, BrokenStream): raise body
+        frame = decode_body(body)
+        if isinstance(frame.get('payload'), dict): _expanded(frame['payload'])
         return frame
     async def ask(self, envelope:dict) -> dict: self.send(envelope); return await self.receive()
     async def close(self):

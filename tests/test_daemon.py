@@ -132,6 +132,47 @@ def test_a_watched_turn_stops_when_its_client_leaves_even_while_the_model_is_sil
         release.set()
 
 
+def test_progress_frames_come_before_their_reply_under_load(tmp_path):
+    "20 clients, 4 requests in flight each, all asking for progress: every request's events arrive, in order, before its reply."
+    import asyncio
+    from passepartout.daemon import AsyncClient
+    async def one(address, token, n, problems):
+        client, session, events, done = await AsyncClient.connect(address, token), f"p{n}", {}, set()
+        for i in range(20):
+            envelope = request(f"m{i}", session=session, id=i); envelope['meta']['progress'] = True
+            client.send(envelope)
+        while len(done) < 20:
+            frame = await asyncio.wait_for(client.receive(), 60)
+            i, payload = frame['meta']['id'], frame['payload']
+            if i in done: problems.append((session, i, 'a frame after its reply'))
+            if payload['sensor'] == 'progress': events.setdefault(i, []).append(payload['event']['kind'])
+            else:
+                done.add(i)
+                if events.get(i) != ['proposal', 'verdict', 'reply'] or payload['turn']['reply'] != f"{session}|m{i}":
+                    problems.append((session, i, events.get(i), payload.get('turn', payload).get('reply')))
+        await client.close()
+    with daemon_in_thread(state_dir=tmp_path) as d:
+        problems = []
+        async def run(): await asyncio.gather(*(one(d.address, token_of(d), n, problems) for n in range(20)))
+        asyncio.run(run())
+    assert problems == []
+
+
+def test_a_batch_that_fails_outside_its_turns_leaves_the_session_serving(tmp_path):
+    "A failure of the daemon's own around a batch (here: for a background job, which has no client) is logged, and the session's next message still runs."
+    from passepartout.signals import Signal
+    with daemon_in_thread(state_dir=tmp_path) as d:
+        run, failed = d._run_batch, []
+        def once(batch):
+            if not failed: failed.append(batch); raise KeyboardInterrupt('pretend')
+            return run(batch)
+        d._run_batch = once
+        d.loop.call_soon_threadsafe(d.enqueue, Signal('EVENT', {'session': 'job', 'source': 'cron'}, {'sensor': 'user-input', 'text': 'tick'}))
+        assert wait_for(lambda: failed and not d.workers)
+        assert any('KeyboardInterrupt: pretend' in text for _, _, text in d.agent.syslog.entries)
+        assert client_send('next', session='job', state_dir=tmp_path, timeout=60)['reply'] == 'job|next'
+
+
 def test_a_turn_that_raises_is_one_error_reply(tmp_path):
     def behave(text, session):
         if text == 'crash': raise MemoryError('pretend')
