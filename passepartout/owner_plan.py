@@ -180,7 +180,12 @@ def _source_outputs(plan:Plan, sources:list, transcript:list, sv) -> list:
                 if (view := _view(plan, m, src.where)) is not None: out.append((*view, _pinned(src, args)))
     return out
 
-# %% ../nbs/26_owner_plan.ipynb #e6449d1b
+# %% ../nbs/26_owner_plan.ipynb #cfe80d35
+def _field(fields:dict, name:str) -> str:
+    "The value of field `name` of a record (its name compared as `_norm` does), or ''."
+    return next((v for k, v in fields.items() if _norm(k) == name), '')
+
+# %% ../nbs/26_owner_plan.ipynb #c53b9b00
 def _view(plan:Plan, m:dict, where:dict) -> tuple|None:
     "What a source sees of tool message `m` (only the records `where` picks out), read once: `(forms, text, fields, sentences, lone addresses)`, or None."
     key = (id(m), tuple(sorted(where.items())))
@@ -188,7 +193,7 @@ def _view(plan:Plan, m:dict, where:dict) -> tuple|None:
         hit = plan.read.get(key)
         if hit is not None and hit[0] is m: return hit[1]
     records = _records(m['content'])
-    units = [rec for fields, rec in records if all(_norm(fields.get(f, '')) == v for f, v in where.items())] if where else (
+    units = [rec for fields, rec in records if all(_norm(_field(fields, f)) == v for f, v in where.items())] if where else (
             [rec for _, rec in records] or [m['content']])
     text = '\n'.join(units)
     view = (forms_in(text), _normal_text(text), _field_forms(text), _prose_forms(text), frozenset().union(*map(_lone, units))) if text else None
@@ -206,7 +211,7 @@ def _line_value(line:str) -> str:
     key, sep, rest = v.partition(': ')
     return rest.strip() if sep and _KEY.fullmatch(key) else v
 
-# %% ../nbs/26_owner_plan.ipynb #d0c5a523
+# %% ../nbs/26_owner_plan.ipynb #7c4f7d3d
 def _records(text:str) -> list:
     "The records of a list output (YAML's `- key: value` items, or a JSON array of objects): `[({field: value}, the record's text)]`, or []."
     if text.lstrip()[:1] == '[':
@@ -220,7 +225,8 @@ def _records(text:str) -> list:
         if line[:2] == '- ': items.append([line])
         elif line[:1] == ' ' and items: items[-1].append(line)
         elif line.strip(): return []              # a line outside every item: not a list of records
-    return [rec for lines in items if (rec := _record(lines)) is not None]
+    records = [_record(lines) for lines in items]
+    return records if None not in records else []   # every item a mapping, or no records at all
 
 # %% ../nbs/26_owner_plan.ipynb #0692926c
 def _record(lines:list) -> tuple|None:
