@@ -280,14 +280,15 @@ def _as_field(steer:Steer, outputs:list) -> bool:
     "Is `steer`'s value a whole field of one of the outputs, not a word inside a text?"
     return any(steer.forms & fields for _, _, fields, *_ in outputs)
 
-# %% ../nbs/26_owner_plan.ipynb #231eed26
+# %% ../nbs/26_owner_plan.ipynb #acffbd3a
 _HOST = re.compile(r"(?:[a-z0-9-]+\.)+[a-z][a-z0-9-]+")
 
 def _typed(steer:Steer) -> frozenset:
     "The forms of `steer` of its kind's type: an e-mail address for a recipient, a URL or host for a destination."
     if steer.kind == 'recipient': return frozenset(f for f in steer.forms if _form_class(f) == 'email')
-    if steer.kind == 'destination': return frozenset(f for f in steer.forms if '://' in f or _HOST.fullmatch(f))
-    return frozenset()                            # a secret, or a name: never from a text
+    if steer.kind != 'destination': return frozenset()                  # a secret, or a name: never from a text
+    urls = frozenset(f for f in steer.forms if '://' in f)
+    return urls or frozenset(f for f in steer.forms if _HOST.fullmatch(f))    # a URL as written (its path may carry data), else the host
 
 # %% ../nbs/26_owner_plan.ipynb #22958e7b
 def _lone(text:str) -> frozenset:

@@ -405,6 +405,7 @@ def test_only_the_records_the_owner_picked_give_a_value(web):
     assert plan is not None and 'Left out' not in answer
     output('read_channel_messages', {'channel': 'general'}, GENERAL)
     assert gate('get_webpage', url='www.informations.com') is None                    # in Bob's message
+    assert gate('get_webpage', url='https://www.informations.com/?key=1a7b3d').decision == 'deny'   # its host, but a path nobody wrote
     for url in ('www.evil-234.com', 'www.evil-567.com'):                              # Eve's message, and a "sender: Bob" written inside it
         v = gate('get_webpage', url=url)
         assert v.decision == 'deny', url
