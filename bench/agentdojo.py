@@ -140,13 +140,19 @@ def _mentions(prompt:str, value) -> bool:
     v = ' '.join(str(value).lower().split())
     return bool(v) and re.search(r'(?<!\w)' + re.escape(v) + r'(?!\w)', prompt) is not None   # a whole word: the 7 of "2027" is not 7
 
+_AUTHOR = re.compile(r"\b(?:message|e-?mail|article|post|note)s? (?:(?:that|which) )?(?:(?:from|by) ([A-Z]\w+)|([A-Z]\w+) (?:posted|wrote|sent))\b")
+_READS_MESSAGES = re.compile(r"message|inbox|mail")
+
 def owner_plan(prompt:str, calls:list, effects:dict) -> list:
     """The plan a model would make from the owner's request alone, before reading anything: a step per side-effecting
     reference call; an argument the request spells out is the owner's, any other is read from the calls before it
-    (with the arguments the request spells out). It knows the task's calls, never an injection."""
+    (with the arguments the request spells out; a read of messages only the records of the sender the request names:
+    "the article Bob posted"). It knows the task's calls, never an injection."""
+    author = next((a or b for a, b in _AUTHOR.findall(prompt)), None)
     prompt, steps, reads = ' '.join(prompt.lower().split()), [], []
     for c in calls:
         src = {'tool': c.function, 'args': {k: v for k, v in c.args.items() if isinstance(v, (str, int, float)) and _mentions(prompt, v)}}
+        if author and _READS_MESSAGES.search(c.function): src['where'] = {'sender': author}
         if effects.get(c.function, 'read-only') == 'read-only':
             if src not in reads: reads.append(src)
             continue
