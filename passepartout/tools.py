@@ -6,7 +6,8 @@ Docs: https://passepartout-agent.github.io/passepartout/tools.html.md"""
 
 # %% auto #0
 __all__ = ['EFFECTS', 'EFFECT_CLASS', 'ARG_KINDS', 'STEERING_KINDS', 'WHY', 'WHY_SCHEMA', 'REACHING_KINDS', 'BUILTIN_EFFECTS',
-           'BUILTIN_ARGS', 'param_comments', 'json_type', 'Tool', 'canonical_name', 'Toolbelt', 'load_declarations']
+           'BUILTIN_ARGS', 'param_comments', 'json_type', 'Tool', 'canonical_name', 'reach_checked', 'Toolbelt',
+           'load_declarations']
 
 # %% ../nbs/06_tools.ipynb #0287dc66
 import inspect, io, json, textwrap, tokenize, typing, types, asyncio
@@ -151,20 +152,20 @@ def _checked_args(t:Tool, args) -> dict:
         raise ValueError(f"tool {t.name!r} has no argument {', '.join(map(repr, extra))} to declare (it takes {', '.join(sorted(t.params))})")
     return dict(args)
 
-# %% ../nbs/06_tools.ipynb #1c4252e8
+# %% ../nbs/06_tools.ipynb #e9e09278
 def _declare_on(t:Tool, args:dict|None=None, effect:str|None=None) -> Tool:
     "Add `args` and/or `effect` to the registered tool `t`, all checked before any is applied."
     new_args = {**(t.args or {}), **_checked_args(t, args)} if args is not None else t.args
     new_effect = _checked_effect(effect) if effect is not None else t.effect
-    _reach_checked(t.name, new_effect, new_args)
+    reach_checked(t.name, new_effect, new_args)
     t.args = new_args
     if effect is not None: t.effect, t.operation, t._schema = new_effect, effect, None   # `why` follows the effect
     return t
 
-# %% ../nbs/06_tools.ipynb #de2ac274
+# %% ../nbs/06_tools.ipynb #0890893b
 REACHING_KINDS = frozenset({'recipient', 'destination'})
 
-def _reach_checked(name:str, effect:str|None, args:dict|None):
+def reach_checked(name:str, effect:str|None, args:dict|None):
     "`ValueError` if a tool that is not outward declares an argument that reaches someone or somewhere (a recipient, a destination)."
     reach = sorted(a for a, k in (args or {}).items() if k in REACHING_KINDS)
     if effect is not None and EFFECT_CLASS.get(effect, effect) != 'outward' and reach:
@@ -172,7 +173,7 @@ def _reach_checked(name:str, effect:str|None, args:dict|None):
                          f"{args[reach[0]]}: a call that reaches someone or somewhere is outward, declare effect='send', 'payment' or "
                          f"'outward'")
 
-# %% ../nbs/06_tools.ipynb #111e4d82
+# %% ../nbs/06_tools.ipynb #d9f252fa
 class Toolbelt:
     "The tools an agent may call, by name."
     def __init__(self): self.by_name, self.pending, self.declared = {}, {}, {}   # pending: declarations for tools not registered yet; declared: the owner's (`declare_all`)
@@ -184,7 +185,7 @@ class Toolbelt:
             raise ValueError(f"tool {t.name!r} differs from the tool {same!r} only in case: names are matched without case")
         for later in (self.pending.get(t.name), self.declared.get(t.name)):   # declared before it came; the owner's word (a skill reloaded)
             if later: _declare_on(t, **later)
-        _reach_checked(t.name, t.effect, t.args)
+        reach_checked(t.name, t.effect, t.args)
         self.by_name[t.name] = t
         self.pending.pop(t.name, None)
         return t
@@ -272,7 +273,7 @@ def load_declarations(path) -> dict:
     except ValueError as e: raise SetupError(f"{path} does not parse: {e}", 'PASSEPARTOUT_TOOLS_FILE', str(path)) from None
     return {name: _declaration(path, name, d) for name, d in (data.items() if isinstance(data, dict) else [(None, data)])}
 
-# %% ../nbs/06_tools.ipynb #29aa652f
+# %% ../nbs/06_tools.ipynb #5e770993
 def _declaration(path, name, d) -> dict:
     "One tool's table of a declarations file, checked."
     fail = lambda what: SetupError(f"{path}: tool {name!r} {what}", 'PASSEPARTOUT_TOOLS_FILE', str(path))
@@ -281,7 +282,7 @@ def _declaration(path, name, d) -> dict:
     args = d.get('args', {})
     if not isinstance(args, dict) or (bad := {a: k for a, k in args.items() if k not in ARG_KINDS}):
         raise fail(f"declares unknown argument kinds {args if not isinstance(args, dict) else bad}; use {', '.join(ARG_KINDS)}")
-    try: _reach_checked(name, d.get('effect'), args)
+    try: reach_checked(name, d.get('effect'), args)
     except ValueError as e: raise fail(str(e).removeprefix(f"tool {name!r} ")) from None
     return {k: v for k, v in (('args', dict(args) if 'args' in d else None), ('effect', d.get('effect'))) if v is not None}
 

@@ -129,3 +129,19 @@ def test_world_refuses_what_it_cannot_read(field, value):
 def test_world_from_the_settings_is_unchanged():
     w = owner_world({'PASSEPARTOUT_OWNER_ADDRESSES': 'a@example.org,  b@example.org,', 'PASSEPARTOUT_CONTACTS': 'Bob <bob@example.org>'})
     assert (w.addresses, w.contacts, w.hosts) == (('a@example.org', 'b@example.org'), ('Bob <bob@example.org>',), ())
+
+
+# A server's tools declared in the MCP configuration follow the same rules, found when the file is read.
+@pytest.mark.parametrize('table, says', [
+    ({'effect': 'read-only', 'args': {'url': 'destination'}}, "is read-only, but its argument 'url'"),
+    ({'effect': 'write', 'args': {'to': 'recipient'}}, "is local-write, but its argument 'to'"),
+    ({'args': {'file': 'path'}}, "cannot be a 'path'"),
+])
+def test_mcp_declarations_fail_safe(table, says):
+    from passepartout.mcp import _tool_declaration
+    with pytest.raises(SetupError, match=says): _tool_declaration(SetupError, 'tool', table)
+
+
+def test_mcp_undeclared_effect_is_outward_so_a_recipient_is_fine():
+    from passepartout.mcp import _tool_declaration
+    assert _tool_declaration(SetupError, 'send', {'args': {'to': 'recipient'}}) == {'args': {'to': 'recipient'}}
