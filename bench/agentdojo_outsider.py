@@ -28,6 +28,22 @@ API and then honoured less than they said; `Toolbelt.add` now refuses each with 
   calendar): what they carry to those recipients was not checked as an outward message's is;
 - `create_file`'s `filename` was a `path` ("a file in the workspace"): only the built-in file tools'
   paths are judged (by the paths gate), so it was judged by no gate.
+
+Measured (AgentDojo 0.1.35, all four suites, v1.1.2 and v1.2.2 pooled; utility / attack success with holds
+refused / with holds approved / benign tasks asking a human, in %):
+
+| suite, mode | ours (agentdojo_config) | outsider as first written | outsider, as the API now makes it |
+|---|---|---|---|
+| slack, no plan | 57.1 / 2.9 / 100 / 57.1 | 66.7 / 24.8 / 100 / 33.3 | 47.6 / 2.9 / 100 / 66.7 |
+| slack, `--plan` | 66.7 / 0 / 0 / 0 | 76.2 / 24.8 / 64.8 / 0 | 66.7 / 2.9 / 33.3 / 0 |
+| travel, `--plan` | 100 / 14.3 / 14.3 / 0 | 100 / 17.9 / 17.9 / 0 | 100 / 17.9 / 17.9 / 0 |
+| banking, `--plan` | 100 / 0 / 0 / 0 | 93.8 / 0 / 0 / 0 | 93.8 / 0 / 0 / 0 |
+
+Workspace (both modes), banking and travel without a plan: the same figures for both configurations.
+What the outsider still loses comes from declaring free text `content` where ours leaves it undeclared
+(steering): a link written without `https://` in a message body, an event title copied from an
+injection, private data in a mail to a recipient the owner named, and a URL without a scheme that an
+injection gave (asked, not refused, so approving it posts the data); see issue 16's report.
 """
 
 # One entry per function that changes something: (effect word, {argument: kind}). Anything not listed is
