@@ -279,19 +279,35 @@ class World:
         return call
 
 
-def dojo_agent(suite, model, undefended:bool=False, information_flow:bool=False, plan:bool=False):
-    "The shipped agent with the suite's functions as its only tools (effects and declarations from agentdojo_config)."
+def load_config(path:str|None=None):
+    """The owner's configuration module: `bench/agentdojo_config.py`, or the file at `path` (`--config`). It must
+    have `add_tool(belt, suite, fn, name)`; it may have `apply_owner(suite)` (sets settings, returns their names),
+    `owner_world(suite)` (a `World` for the agent) and `declares_arguments(belt)`."""
+    if path is None: return _sibling('agentdojo_config')
+    name = 'agentdojo_config_' + re.sub(r'\W', '_', os.path.splitext(os.path.basename(path))[0])
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def dojo_agent(suite, model, undefended:bool=False, information_flow:bool=False, plan:bool=False, config=None):
+    "The shipped agent with the suite's functions as its only tools (effects and declarations from `config`, default agentdojo_config)."
     from passepartout.app import build_agent
     from passepartout.tools import Toolbelt
-    config = _sibling('agentdojo_config')
+    config = config or load_config()
     world, belt = World(suite), Toolbelt()
     for function in suite.tools: config.add_tool(belt, suite.name, world.tool(function), function.name)
-    owner = config.apply_owner(suite.name)
+    owner = config.apply_owner(suite.name) if hasattr(config, 'apply_owner') else []
     agent = build_agent(provider=model, tools=belt)
+    if hasattr(config, 'owner_world'):
+        agent.world = config.owner_world(suite.name); owner = owner + ['World(...) on the agent']
     from passepartout.owner_plan import add_plan_tool
     add_plan_tool(agent.tools)          # the guards skill's `plan` tool, which `tools=belt` replaced with the suite's functions
-    world.configured = {'declarations': config.declares_arguments(belt), 'owner_settings': owner,
-                        'gates': [g.name for g in agent.gates.gates]}
+    declares = config.declares_arguments(belt) if hasattr(config, 'declares_arguments') else any(t.args for t in belt)
+    world.configured = {'declarations': declares, 'owner_settings': owner, 'gates': [g.name for g in agent.gates.gates],
+                        'config': getattr(config, '__file__', None)}
     if information_flow and plan:       # the stricter composition: information flow without a plan, the owner's plan with one
         from passepartout.owner_plan import with_owner_plan
         with_owner_plan(agent.gates, agent.tools)
@@ -314,7 +330,7 @@ def run_case(suite, agent, world, model, user_task, injection_task, injections:d
     pre = env.model_copy(deep=True)
     world.reset(env, pre)
     calls = user_task.ground_truth(pre.model_copy(deep=True))
-    steps = owner_plan(user_task.PROMPT, calls, _sibling('agentdojo_config').EFFECTS.get(suite.name, {})) if plan else None
+    steps = owner_plan(user_task.PROMPT, calls, {t.name: t.effect for t in agent.tools}) if plan else None   # the effects configured
     model.start(calls, user_task.GROUND_TRUTH_OUTPUT, world, steps)
     turn = agent.send(user_task.PROMPT, source='cli', session=session)
     replies, pending, held, turns = list(turn.replies), [p['token'] for p in turn.pending], [], [turn]
@@ -338,13 +354,13 @@ def run_case(suite, agent, world, model, user_task, injection_task, injections:d
 
 
 def run_suite(version:str, name:str, limit:int|None=None, undefended:bool=False, progress=None, information_flow:bool=False,
-              plan:bool=False) -> dict:
+              plan:bool=False, config=None) -> dict:
     "Every user task without attack, then every (user task, injection task) pair under `important_instructions`, both owners."
     from agentdojo.task_suite.load_suites import get_suite
     from agentdojo.attacks.attack_registry import load_attack
     suite = get_suite(version, name)
     model = CompromisedModel(goals_of(suite))
-    agent, world = dojo_agent(suite, model, undefended, information_flow, plan)
+    agent, world = dojo_agent(suite, model, undefended, information_flow, plan, config)
     attack = load_attack('important_instructions', suite, SimpleNamespace(name='gpt-4o-2024-05-13'))
     users = list(suite.user_tasks.values())[:limit]
     out, n = {'configured': world.configured, 'benign': [], 'attacked': []}, 0
@@ -401,6 +417,9 @@ def main(argv=None):
     ap.add_argument('--plan', action='store_true', help="the model first proposes a plan from the request alone with the shipped "
                     "`plan` tool (passepartout.owner_plan), which the shipped gates then hold each turn to")
     ap.add_argument('--max-depth', type=int, default=30, help="the loop's depth limit (shipped: 10; raised so that it never ends an attack early)")
+    ap.add_argument('--config', metavar='PATH', help="the owner's configuration, a Python file with `add_tool(belt, suite, fn, name)` "
+                    "and optionally `apply_owner(suite)`, `owner_world(suite)` (default: bench/agentdojo_config.py; "
+                    "an independent one: bench/agentdojo_outsider.py)")
     ap.add_argument('--json', action='store_true', help='print the figures and every case as JSON')
     ap.add_argument('--quiet', action='store_true')
     a = ap.parse_args(argv)
@@ -408,10 +427,11 @@ def main(argv=None):
     os.environ['PASSEPARTOUT_MAX_DEPTH'] = str(a.max_depth)
     say = None if a.quiet or a.json else (lambda s: print(s, file=sys.stderr, flush=True))
     rows, results, t0 = [], {}, time.perf_counter()
+    config = load_config(a.config)
     for version in a.version or VERSIONS:
         for name in a.suite or SUITES:
             with contextlib.redirect_stdout(io.StringIO()):     # AgentDojo prints progress of its own
-                res = run_suite(version, name, a.limit, a.undefended, say, a.information_flow, a.plan)
+                res = run_suite(version, name, a.limit, a.undefended, say, a.information_flow, a.plan, config)
             results[f"{name} {version}"] = res
             rows.append((f"{name} {version}", figures(res)))
     pooled = {'benign': [c for r in results.values() for c in r['benign']], 'attacked': [c for r in results.values() for c in r['attacked']]}
@@ -424,7 +444,8 @@ def main(argv=None):
           f", {'the model plans first' if a.plan else 'the model makes no plan'}"
           f"{f', first {a.limit} user tasks' if a.limit else ''}; argument declarations "
           f"{'applied' if configured['declarations'] else 'not available (baseline)'}; owner settings "
-          f"{', '.join(configured['owner_settings']) or 'not available'} ({time.perf_counter() - t0:.0f} s)")
+          f"{', '.join(configured['owner_settings']) or 'not available'}; configuration {os.path.relpath(configured['config'] or '?')} "
+          f"({time.perf_counter() - t0:.0f} s)")
     print(table(rows))
 
 

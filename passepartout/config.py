@@ -187,7 +187,21 @@ def workspace(env=None,
     if not os.access(ws, os.W_OK | os.X_OK): raise fail(f"{ws} is not writable; make it writable")
     return ws
 
-# %% ../nbs/09_config.ipynb #08ee159b
+# %% ../nbs/09_config.ipynb #7806053c
+def _items(raw:str) -> tuple: return tuple(x.strip() for x in raw.split(',') if x.strip())
+
+# %% ../nbs/09_config.ipynb #4c0380e0
+def _world_items(field:str, value) -> tuple:
+    "`value` of World's `field` as a tuple of non-empty strings: a string is read as the setting is (comma-separated), contacts may be `{name: address}`."
+    if isinstance(value, str): return _items(value)
+    if field == 'contacts' and isinstance(value, dict): value = [f"{n} <{a}>" for n, a in value.items()]
+    if isinstance(value, dict) or not isinstance(value, (list, tuple, set, frozenset)):
+        raise ValueError(f"World {field} must be a list of strings (or one comma-separated string), not {value!r}")
+    if (bad := [v for v in value if not isinstance(v, str) or not v.strip()]):
+        raise ValueError(f"World {field} must be strings like 'Name <address>' or an address; {bad[0]!r} is not one")
+    return tuple(v.strip() for v in value)
+
+# %% ../nbs/09_config.ipynb #b27ad43c
 @dataclass(frozen=True)
 class World:
     "The owner and the people and places they deal with: what the gates may trust without asking."
@@ -195,10 +209,7 @@ class World:
     contacts:tuple=()  # people the owner writes to: 'Name <address>' or an address
     hosts:tuple=()     # hosts anything may go to ('*.example.org': its subdomains)
     def __post_init__(self):
-        for f in ('addresses', 'contacts', 'hosts'): object.__setattr__(self, f, tuple(getattr(self, f)))   # hashable, whatever was given
-
-# %% ../nbs/09_config.ipynb #7806053c
-def _items(raw:str) -> tuple: return tuple(x.strip() for x in raw.split(',') if x.strip())
+        for f in ('addresses', 'contacts', 'hosts'): object.__setattr__(self, f, _world_items(f, getattr(self, f)))   # hashable, checked
 
 # %% ../nbs/09_config.ipynb #9d059f3c
 _worlds, _WORLD_SETTINGS = {}, ('PASSEPARTOUT_OWNER_ADDRESSES', 'PASSEPARTOUT_CONTACTS', 'PASSEPARTOUT_NETWORK_ALLOW')

@@ -8,14 +8,14 @@ Docs: https://passepartout-agent.github.io/passepartout/mcp.html.md"""
 __all__ = ['SERVER_NAME', 'SERVER_KEYS', 'ServerConfig', 'load_mcp_config', 'RemoteTool', 'tool_name', 'register', 'remote_tool',
            'result_text', 'McpServer', 'McpServers', 'restart_delay', 'install_mcp', 'mcp_skill']
 
-# %% ../nbs/47_mcp.ipynb #978a554b
+# %% ../nbs/47_mcp.ipynb #603a4fc2
 import asyncio, atexit, concurrent.futures, copy, importlib.util, json, os, re, sys, threading, time, tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from . import config
 from .basics import patch
 from .errors import SetupError
-from .tools import Toolbelt, Tool, EFFECT_CLASS, ARG_KINDS, WHY, WHY_SCHEMA
+from .tools import Toolbelt, Tool, EFFECT_CLASS, ARG_KINDS, WHY, WHY_SCHEMA, reach_checked
 from .skills import Skill
 
 # %% ../nbs/47_mcp.ipynb #0b04ac5a
@@ -58,7 +58,7 @@ def _table(fail, tools) -> dict:
     if not isinstance(tools, dict): raise fail("has `tools` that is not a table of tools")
     return tools
 
-# %% ../nbs/47_mcp.ipynb #33e0f35e
+# %% ../nbs/47_mcp.ipynb #cabbd983
 def _tool_declaration(fail, tool:str, t) -> dict:
     "One tool's `effect` and `args`, checked against `EFFECT_CLASS` and `ARG_KINDS`."
     if not isinstance(t, dict) or set(t) - {'effect', 'args'}: raise fail(f"tool {tool!r} must be a table with only `effect` and `args`")
@@ -66,6 +66,10 @@ def _tool_declaration(fail, tool:str, t) -> dict:
     args = t.get('args', {})
     if not isinstance(args, dict) or (bad := {a: k for a, k in args.items() if k not in ARG_KINDS}):
         raise fail(f"tool {tool!r} declares unknown argument kinds {args if not isinstance(args, dict) else bad}; use {', '.join(ARG_KINDS)}")
+    if (paths := sorted(a for a, k in args.items() if k == 'path')):
+        raise fail(f"tool {tool!r}: argument {paths[0]!r} cannot be a 'path' (only the built-in file tools' are); declare it 'object'")
+    try: reach_checked(tool, t.get('effect', 'outward'), args)   # undeclared, a server's tool is outward
+    except ValueError as e: raise fail(str(e)) from None
     return dict(t)
 
 # %% ../nbs/47_mcp.ipynb #28148c3a
