@@ -50,18 +50,21 @@ def _fixed_prompt(agent) -> list:
     if (skills := agent.skills) is not None and skills.augment: parts.append(skills.augment)   # what every skill adds to every prompt (`44_skills`)
     return parts
 
-# %% ../nbs/05_reason.ipynb #1129cb39
+# %% ../nbs/05_reason.ipynb #33d22e2b
 _kept = weakref.WeakKeyDictionary()   # tool belt -> (what its entry was built from, fixed prompt parts, tool schemas)
+
+def _made_of(agent, belt) -> tuple:
+    "What the fixed part is built from, as objects: the agent's name, mandates and skills, the belt's tools and their schemas."
+    return (agent.name, tuple(agent.mandates), tuple(belt), [t._schema for t in belt], agent.skills)
 
 def fixed_part(agent) -> tuple:
     "`(fixed prompt parts, tool schemas)`: built once, kept while the agent's name, mandates and tools (the same objects) stay the same."
     belt = agent.tools
     if belt is None: return _fixed_prompt(agent), []
-    made_of = (agent.name, tuple(agent.mandates), tuple(belt), agent.skills)
     kept = _kept.get(belt)
-    if kept is None or kept[0] != made_of:
-        kept = (made_of, _fixed_prompt(agent), belt.schemas())
-        _kept[belt] = kept
+    if kept is None or kept[0] != _made_of(agent, belt):
+        parts, schemas = _fixed_prompt(agent), belt.schemas()
+        kept = _kept[belt] = (_made_of(agent, belt), parts, schemas)   # after building: the schemas are built by then
     return kept[1], kept[2]
 
 # %% ../nbs/05_reason.ipynb #fcc3ba8f
@@ -84,16 +87,17 @@ def system_prompt(agent, signal:Signal, rejections:list) -> str:
                      + '\n'.join(f"- {r}" for r in rejections))
     return '\n\n'.join(parts)
 
-# %% ../nbs/05_reason.ipynb #8ff1eb9d
+# %% ../nbs/05_reason.ipynb #932cb4cb
 class ProposalRequest:
     "What the model is shown: the system prompt (built on first use), the messages, the tools, the rejections."
-    __slots__ = ('agent', 'signal', 'messages', 'rejections', '_system')
+    __slots__ = ('agent', 'signal', 'messages', 'rejections', '_system', '_tools')
     def __init__(self, agent, signal:Signal, messages:list, rejections:list):
-        self.agent, self.signal, self.messages, self.rejections, self._system = agent, signal, messages, rejections, None
+        self.agent, self.signal, self.messages, self.rejections, self._system, self._tools = agent, signal, messages, rejections, None, None
     @property
     def tools(self) -> list:
         "JSON schemas of the tools the model may call (kept between steps: read them, do not change them)."
-        return fixed_part(self.agent)[1]
+        if self._tools is None: self._tools = fixed_part(self.agent)[1]
+        return self._tools
     @property
     def system(self) -> str:
         if self._system is None: self._system = system_prompt(self.agent, self.signal, self.rejections)
