@@ -152,12 +152,14 @@ def read_vault_plain(vault:Vault) -> tuple:
     try: return vault._entries(json.loads(f.decrypt(vault.path.read_bytes())))
     except InvalidToken: raise VaultError(f"cannot decrypt the vault {vault.path} with the key {vault.key_path}: wrong key or damaged file") from None
 
-# %% ../nbs/22_vault.ipynb #a47ebc74
+# %% ../nbs/22_vault.ipynb #97e7fba8
 @patch
 def _load(self:Vault) -> dict:
     "The decrypted secrets (name to value), re-read only when the file changed on disk; bindings go to `_bindings`."
-    try: st = self.path.stat()
-    except FileNotFoundError: self._secrets, self._bindings, self._stamp, self._pattern = {}, {}, None, None; return self._secrets
+    try: st = os.stat(self.path)
+    except FileNotFoundError:
+        if self._stamp is not None or self._secrets: self._secrets, self._bindings, self._stamp, self._pattern = {}, {}, None, None
+        return self._secrets   # still missing: the same empty dict, so the patterns built for it are kept
     stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
     if stamp == self._stamp: return self._secrets
     f = _fernet(self.key_path, create=False)
