@@ -74,10 +74,11 @@ def memory_context(agent, signal:Signal, turn=None) -> str:
     if context_for is None or not from_owner(signal): return ''
     return context_for(agent, signal, turn)
 
-# %% ../nbs/05_reason.ipynb #a5a2aa4f
-def system_prompt(agent, signal:Signal, rejections:list) -> str:
+# %% ../nbs/05_reason.ipynb #64746824
+def system_prompt(agent, signal:Signal, rejections:list,
+                  fixed:list|None=None) -> str: # the fixed parts, if the caller has them (`fixed_part(agent)[0]`)
     "Identity, tool belt, standing mandates, recent log lines, memory, the triggered skill's prompt and the rejection trace, as one prompt."
-    parts = list(fixed_part(agent)[0])
+    parts = list(fixed if fixed is not None else fixed_part(agent)[0])
     logs = agent.syslog.lines(5) if from_owner(signal) else ()   # the log speaks of every session: not for strangers
     if logs: parts.append("Recent system log:\n" + '\n'.join(logs))
     if (memory := memory_context(agent, signal)): parts.append(memory)
@@ -87,20 +88,22 @@ def system_prompt(agent, signal:Signal, rejections:list) -> str:
                      + '\n'.join(f"- {r}" for r in rejections))
     return '\n\n'.join(parts)
 
-# %% ../nbs/05_reason.ipynb #932cb4cb
+# %% ../nbs/05_reason.ipynb #ab09c89a
 class ProposalRequest:
     "What the model is shown: the system prompt (built on first use), the messages, the tools, the rejections."
-    __slots__ = ('agent', 'signal', 'messages', 'rejections', '_system', '_tools')
+    __slots__ = ('agent', 'signal', 'messages', 'rejections', '_system', '_fixed')
     def __init__(self, agent, signal:Signal, messages:list, rejections:list):
-        self.agent, self.signal, self.messages, self.rejections, self._system, self._tools = agent, signal, messages, rejections, None, None
+        self.agent, self.signal, self.messages, self.rejections, self._system, self._fixed = agent, signal, messages, rejections, None, None
+    def _fixed_part(self) -> tuple:
+        if self._fixed is None: self._fixed = fixed_part(self.agent)
+        return self._fixed
     @property
     def tools(self) -> list:
         "JSON schemas of the tools the model may call (kept between steps: read them, do not change them)."
-        if self._tools is None: self._tools = fixed_part(self.agent)[1]
-        return self._tools
+        return self._fixed_part()[1]
     @property
     def system(self) -> str:
-        if self._system is None: self._system = system_prompt(self.agent, self.signal, self.rejections)
+        if self._system is None: self._system = system_prompt(self.agent, self.signal, self.rejections, self._fixed_part()[0])
         return self._system
 
 # %% ../nbs/05_reason.ipynb #975f5793

@@ -82,7 +82,7 @@ def test_body_json_is_json_dumps(kind, stream):
         for request in requests:
             body = provider.body(request, 'm', stream)
             assert provider._body_json(body) == json.dumps(body, ensure_ascii=False)
-            request._tools = None
+            request._fixed = None
     sent = json.loads(provider._body_json(provider.body(requests[0], 'm', stream)))['tools']
     read_file = next(t.get('function', t) for t in sent if t.get('function', t)['name'] == 'read_file')
     assert 'why' in (read_file.get('parameters') or read_file.get('input_schema'))['properties']
