@@ -268,8 +268,12 @@ def _prepare(self:HTTPProvider, request, model:str|None, stream:bool) -> tuple:
     headers = {'content-type': 'application/json', **self.extra_headers, **self.auth_headers()}
     return self.url, headers, self._body_json(self.body(request, model or self.model, stream)).encode()
 
-# %% ../nbs/10_providers.ipynb #7af5fe8c
+# %% ../nbs/10_providers.ipynb #6a2a3170
 _encode = json.JSONEncoder(ensure_ascii=False).encode   # `json.dumps(x, ensure_ascii=False)`, without making an encoder every call
+
+class _WireMessage(dict):
+    "One message of the transcript in a provider's wire form, with its JSON (`_wire_messages`); nothing edits it."
+    __slots__ = ('json',)
 
 class _ShapedTools(list):
     "A provider's own deep copy of the tool schemas in its wire shape, with their JSON (`_tools_for`); nothing edits it."
@@ -292,7 +296,7 @@ def _text_json(self:HTTPProvider, text:str) -> str:
     if kept is None or kept[0] != text: kept = self._text_kept = (text, _encode(text))
     return kept[1]
 
-# %% ../nbs/10_providers.ipynb #b12df673
+# %% ../nbs/10_providers.ipynb #87d2d227
 def _system_first(messages) -> bool:
     "Is the first of `messages` exactly a system message `{'role': 'system', 'content': text}`?"
     first = messages[0] if type(messages) is list and messages else None
@@ -307,7 +311,9 @@ def _body_json(self:HTTPProvider, body:dict) -> str:
         if k == 'tools' and v: text = self._tools_json(v)
         elif k == 'system' and type(v) is str: text = self._text_json(v)   # Anthropic's
         elif k == 'messages' and _system_first(v):                          # chat completions', Ollama's
-            text = f'[{{"role": "system", "content": {self._text_json(v[0]["content"])}}}{", " if len(v) > 1 else ""}{_encode(v[1:])[1:]}'
+            rest = v[1:]
+            rest = ', '.join([m.json for m in rest]) if all(type(m) is _WireMessage for m in rest) else _encode(rest)[1:-1]
+            text = f'[{{"role": "system", "content": {self._text_json(v[0]["content"])}}}{", " if rest else ""}{rest}]'
         else: text = _encode(v)
         out.append(f'{_encode(k)}: {text}')
     return '{' + ', '.join(out) + '}'
@@ -322,6 +328,20 @@ def _tools_for(self:HTTPProvider, tools:list, shape) -> list:
         kept.source, kept.json = tools, json.dumps(kept, ensure_ascii=False)
         self._shaped = kept
     return kept
+
+# %% ../nbs/10_providers.ipynb #f3aa10b3
+@patch
+def _wire_messages(self:HTTPProvider, system:str, messages:list, convert) -> list:
+    "`convert(system, messages)` (one wire message for each), each message converted and serialised once while it is the same dict, equal to what it was."
+    kept, out = self.__dict__.get('_wire_kept'), convert(system, [])
+    if kept is None or len(kept) > 2 * max(len(messages), 128): kept = self._wire_kept = {}   # bounded: a message no longer sent is dropped here
+    for m in messages:
+        hit = kept.get(id(m))
+        if hit is None or hit[0] is not m or hit[1] != m:   # another message, or this one changed in place since
+            wire = _WireMessage(convert('', [m])[-1]); wire.json = _encode(wire)
+            hit = kept[id(m)] = (m, copy.deepcopy(m), wire)
+        out.append(hit[2])
+    return out
 
 # %% ../nbs/10_providers.ipynb #f6c8c2af
 @patch
@@ -406,7 +426,7 @@ def openai_tools(tools:list) -> list:
     return [{'type': 'function', 'function': {'name': t['name'], 'description': t.get('description', ''),
                                               'parameters': t.get('parameters') or {'type': 'object', 'properties': {}}}} for t in tools]
 
-# %% ../nbs/10_providers.ipynb #869bb972
+# %% ../nbs/10_providers.ipynb #0707e5f9
 class OpenAIProvider(HTTPProvider):
     "OpenAI chat completions, and every server speaking it (OpenRouter, vLLM, llama.cpp, LM Studio)."
     kind, path, key_env = 'openai', '/chat/completions', 'OPENAI_API_KEY'
@@ -416,7 +436,7 @@ class OpenAIProvider(HTTPProvider):
     def auth_headers(self): return {'authorization': f"Bearer {self._key}"} if self._key else {}
     def body(self, request, model, stream) -> dict:
         system, msgs = (text_mode_prompt(request.system, request.tools), text_mode_messages(request.messages)) if self.text_mode else (request.system, request.messages)
-        b = {'model': model, 'messages': openai_messages(system, msgs), 'max_tokens': self.max_tokens}
+        b = {'model': model, 'messages': self._wire_messages(system, msgs, openai_messages), 'max_tokens': self.max_tokens}
         if request.tools and not self.text_mode: b['tools'] = self._tools_for(request.tools, openai_tools)
         if stream: b.update(stream=True, stream_options={'include_usage': True})
         return b
@@ -475,7 +495,7 @@ def finish(self:OpenAIStream, provider) -> Answer:
 @patch
 def stream_parser(self:OpenAIProvider): return OpenAIStream()
 
-# %% ../nbs/10_providers.ipynb #27178643
+# %% ../nbs/10_providers.ipynb #fac103cc
 class OllamaProvider(HTTPProvider):
     "Ollama's `/api/chat`: tool calls with object arguments, NDJSON streaming, token counts."
     kind, path = 'ollama', '/api/chat'
@@ -484,7 +504,7 @@ class OllamaProvider(HTTPProvider):
     def auth_headers(self): return {}
     def body(self, request, model, stream) -> dict:
         system, msgs = (text_mode_prompt(request.system, request.tools), text_mode_messages(request.messages)) if self.text_mode else (request.system, request.messages)
-        b = {'model': model, 'messages': ollama_messages(system, msgs), 'stream': stream, 'options': {'num_predict': self.max_tokens}}
+        b = {'model': model, 'messages': self._wire_messages(system, msgs, ollama_messages), 'stream': stream, 'options': {'num_predict': self.max_tokens}}
         if request.tools and not self.text_mode: b['tools'] = self._tools_for(request.tools, openai_tools)
         return b
 

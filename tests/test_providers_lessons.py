@@ -73,15 +73,20 @@ def _requests():
 def test_body_json_is_json_dumps(kind, stream):
     "The kept tools and system prompt change nothing: every body is the very JSON `json.dumps` writes, request after request, also once the belt changes."
     import json
-    from passepartout.providers import OpenAIProvider, OllamaProvider, AnthropicProvider
+    from passepartout.providers import OpenAIProvider, OllamaProvider, AnthropicProvider, openai_messages, ollama_messages
     provider = {'openai': lambda: OpenAIProvider('m', base_url='http://127.0.0.1:9/v1'), 'ollama': lambda: OllamaProvider('m'),
                 'anthropic': lambda: AnthropicProvider('m', base_url='http://127.0.0.1:9')}[kind]()
     agent, requests = _requests()
-    for round in range(3):
+    reference = {'openai': openai_messages, 'ollama': ollama_messages, 'anthropic': None}[kind]
+    for round in range(4):
         if round == 2: agent.tools.declare('read_file', effect='local-write')   # the schemas change (a `why`): sent as they are now
+        if round == 3:                                                           # messages changed in place: sent as they are now
+            msgs = requests[-1].messages
+            msgs[0]['content'] += ' again'; msgs[1]['tool_calls'][0]['args']['path'] = 'c.txt'; msgs[2]['is_error'] = True
         for request in requests:
             body = provider.body(request, 'm', stream)
             assert provider._body_json(body) == json.dumps(body, ensure_ascii=False)
+            if reference is not None: assert body['messages'] == reference(request.system, request.messages)
             request._fixed = None
     sent = json.loads(provider._body_json(provider.body(requests[0], 'm', stream)))['tools']
     read_file = next(t.get('function', t) for t in sent if t.get('function', t)['name'] == 'read_file')
