@@ -6,7 +6,8 @@ in a fresh conversation (bench/history_cost.py measures long ones).
 Prints the median (and quartiles) of the CPU time per turn for 1 and 10 calls of a read-only `echo` tool added to the shipped belt (it costs nothing, so the
 harness's own cost shows), next to the targets (<= 100 µs, <= 1 ms) as ratios; the same less the
 model's own CPU time in each turn (building and serialising the request, parsing the answer: what
-any provider pays), which is the harness's share; the 1-tool turn with each turn written as it ends
+any provider pays), which is the harness's share (measured over the same turns run again with the
+model's clock on: its two clock readings a request are system calls, kept out of the first figure); the 1-tool turn with each turn written as it ends
 (`window=0`: no group commit across turns), without the audit log, then also without the session
 store (what each costs of a turn); the
 built-in `read_file` (the tool's own cost included) and `write_file` (a tool with effects: the audit
@@ -68,12 +69,13 @@ def turns(agent, n, calls, turns_count, session='bench', harness=None, batch=25)
         agent.transcripts.pop(name, None); agent.used.pop(name, None)
         assert t.reply == 'done' and len(t.of('result')) == calls and not t.pending, t.events[-3:]
     for _ in range(20): one()
-    if harness is None: return cpu_per_turn_batched(one, turns_count, agent, batch)
-    harness.clear(); out = []
-    for _ in range(max(1, turns_count // batch)):
-        before = getattr(model, 'cpu', 0.0)
-        out += cpu_per_turn_batched(one, batch, agent, batch)
-        harness.append(out[-1] - (model.cpu - before) * 1e6 / batch)
+    out = cpu_per_turn_batched(one, turns_count, agent, batch)   # the model untimed: its clock readings are not part of a turn
+    if harness is None: return out
+    harness.clear(); model.timed = True
+    for _ in range(max(1, turns_count // batch)):   # the same turns again, the model's own CPU counted and taken off
+        before = model.cpu
+        harness.append(cpu_per_turn_batched(one, batch, agent, batch)[0] - (model.cpu - before) * 1e6 / batch)
+    model.timed = False
     return out
 
 

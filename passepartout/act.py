@@ -134,11 +134,12 @@ def _audit_delivery(action:Action, target:str, ctx:Context) -> None:
         sink({'kind': 'reply', 'text': action.text, 'actuator': target, 'target': action.target,
               'chat_id': meta.get('chat_id'), 'recipient': meta.get('recipient')})
 
-# %% ../nbs/07_act.ipynb #9499eb95
+# %% ../nbs/07_act.ipynb #3b74614c
 def _unsealed(action:Action, vault) -> Action:
     "The action the actuator gets: vault handles in a tool's arguments replaced by their values."
     if vault is None or action.kind != 'tool': return action
-    return dataclasses.replace(action, args=vault.substitute(action.args))
+    args = vault.substitute(action.args)
+    return action if args is action.args else dataclasses.replace(action, args=args)   # the very dict: nothing to unseal
 
 # %% ../nbs/07_act.ipynb #aad7ff96
 def _withheld(action:Action, ctx:Context, vault, result=None, error=None) -> str|None:

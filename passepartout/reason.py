@@ -50,18 +50,21 @@ def _fixed_prompt(agent) -> list:
     if (skills := agent.skills) is not None and skills.augment: parts.append(skills.augment)   # what every skill adds to every prompt (`44_skills`)
     return parts
 
-# %% ../nbs/05_reason.ipynb #1129cb39
+# %% ../nbs/05_reason.ipynb #33d22e2b
 _kept = weakref.WeakKeyDictionary()   # tool belt -> (what its entry was built from, fixed prompt parts, tool schemas)
+
+def _made_of(agent, belt) -> tuple:
+    "What the fixed part is built from, as objects: the agent's name, mandates and skills, the belt's tools and their schemas."
+    return (agent.name, tuple(agent.mandates), tuple(belt), [t._schema for t in belt], agent.skills)
 
 def fixed_part(agent) -> tuple:
     "`(fixed prompt parts, tool schemas)`: built once, kept while the agent's name, mandates and tools (the same objects) stay the same."
     belt = agent.tools
     if belt is None: return _fixed_prompt(agent), []
-    made_of = (agent.name, tuple(agent.mandates), tuple(belt), agent.skills)
     kept = _kept.get(belt)
-    if kept is None or kept[0] != made_of:
-        kept = (made_of, _fixed_prompt(agent), belt.schemas())
-        _kept[belt] = kept
+    if kept is None or kept[0] != _made_of(agent, belt):
+        parts, schemas = _fixed_prompt(agent), belt.schemas()
+        kept = _kept[belt] = (_made_of(agent, belt), parts, schemas)   # after building: the schemas are built by then
     return kept[1], kept[2]
 
 # %% ../nbs/05_reason.ipynb #fcc3ba8f
@@ -71,10 +74,11 @@ def memory_context(agent, signal:Signal, turn=None) -> str:
     if context_for is None or not from_owner(signal): return ''
     return context_for(agent, signal, turn)
 
-# %% ../nbs/05_reason.ipynb #a5a2aa4f
-def system_prompt(agent, signal:Signal, rejections:list) -> str:
+# %% ../nbs/05_reason.ipynb #64746824
+def system_prompt(agent, signal:Signal, rejections:list,
+                  fixed:list|None=None) -> str: # the fixed parts, if the caller has them (`fixed_part(agent)[0]`)
     "Identity, tool belt, standing mandates, recent log lines, memory, the triggered skill's prompt and the rejection trace, as one prompt."
-    parts = list(fixed_part(agent)[0])
+    parts = list(fixed if fixed is not None else fixed_part(agent)[0])
     logs = agent.syslog.lines(5) if from_owner(signal) else ()   # the log speaks of every session: not for strangers
     if logs: parts.append("Recent system log:\n" + '\n'.join(logs))
     if (memory := memory_context(agent, signal)): parts.append(memory)
@@ -84,19 +88,22 @@ def system_prompt(agent, signal:Signal, rejections:list) -> str:
                      + '\n'.join(f"- {r}" for r in rejections))
     return '\n\n'.join(parts)
 
-# %% ../nbs/05_reason.ipynb #8ff1eb9d
+# %% ../nbs/05_reason.ipynb #ab09c89a
 class ProposalRequest:
     "What the model is shown: the system prompt (built on first use), the messages, the tools, the rejections."
-    __slots__ = ('agent', 'signal', 'messages', 'rejections', '_system')
+    __slots__ = ('agent', 'signal', 'messages', 'rejections', '_system', '_fixed')
     def __init__(self, agent, signal:Signal, messages:list, rejections:list):
-        self.agent, self.signal, self.messages, self.rejections, self._system = agent, signal, messages, rejections, None
+        self.agent, self.signal, self.messages, self.rejections, self._system, self._fixed = agent, signal, messages, rejections, None, None
+    def _fixed_part(self) -> tuple:
+        if self._fixed is None: self._fixed = fixed_part(self.agent)
+        return self._fixed
     @property
     def tools(self) -> list:
         "JSON schemas of the tools the model may call (kept between steps: read them, do not change them)."
-        return fixed_part(self.agent)[1]
+        return self._fixed_part()[1]
     @property
     def system(self) -> str:
-        if self._system is None: self._system = system_prompt(self.agent, self.signal, self.rejections)
+        if self._system is None: self._system = system_prompt(self.agent, self.signal, self.rejections, self._fixed_part()[0])
         return self._system
 
 # %% ../nbs/05_reason.ipynb #975f5793

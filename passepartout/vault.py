@@ -7,11 +7,11 @@ Docs: https://passepartout-agent.github.io/passepartout/vault.html.md"""
 # %% auto #0
 __all__ = ['NAME_RE', 'HANDLE_RE', 'HANDLE_MARK', 'MIN_SECRET_CHARS', 'DESTINATION_FORMS', 'SEPARATORS', 'SPREAD_MIN_BITS',
            'VAULT_PRIORITY', 'SEALED_RUNS_PER_TURN', 'WITHHELD', 'VaultError', 'handle', 'url_host', 'destination',
-           'matches', 'key_file', 'Vault', 'read_vault_plain', 'substitute', 'base64_cores', 'base32_cores',
-           'trie_pattern', 'squeeze', 'chance_bits', 'redaction_patterns', 'secret_spans_plain', 'redact_plain',
-           'redact', 'secrets_in', 'action_destination', 'vault_gate_plain', 'vault_gate', 'tool_effect',
-           'withholds_output', 'withheld', 'vault_command', 'vault_add', 'vault_allow', 'vault_revoke', 'vault_list',
-           'vault_remove']
+           'matches', 'key_file', 'Vault', 'read_vault_plain', 'substitute', 'nothing_to_unseal', 'base64_cores',
+           'base32_cores', 'trie_pattern', 'squeeze', 'chance_bits', 'redaction_patterns', 'secret_spans_plain',
+           'redact_plain', 'redact', 'secrets_in', 'action_destination', 'vault_gate_plain', 'vault_gate',
+           'tool_effect', 'withholds_output', 'withheld', 'vault_command', 'vault_add', 'vault_allow', 'vault_revoke',
+           'vault_list', 'vault_remove']
 
 # %% ../nbs/22_vault.ipynb #db2813a6
 import base64, html, ipaddress, json, os, re, shlex, sys, tempfile, unicodedata, urllib.parse
@@ -113,7 +113,7 @@ def _fernet(path:Path, create:bool):
     try: return Fernet(path.read_bytes().strip())
     except ValueError: raise VaultError(f"the vault key file {path} is not a valid key") from None
 
-# %% ../nbs/22_vault.ipynb #b6307f1d
+# %% ../nbs/22_vault.ipynb #a80dde41
 class Vault:
     "Named secrets, each with the destinations it may go to, encrypted at rest with a key kept apart."
     def __init__(self, path=None, # the encrypted vault (default `$data/vault.enc`)
@@ -125,7 +125,7 @@ class Vault:
     def __repr__(self): return f"Vault({str(self.path)!r}, {len(self.names())} secrets)"
     # what the stages that hold a vault (Act, the recorder) call, without importing this module (`00_package`: layers)
     def redact(self, text) -> str: return redact(text, self)
-    def substitute(self, obj): return substitute(obj, self)
+    def substitute(self, obj): return obj if nothing_to_unseal(obj) else substitute(obj, self)
     def secret_spans(self, text:str) -> list: return _secret_spans(text, self)
     def replace_spans(self, text:str, spans:list) -> str: return _replace(text, spans)
     def withheld(self, action, ctx, result=None, error=None) -> str|None: return withheld(action, ctx, result, error)
@@ -152,12 +152,14 @@ def read_vault_plain(vault:Vault) -> tuple:
     try: return vault._entries(json.loads(f.decrypt(vault.path.read_bytes())))
     except InvalidToken: raise VaultError(f"cannot decrypt the vault {vault.path} with the key {vault.key_path}: wrong key or damaged file") from None
 
-# %% ../nbs/22_vault.ipynb #a47ebc74
+# %% ../nbs/22_vault.ipynb #97e7fba8
 @patch
 def _load(self:Vault) -> dict:
     "The decrypted secrets (name to value), re-read only when the file changed on disk; bindings go to `_bindings`."
-    try: st = self.path.stat()
-    except FileNotFoundError: self._secrets, self._bindings, self._stamp, self._pattern = {}, {}, None, None; return self._secrets
+    try: st = os.stat(self.path)
+    except FileNotFoundError:
+        if self._stamp is not None or self._secrets: self._secrets, self._bindings, self._stamp, self._pattern = {}, {}, None, None
+        return self._secrets   # still missing: the same empty dict, so the patterns built for it are kept
     stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
     if stamp == self._stamp: return self._secrets
     f = _fernet(self.key_path, create=False)
@@ -255,6 +257,13 @@ def substitute(obj, vault:Vault):
     if isinstance(obj, dict): return {k: substitute(x, vault) for k, x in obj.items()}
     if isinstance(obj, (list, tuple)): return type(obj)(substitute(x, vault) for x in obj)
     return obj
+
+# %% ../nbs/22_vault.ipynb #a3cfa22e
+_PLAIN = (int, float, bool, type(None))
+
+def nothing_to_unseal(args) -> bool:
+    "Is `args` a dict of plain values (strings without a handle's mark, numbers, booleans, None)? Then unsealing would copy it unchanged."
+    return type(args) is dict and all(type(v) in _PLAIN or (type(v) is str and HANDLE_MARK not in v) for v in args.values())
 
 # %% ../nbs/22_vault.ipynb #e3d61ef0
 _URLSAFE = str.maketrans('+/', '-_')

@@ -7,9 +7,10 @@ Docs: https://passepartout-agent.github.io/passepartout/watch.html.md"""
 # %% auto #0
 __all__ = ['MAX_READS', 'Watcher', 'watched_state', 'watch', 'generation', 'changes']
 
-# %% ../nbs/09a_watch.ipynb #75a86181
+# %% ../nbs/09a_watch.ipynb #eddbfc4c
 import os, functools, threading
 from .basics import patch
+from .gates import current_verification
 
 # %% ../nbs/09a_watch.ipynb #98117945
 @functools.cache
@@ -47,14 +48,18 @@ class Watcher:
 
     def close(self): self.inotify.close(); self.watched.clear()
 
-# %% ../nbs/09a_watch.ipynb #26ff5668
+# %% ../nbs/09a_watch.ipynb #b69c71f6
 @patch
 def ready(self:Watcher) -> bool:
-    "Are events waiting in the queue? (this thread's own poll object, no timeout)"
-    poller = getattr(self.pollers, 'poller', None)   # a thread-local: unset in a thread that never polled
+    "Are events waiting in the queue? (this thread's own poll object, no timeout; asked once per verification)"
+    local = self.pollers
+    poller = getattr(local, 'poller', None)   # a thread-local: unset in a thread that never polled
     if poller is None:
         import select
-        poller = self.pollers.poller = select.poll(); poller.register(self.inotify.fileno(), select.POLLIN)
+        poller = local.poller = select.poll(); poller.register(self.inotify.fileno(), select.POLLIN); local.polled = 0
+    now = current_verification()
+    if now and local.polled == now: return False   # this verification took in the queue already
+    local.polled = now
     return bool(poller.poll(0))
 
 # %% ../nbs/09a_watch.ipynb #41354860

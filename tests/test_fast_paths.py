@@ -324,6 +324,38 @@ def _rules_seen(load, path):
     except pg.PermissionsError as e: return ('error', str(e))
 
 
+def _rules_in_a_verification(path):
+    "What `load_rules` says of `path` when the second and third gates of a verification ask (the first one polls the watcher)."
+    seen, engine = [], GateEngine()
+    engine.add('first', lambda a, c: seen.append(watch_mod.changes()))
+    engine.add('second', lambda a, c: seen.append(_rules_seen(pg.load_rules, path)))
+    engine.add('third', lambda a, c: seen.append(_rules_seen(pg.load_rules, path)))
+    engine.verify(tool_call('look', {}))
+    assert seen[1] == seen[2]
+    return seen[1]
+
+
+@SLOW
+@given(steps=hs.lists(rule_changes, min_size=1, max_size=10))
+def test_a_verification_sees_every_change_made_before_it_began(steps):
+    "The watcher is polled once per verification: still, gates of a verification see every change of the file made before it began."
+    with scratch() as root:
+        path = root / 'config' / 'permissions.toml'; path.parent.mkdir()
+        target = root / 'elsewhere.toml'
+        for op, i in steps:
+            text = RULE_TEXTS[i]
+            try:
+                if op == 'write': path.write_text(text)
+                elif op == 'replace': (root / 'config' / 'new').write_text(text); os.replace(root / 'config' / 'new', path)
+                elif op == 'remove': path.unlink()
+                elif op == 'symlink':
+                    if path.exists() or path.is_symlink(): path.unlink()
+                    target.write_text(text); os.symlink(target, path)
+                elif op == 'write_target': target.write_text(text)
+                elif op == 'touch_dir': (root / 'config' / 'other').write_text(text)
+            except OSError: pass
+            assert _rules_in_a_verification(path) == _rules_seen(pg.load_rules_plain, path), (op, i)
+
 @SLOW
 @given(steps=hs.lists(rule_changes, min_size=1, max_size=10))
 def test_load_rules_follows_every_change_of_the_file(steps):
@@ -450,7 +482,7 @@ def test_remembered_argument_values_are_the_plain_ones(role, s):
 # ---- 22_vault: reading the vault and redacting ----------------------------------------------------------
 
 secret_values = hs.text(alphabet='abcdefghijkLMNOP0123456789-_', min_size=10, max_size=24)
-vault_ops = hs.tuples(hs.sampled_from(['add', 'remove', 'nothing']), hs.sampled_from(['API_KEY', 'TOKEN', 'PW']), secret_values)
+vault_ops = hs.tuples(hs.sampled_from(['add', 'remove', 'nothing', 'delete', 'in place']), hs.sampled_from(['API_KEY', 'TOKEN', 'PW']), secret_values)
 
 
 def _shapes(value:str) -> list:
@@ -470,6 +502,10 @@ def test_redact_finds_what_the_plain_redaction_finds(steps):
         for (op, name, value), shape, prefix in steps:
             if op == 'add': other.add(name, value); known.append(value)
             elif op == 'remove' and name in other.names(): other.remove(name)
+            elif op == 'delete' and path.exists(): path.unlink()                       # the vault file gone (the watcher sees it go)
+            elif op == 'in place' and path.exists():                                   # rewritten in place, not renamed over
+                written = path.read_bytes(); other.add(name, value); known.append(value)
+                data = path.read_bytes(); path.write_bytes(written); path.write_bytes(data)
             assert mine._load() == vault_mod.read_vault_plain(mine)[0]
             for v in known[-2:]:
                 text = prefix + _shapes(v)[shape] + ' and more'

@@ -52,3 +52,42 @@ def test_parse_text_action(text, action):
 ], ids=['prose', 'reply text not a string', 'arguments not an object'])
 def test_parse_text_action_refuses(text, words):
     with pytest.raises(UnusableAnswer, match=words): parse_text_action(text)
+
+
+def _requests():
+    "Requests as the loop makes them: the shipped belt's schemas, a transcript with a call, its result and text in several scripts."
+    from passepartout.loop import Agent
+    from passepartout.builtin_tools import builtin_tools
+    from passepartout.reason import ProposalRequest
+    from passepartout.perceive import perceive
+    agent = Agent(tools=builtin_tools())
+    msgs = [{'role': 'user', 'content': 'héllo "there"\n\u2028 ✓ \x00', 'owner': True},
+            {'role': 'assistant', 'content': 'Looking.', 'tool_calls': [{'id': 'c1', 'name': 'read_file', 'args': {'path': 'a "b".txt'}}]},
+            {'role': 'tool', 'call_id': 'c1', 'name': 'read_file', 'content': 'x' * 3000, 'is_error': False}]
+    out = [ProposalRequest(agent, perceive('hi'), msgs[:n], rejections) for n in (0, 1, 3) for rejections in ([], ['policy: no "rm"'])]
+    return agent, out
+
+
+@pytest.mark.parametrize('kind', ['openai', 'ollama', 'anthropic'])
+@pytest.mark.parametrize('stream', [False, True])
+def test_body_json_is_json_dumps(kind, stream):
+    "The kept tools and system prompt change nothing: every body is the very JSON `json.dumps` writes, request after request, also once the belt changes."
+    import json
+    from passepartout.providers import OpenAIProvider, OllamaProvider, AnthropicProvider, openai_messages, ollama_messages
+    provider = {'openai': lambda: OpenAIProvider('m', base_url='http://127.0.0.1:9/v1'), 'ollama': lambda: OllamaProvider('m'),
+                'anthropic': lambda: AnthropicProvider('m', base_url='http://127.0.0.1:9')}[kind]()
+    agent, requests = _requests()
+    reference = {'openai': openai_messages, 'ollama': ollama_messages, 'anthropic': None}[kind]
+    for round in range(4):
+        if round == 2: agent.tools.declare('read_file', effect='local-write')   # the schemas change (a `why`): sent as they are now
+        if round == 3:                                                           # messages changed in place: sent as they are now
+            msgs = requests[-1].messages
+            msgs[0]['content'] += ' again'; msgs[1]['tool_calls'][0]['args']['path'] = 'c.txt'; msgs[2]['is_error'] = True
+        for request in requests:
+            body = provider.body(request, 'm', stream)
+            assert provider._body_json(body) == json.dumps(body, ensure_ascii=False)
+            if reference is not None: assert body['messages'] == reference(request.system, request.messages)
+            request._fixed = None
+    sent = json.loads(provider._body_json(provider.body(requests[0], 'm', stream)))['tools']
+    read_file = next(t.get('function', t) for t in sent if t.get('function', t)['name'] == 'read_file')
+    assert 'why' in (read_file.get('parameters') or read_file.get('input_schema'))['properties']
