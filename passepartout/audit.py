@@ -7,15 +7,16 @@ Docs: https://passepartout-agent.github.io/passepartout/audit.html.md"""
 # %% auto #0
 __all__ = ['GENESIS', 'HEAD_SIZE', 'COLUMNS', 'WRITE_AHEAD', 'canonical_json', 'record_hash', 'parse_data', 'record_mac',
            'head_check', 'load_key', 'create_key', 'head_bytes', 'parse_head', 'read_head', 'write_head',
-           'overwrite_head', 'anchor_files', 'connect', 'Later', 'AuditLog', 'chain_hash', 'describe', 'audit_command',
-           'audit_verify', 'audit_reanchor']
+           'overwrite_head', 'anchor_files', 'connect', 'Later', 'AuditLog', 'chain_hash', 'compact_trace', 'describe',
+           'audit_command', 'audit_verify', 'audit_reanchor']
 
-# %% ../nbs/33_audit.ipynb #e24bfc72
+# %% ../nbs/33_audit.ipynb #50c1a9bd
 import atexit, contextlib, fcntl, hashlib, hmac, json, logging, math, os, re, secrets, sqlite3, tempfile, threading, time, weakref
 from pathlib import Path
 import click
 from . import config
 from .basics import patch
+from .gates import ALLOW, GateRecord
 from .vault import Vault, redact
 
 # %% ../nbs/33_audit.ipynb #fee8acba
@@ -448,12 +449,23 @@ def _anchor(self:AuditLog):
         except OSError as e:
             logging.getLogger('passepartout').error(f"audit log: the head checkpoint {self.head_file} could not be moved: {e}")
 
-# %% ../nbs/33_audit.ipynb #51a1bd8e
+# %% ../nbs/33_audit.ipynb #d69160e3
+def compact_trace(trace:list) -> list:
+    "A gate trace as the log keeps it: the name of a gate that allowed without a word, `[gate, decision, reason]` for one with an opinion, no timings; anything else as it is."
+    try:
+        if all(type(t) is dict for t in trace):
+            return [t['gate'] if t['decision'] == ALLOW and not t['reason'] else [t['gate'], t['decision'], t['reason']] for t in trace]
+        if all(type(t) is GateRecord for t in trace): return [g if d == ALLOW and not r else [g, d, r] for g, d, r, _ in trace]
+    except (KeyError, TypeError): pass
+    return trace
+
+# %% ../nbs/33_audit.ipynb #cafd715b
 @patch
 def append(self:AuditLog, event:dict) -> dict|None:
-    "Append `event` (a dict with a `kind`) as the next chained, MAC'd record, serialised once; inside a batch it is queued (None) and written when the batch ends or `checkpoint()` runs."
-    kind = str(event.get('kind', 'event'))
-    item = (time.time(), kind, canonical_json({k: v for k, v in event.items() if k != 'kind'}))
+    "Append `event` (a dict with a `kind`) as the next chained, MAC'd record, serialised once (a gate `trace` in its compact form); inside a batch it is queued (None) and written when the batch ends or `checkpoint()` runs."
+    kind, data = str(event.get('kind', 'event')), {k: v for k, v in event.items() if k != 'kind'}
+    if type(data.get('trace')) is list: data['trace'] = compact_trace(data['trace'])
+    item = (time.time(), kind, canonical_json(data))
     if getattr(self.batches, 'depth', 0):
         self.batches.queue.append(item); return None
     record = dict(zip(COLUMNS, self._write([item])[-1]))

@@ -227,6 +227,19 @@ def test_every_event_of_a_real_turn_is_logged(tmp_path, monkeypatch):
                      'message', 'proposal', 'verdict', 'pending', 'reply', 'approval', 'last-mile', 'result']
     assert [r['data']['payload']['text'] for r in log.recent(100, kind='message')] == ['make ok', 'make x']
     assert log.recent(1, kind='pending')[0]['data']['token'] == token
+    held = [r['data']['trace'] for r in log.recent(100, kind='verdict')][-1]     # the gates' trace, compact: names, and the gate that objected
+    assert held[-1] == ['careful', 'ask', 'writes need approval'] and all(type(t) is str for t in held[:-1]) and len(held) == len(gates.gates)
+    assert log.verify() == (True, [])
+
+
+def test_a_log_with_traces_of_both_forms_verifies_and_reads(tmp_path, monkeypatch):
+    "Records written before the compact trace (a list of objects, with timings) and after it share one chain."
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    log = AuditLog(vault=False)
+    old = [{'gate': 'paths', 'decision': 'allow', 'reason': '', 'us': 2.4}, {'gate': 'shell', 'decision': 'deny', 'reason': 'no', 'us': 0.3}]
+    log._write([(time.time(), 'verdict', canonical_json({'decision': 'deny', 'trace': old}))]); log.checkpoint()   # as `append` wrote it before
+    log.append({'kind': 'verdict', 'decision': 'deny', 'trace': old})
+    assert [r['data']['trace'] for r in log.recent(2)] == [old, ['paths', ['shell', 'deny', 'no']]]
     assert log.verify() == (True, [])
 
 
