@@ -303,22 +303,24 @@ def chain_hash(seq:int, at:float, kind:str, data_text:str, prev_hash:str) -> str
 
 _PLAIN = re.compile(r'[\w .:-]*', re.ASCII)   # text JSON writes as it is, between quotes
 
-# %% ../nbs/33_audit.ipynb #90cfc767
+# %% ../nbs/33_audit.ipynb #8d97daf2
 @patch
-def _redacted(self:AuditLog, items:list) -> list:
-    "`items` with secrets replaced by their handles; nothing to do, not even a look at each record, while the vault is empty."
-    if self.vault is None or not self.vault.names(): return items
-    out = []
-    for at, kind, text in items:
-        clean = redact(text, self.vault)
-        out.append((at, kind, text if clean == text else canonical_json(json.loads(clean))))
-    return out
+def _redact(self:AuditLog, group:list):
+    "Replace secrets by their handles in the records of every ticket of `group`; one look at the vault, and nothing more while it is empty."
+    if self.vault is None or not self.vault.names(): return
+    for ticket in group:
+        out = []
+        for at, kind, text in ticket[0]:
+            clean = redact(text, self.vault)
+            out.append((at, kind, text if clean == text else canonical_json(json.loads(clean))))
+        ticket[0] = out
 
-# %% ../nbs/33_audit.ipynb #feeaa3d1
+# %% ../nbs/33_audit.ipynb #e8e06d93
 @patch
 def _commit(self:AuditLog, group:list, key:bytes|None):
-    "Write every ticket of `group` in one transaction (each ticket's records together, in the order they came); callers hold `lock`."
+    "Redact and write every ticket of `group` in one transaction (each ticket's records together, in the order they came); callers hold `lock`."
     try:
+        self._redact(group)                            # before the write lock: other processes need not wait for it
         self.db.execute('BEGIN IMMEDIATE')
         try:
             last = self.db.execute('SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1').fetchone()   # the head, under the write lock
@@ -353,11 +355,11 @@ def _commit_waiting(self:AuditLog, key:bytes|None) -> BaseException|None:
     with self.waiting_lock: self.waiting[:0] = again
     return error
 
-# %% ../nbs/33_audit.ipynb #7de76ae2
+# %% ../nbs/33_audit.ipynb #b5b625f8
 @patch
 def _write(self:AuditLog, items:list) -> list:
     "Chain and insert `items` (time, kind, canonical data text) in one transaction, with whatever other threads wait to write; the rows of `items`."
-    ticket = [self._redacted(items), None, None]   # what to write, its rows once written, the error if the transaction failed
+    ticket = [items, None, None]                   # what to write, its rows once written, the error if the transaction failed
     key = self.key or self.begin_anchoring()
     with self.waiting_lock: self.waiting.append(ticket)
     try:
@@ -449,21 +451,21 @@ def _anchor(self:AuditLog):
         except OSError as e:
             logging.getLogger('passepartout').error(f"audit log: the head checkpoint {self.head_file} could not be moved: {e}")
 
-# %% ../nbs/33_audit.ipynb #d69160e3
+# %% ../nbs/33_audit.ipynb #85b639fd
 def compact_trace(trace:list) -> list:
     "A gate trace as the log keeps it: the name of a gate that allowed without a word, `[gate, decision, reason]` for one with an opinion, no timings; anything else as it is."
     try:
-        if all(type(t) is dict for t in trace):
+        if trace and type(trace[0]) is dict:   # any entry that is not a dict with these keys raises
             return [t['gate'] if t['decision'] == ALLOW and not t['reason'] else [t['gate'], t['decision'], t['reason']] for t in trace]
-        if all(type(t) is GateRecord for t in trace): return [g if d == ALLOW and not r else [g, d, r] for g, d, r, _ in trace]
-    except (KeyError, TypeError): pass
+    except (KeyError, TypeError): return trace
+    if all(type(t) is GateRecord for t in trace): return [g if d == ALLOW and not r else [g, d, r] for g, d, r, _ in trace]
     return trace
 
-# %% ../nbs/33_audit.ipynb #cafd715b
+# %% ../nbs/33_audit.ipynb #5b88a032
 @patch
 def append(self:AuditLog, event:dict) -> dict|None:
     "Append `event` (a dict with a `kind`) as the next chained, MAC'd record, serialised once (a gate `trace` in its compact form); inside a batch it is queued (None) and written when the batch ends or `checkpoint()` runs."
-    kind, data = str(event.get('kind', 'event')), {k: v for k, v in event.items() if k != 'kind'}
+    data = dict(event); kind = str(data.pop('kind', 'event'))
     if type(data.get('trace')) is list: data['trace'] = compact_trace(data['trace'])
     item = (time.time(), kind, canonical_json(data))
     if getattr(self.batches, 'depth', 0):
@@ -485,11 +487,11 @@ def _end_batch(self:AuditLog):
         self.batches.queue = []; self._defer(queue)
     else: self.checkpoint()
 
-# %% ../nbs/33_audit.ipynb #40c8838a
+# %% ../nbs/33_audit.ipynb #8f386ee6
 @patch
 def _defer(self:AuditLog, items:list):
     "Leave a finished turn's records to the writer thread (`Later`), which writes them with every other turn of the next `window` seconds."
-    ticket = [self._redacted(items), None, None, 'left']   # like `_write`'s, marked as nobody's to wait for
+    ticket = [items, None, None, 'left']           # like `_write`'s, marked as nobody's to wait for
     with self.waiting_lock: self.waiting.append(ticket); many = len(self.waiting) >= 64
     self.deferred += 1
     if many: self.sync()                              # a full batch is written now, by the thread that filled it
