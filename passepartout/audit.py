@@ -371,11 +371,38 @@ def _write(self:AuditLog, items:list) -> list:
     if ticket[2] is not None: raise ticket[2]
     return ticket[1]
 
-# %% ../nbs/33_audit.ipynb #e086de3c
+# %% ../nbs/33_audit.ipynb #7c6b9ef4
+def _same_step(proposal:dict, verdict:dict) -> bool:
+    "Is `verdict` the gates' verdict on `proposal` as proposed: the same action (given its call id since, at most) and the same value of every other field they share?"
+    a, b = proposal.get('action'), verdict.get('action')
+    if type(a) is not dict or type(b) is not dict: return False
+    if 'call_id' in b and 'call_id' not in a: a = {**a, 'call_id': b['call_id']}
+    return a == b and all(verdict[k] == v for k, v in proposal.items() if k in verdict and k != 'action')
+
+# %% ../nbs/33_audit.ipynb #74a9a28c
+@patch
+def _queue(self:AuditLog, kind:str, data:dict):
+    "Queue a record of this thread's batch, serialised; a proposal is held back, and the verdict that follows it on the same action becomes one record with it."
+    b = self.batches; held = b.held
+    if held is not None:
+        b.held = None
+        if kind == 'verdict' and _same_step(held[1], data): data = {**held[1], **data}
+        else: b.queue.append((held[0], 'proposal', canonical_json(held[1])))
+    if kind == 'proposal': b.held = (time.time(), data)
+    else: b.queue.append((time.time(), kind, canonical_json(data)))
+
+@patch
+def _release(self:AuditLog, queue:list):
+    "Queue, serialised, the proposal this thread holds back for its verdict, if any: the batch ends, or a barrier writes what is queued."
+    held = getattr(self.batches, 'held', None)
+    if held is not None: self.batches.held = None; queue.append((held[0], 'proposal', canonical_json(held[1])))
+
+# %% ../nbs/33_audit.ipynb #83c6534d
 @patch
 def flush(self:AuditLog):
     "Write the records this thread's batch has queued and every finished turn left to the writer thread, in one transaction."
     queue = getattr(self.batches, 'queue', None)
+    if queue is not None: self._release(queue)       # a proposal still waiting for its verdict (`_queue`, below) too
     if queue:
         self.batches.queue = []
         self._write(queue)                            # with whatever else waits
@@ -461,27 +488,27 @@ def compact_trace(trace:list) -> list:
     if all(type(t) is GateRecord for t in trace): return [g if d == ALLOW and not r else [g, d, r] for g, d, r, _ in trace]
     return trace
 
-# %% ../nbs/33_audit.ipynb #5b88a032
+# %% ../nbs/33_audit.ipynb #5e5db34f
 @patch
 def append(self:AuditLog, event:dict) -> dict|None:
     "Append `event` (a dict with a `kind`) as the next chained, MAC'd record, serialised once (a gate `trace` in its compact form); inside a batch it is queued (None) and written when the batch ends or `checkpoint()` runs."
     data = dict(event); kind = str(data.pop('kind', 'event'))
     if type(data.get('trace')) is list: data['trace'] = compact_trace(data['trace'])
+    if getattr(self.batches, 'depth', 0): return self._queue(kind, data)
     item = (time.time(), kind, canonical_json(data))
-    if getattr(self.batches, 'depth', 0):
-        self.batches.queue.append(item); return None
     record = dict(zip(COLUMNS, self._write([item])[-1]))
     self.checkpoint()
     record['data'] = json.loads(record['data'])
     return record
 
-# %% ../nbs/33_audit.ipynb #484b949a
+# %% ../nbs/33_audit.ipynb #045c569c
 WRITE_AHEAD = frozenset({'pending', 'owner-notice', 'approval', 'approval-refused'})   # kinds whose turn is written before it ends
 
 @patch
 def _end_batch(self:AuditLog):
     "The end of a thread's outermost batch: its records are left to the writer thread, or written and anchored now (no window, or a record of a `WRITE_AHEAD` kind)."
     queue = self.batches.queue
+    self._release(queue)
     if not queue: return
     if self.window > 0 and not any(kind in WRITE_AHEAD for _, kind, _ in queue):
         self.batches.queue = []; self._defer(queue)
@@ -512,13 +539,13 @@ def _drain(self:AuditLog):
     try: self.sync()
     except BaseException: Later.ask(self._drain, max(self.window, 1.0)); raise
 
-# %% ../nbs/33_audit.ipynb #564b6712
+# %% ../nbs/33_audit.ipynb #bc8f07ef
 @patch
 @contextlib.contextmanager
 def batch(self:AuditLog):
     "Appends inside are queued; the outermost batch of this thread writes them in one transaction and moves the checkpoint when it ends."
     depth = getattr(self.batches, 'depth', 0)
-    if depth == 0: self.batches.queue = []
+    if depth == 0: self.batches.queue, self.batches.held = [], None
     self.batches.depth = depth + 1
     try: yield self
     finally:

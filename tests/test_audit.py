@@ -223,8 +223,11 @@ def test_every_event_of_a_real_turn_is_logged(tmp_path, monkeypatch):
     res = resolve_approval(agent, store, token)
     assert res.output == 'created x'
     kinds = [r['kind'] for r in log.recent(100)]
-    assert kinds == ['message', 'proposal', 'verdict', 'result', 'proposal', 'verdict', 'reply',
-                     'message', 'proposal', 'verdict', 'pending', 'reply', 'approval', 'last-mile', 'result']
+    assert kinds == ['message', 'verdict', 'result', 'verdict', 'reply',          # each proposal is one record with its verdict
+                     'message', 'verdict', 'pending', 'reply', 'approval', 'last-mile', 'result']
+    steps = [r['data'] for r in log.recent(100, kind='verdict')]
+    assert [(d['action'].get('tool'), d['attempt'], d['provider'], d['decision']) for d in steps] == \
+           [('touch', 1, 'scripted', 'allow'), (None, 1, 'scripted', 'allow'), ('touch', 1, 'scripted', 'ask')]
     assert [r['data']['payload']['text'] for r in log.recent(100, kind='message')] == ['make ok', 'make x']
     assert log.recent(1, kind='pending')[0]['data']['token'] == token
     held = [r['data']['trace'] for r in log.recent(100, kind='verdict')][-1]     # the gates' trace, compact: names, and the gate that objected
@@ -306,9 +309,8 @@ def test_a_turn_anchors_before_its_tool_runs_and_at_its_end(tmp_path, monkeypatc
     agent = Agent(ScriptedProvider([tool_call('look'), tool_call('tidy'), reply('seen')]), tools=belt)
     agent.audit = log.append
     agent.send('look around')
-    assert [r['kind'] for r in log.recent(20)] == ['message', 'proposal', 'verdict', 'result', 'proposal', 'verdict', 'result',
-                                                   'proposal', 'verdict', 'reply']
-    assert writes == [6, 10]  # everything up to tidy's verdict anchored before it ran (look is read-only); the rest at the turn's end
+    assert [r['kind'] for r in log.recent(20)] == ['message', 'verdict', 'result', 'verdict', 'result', 'verdict', 'reply']
+    assert writes == [4, 7]  # everything up to tidy's verdict anchored before it ran (look is read-only); the rest at the turn's end
     assert log.verify() == (True, [])
 
 
@@ -400,8 +402,8 @@ def test_a_turns_records_are_on_disk_before_anything_leaves_the_process(tmp_path
     agent.audit = log.append
     agent.send('tidy up', source='telegram')
     assert seen['look'] == []                                                             # read-only: still queued
-    assert seen['tidy'] == ['message', 'proposal', 'verdict', 'result', 'proposal', 'verdict']
-    assert seen['telegram'] == seen['tidy'] + ['result', 'proposal', 'verdict']
+    assert seen['tidy'] == ['message', 'verdict', 'result', 'verdict']                  # each verdict holds its proposal
+    assert seen['telegram'] == seen['tidy'] + ['result', 'verdict']
     assert other() == seen['telegram'] + ['reply'] and log.verify() == (True, [])
 
 
