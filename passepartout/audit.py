@@ -539,18 +539,24 @@ def _drain(self:AuditLog):
     try: self.sync()
     except BaseException: Later.ask(self._drain, max(self.window, 1.0)); raise
 
-# %% ../nbs/33_audit.ipynb #bc8f07ef
+# %% ../nbs/33_audit.ipynb #d0c3f4a5
+class _Batch:
+    "What `AuditLog.batch()` returns: a context that counts this thread's nesting in the log's thread-local state."
+    __slots__ = ('log',)
+    def __init__(self, log): self.log = log
+    def __enter__(self):
+        b = self.log.batches; depth = getattr(b, 'depth', 0)
+        if depth == 0: b.queue, b.held = [], None
+        b.depth = depth + 1
+        return self.log
+    def __exit__(self, *exc):
+        b = self.log.batches; b.depth -= 1
+        if b.depth == 0: self.log._end_batch()
+
 @patch
-@contextlib.contextmanager
 def batch(self:AuditLog):
     "Appends inside are queued; the outermost batch of this thread writes them in one transaction and moves the checkpoint when it ends."
-    depth = getattr(self.batches, 'depth', 0)
-    if depth == 0: self.batches.queue, self.batches.held = [], None
-    self.batches.depth = depth + 1
-    try: yield self
-    finally:
-        self.batches.depth = depth
-        if depth == 0: self._end_batch()
+    return _Batch(self)
 
 # %% ../nbs/33_audit.ipynb #f8422f91
 @patch
