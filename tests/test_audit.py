@@ -235,6 +235,30 @@ def test_every_event_of_a_real_turn_is_logged(tmp_path, monkeypatch):
     assert log.verify() == (True, [])
 
 
+def test_a_proposal_a_gate_changed_stays_a_record_of_its_own(tmp_path, monkeypatch):
+    "What the model proposed and what the gates allowed differ: both are in the log, the proposal first."
+    import dataclasses
+    from passepartout.gates import allow
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    belt = Toolbelt()
+    @belt.tool
+    def greet(name: str):  # who
+        "Greet someone."
+        return f"hello {name}"
+    gates = GateEngine()
+    gates.add('polite', lambda a, c: allow('names are capitalised', dataclasses.replace(a, args={'name': a.args['name'].title()}))
+              if a.kind == 'tool' and a.args['name'] != a.args['name'].title() else None)
+    log = AuditLog(vault=False)
+    agent = Agent(ScriptedProvider([tool_call('greet', {'name': 'ada'}), reply('greeted')]), gates=gates, tools=belt)
+    agent.audit = log.append
+    agent.send('greet ada')
+    records = log.recent(20)
+    assert [r['kind'] for r in records] == ['message', 'proposal', 'verdict', 'result', 'verdict', 'reply']
+    proposal, verdict = records[1]['data'], records[2]['data']
+    assert (proposal['action']['args'], verdict['action']['args'], 'provider' in verdict) == ({'name': 'ada'}, {'name': 'Ada'}, False)
+    assert verdict['trace'][-1] == ['polite', 'allow', 'names are capitalised'] and records[4]['data']['provider'] == 'scripted'
+    assert log.verify() == (True, [])
+
 def test_a_log_with_traces_of_both_forms_verifies_and_reads(tmp_path, monkeypatch):
     "Records written before the compact trace (a list of objects, with timings) and after it share one chain."
     monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
