@@ -315,7 +315,13 @@ def _redact(self:AuditLog, group:list):
             out.append((at, kind, text if clean == text else canonical_json(json.loads(clean))))
         ticket[0] = out
 
-# %% ../nbs/33_audit.ipynb #e8e06d93
+# %% ../nbs/33_audit.ipynb #23d610e5
+def _keyed(key:bytes):
+    "An HMAC-SHA256 under `key` that has read `record:`: copy it, add a chain hash, and its hex digest is that record's MAC."
+    keyed = hmac.new(key, b'record:', 'sha256')
+    return getattr(keyed, '_hmac', None) or keyed   # OpenSSL's object under `hmac`'s wrapper where there is one
+
+# %% ../nbs/33_audit.ipynb #d669923e
 @patch
 def _commit(self:AuditLog, group:list, key:bytes|None):
     "Redact and write every ticket of `group` in one transaction (each ticket's records together, in the order they came); callers hold `lock`."
@@ -325,12 +331,12 @@ def _commit(self:AuditLog, group:list, key:bytes|None):
         try:
             last = self.db.execute('SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1').fetchone()   # the head, under the write lock
             seq, prev = last if last else (0, GENESIS)
-            written, keyed = [], hmac.new(key, digestmod=hashlib.sha256) if key else None   # keyed once: a copy per record
+            written, keyed = [], _keyed(key) if key else None   # keyed once: a copy per record
             for ticket in group:
                 rows = ticket[1] = []
                 for at, kind, text in ticket[0]:
                     seq, h = seq + 1, chain_hash(seq + 1, at, kind, text, prev)
-                    if keyed: mac = keyed.copy(); mac.update(b'record:' + h.encode())
+                    if keyed: mac = keyed.copy(); mac.update(h.encode())
                     rows.append((seq, at, kind, text, prev, h, mac.hexdigest() if keyed else None)); prev = h
                 written += rows
             self.db.executemany('INSERT INTO audit VALUES (?,?,?,?,?,?,?)', written)
