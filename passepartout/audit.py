@@ -385,11 +385,11 @@ def _same_step(proposal:dict, verdict:dict) -> bool:
     if 'call_id' in b and 'call_id' not in a: a = {**a, 'call_id': b['call_id']}
     return a == b and all(verdict[k] == v for k, v in proposal.items() if k in verdict and k != 'action')
 
-# %% ../nbs/33_audit.ipynb #74a9a28c
+# %% ../nbs/33_audit.ipynb #a464c604
 @patch
 def _queue(self:AuditLog, kind:str, data:dict):
     "Queue a record of this thread's batch, serialised; a proposal is held back, and the verdict that follows it on the same action becomes one record with it."
-    b = self.batches; held = b.held
+    b = self.batches; held = getattr(b, 'held', None)
     if held is not None:
         b.held = None
         if kind == 'verdict' and _same_step(held[1], data): data = {**held[1], **data}
