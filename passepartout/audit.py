@@ -707,10 +707,10 @@ def describe(r:dict, width:int=100) -> str:
     if len(gist) > width: gist = gist[:width - 3] + '...'
     return f"#{r['seq']:<5} {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(r['time']))}  {r['kind']:<10} {gist}"
 
-# %% ../nbs/33_audit.ipynb #06ded9b8
+# %% ../nbs/33_audit.ipynb #05406e03
 @click.group('audit', invoke_without_command=True)
 @click.option('-n', '--count', default=20, show_default=True, help="How many recent records to show.")
-@click.option('--kind', default=None, help="Only records of this kind (message, proposal, verdict, pending, approval, result, ...).")
+@click.option('--kind', default=None, help="Only records of this kind (message, verdict: a proposal and the gates' verdict on it, pending, approval, result, ...).")
 @click.pass_context
 def audit_command(ctx, count, kind):
     "Show the most recent records of the audit log (`audit verify` checks its chain, MACs and checkpoint)."
