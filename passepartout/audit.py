@@ -7,15 +7,16 @@ Docs: https://passepartout-agent.github.io/passepartout/audit.html.md"""
 # %% auto #0
 __all__ = ['GENESIS', 'HEAD_SIZE', 'COLUMNS', 'WRITE_AHEAD', 'canonical_json', 'record_hash', 'parse_data', 'record_mac',
            'head_check', 'load_key', 'create_key', 'head_bytes', 'parse_head', 'read_head', 'write_head',
-           'overwrite_head', 'anchor_files', 'connect', 'Later', 'AuditLog', 'chain_hash', 'describe', 'audit_command',
-           'audit_verify', 'audit_reanchor']
+           'overwrite_head', 'anchor_files', 'connect', 'Later', 'AuditLog', 'chain_hash', 'compact_trace', 'describe',
+           'audit_command', 'audit_verify', 'audit_reanchor']
 
-# %% ../nbs/33_audit.ipynb #e24bfc72
+# %% ../nbs/33_audit.ipynb #50c1a9bd
 import atexit, contextlib, fcntl, hashlib, hmac, json, logging, math, os, re, secrets, sqlite3, tempfile, threading, time, weakref
 from pathlib import Path
 import click
 from . import config
 from .basics import patch
+from .gates import ALLOW, GateRecord
 from .vault import Vault, redact
 
 # %% ../nbs/33_audit.ipynb #fee8acba
@@ -302,32 +303,40 @@ def chain_hash(seq:int, at:float, kind:str, data_text:str, prev_hash:str) -> str
 
 _PLAIN = re.compile(r'[\w .:-]*', re.ASCII)   # text JSON writes as it is, between quotes
 
-# %% ../nbs/33_audit.ipynb #90cfc767
+# %% ../nbs/33_audit.ipynb #8d97daf2
 @patch
-def _redacted(self:AuditLog, items:list) -> list:
-    "`items` with secrets replaced by their handles; nothing to do, not even a look at each record, while the vault is empty."
-    if self.vault is None or not self.vault.names(): return items
-    out = []
-    for at, kind, text in items:
-        clean = redact(text, self.vault)
-        out.append((at, kind, text if clean == text else canonical_json(json.loads(clean))))
-    return out
+def _redact(self:AuditLog, group:list):
+    "Replace secrets by their handles in the records of every ticket of `group`; one look at the vault, and nothing more while it is empty."
+    if self.vault is None or not self.vault.names(): return
+    for ticket in group:
+        out = []
+        for at, kind, text in ticket[0]:
+            clean = redact(text, self.vault)
+            out.append((at, kind, text if clean == text else canonical_json(json.loads(clean))))
+        ticket[0] = out
 
-# %% ../nbs/33_audit.ipynb #feeaa3d1
+# %% ../nbs/33_audit.ipynb #23d610e5
+def _keyed(key:bytes):
+    "An HMAC-SHA256 under `key` that has read `record:`: copy it, add a chain hash, and its hex digest is that record's MAC."
+    keyed = hmac.new(key, b'record:', 'sha256')
+    return getattr(keyed, '_hmac', None) or keyed   # OpenSSL's object under `hmac`'s wrapper where there is one
+
+# %% ../nbs/33_audit.ipynb #d669923e
 @patch
 def _commit(self:AuditLog, group:list, key:bytes|None):
-    "Write every ticket of `group` in one transaction (each ticket's records together, in the order they came); callers hold `lock`."
+    "Redact and write every ticket of `group` in one transaction (each ticket's records together, in the order they came); callers hold `lock`."
     try:
+        self._redact(group)                            # before the write lock: other processes need not wait for it
         self.db.execute('BEGIN IMMEDIATE')
         try:
             last = self.db.execute('SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1').fetchone()   # the head, under the write lock
             seq, prev = last if last else (0, GENESIS)
-            written, keyed = [], hmac.new(key, digestmod=hashlib.sha256) if key else None   # keyed once: a copy per record
+            written, keyed = [], _keyed(key) if key else None   # keyed once: a copy per record
             for ticket in group:
                 rows = ticket[1] = []
                 for at, kind, text in ticket[0]:
                     seq, h = seq + 1, chain_hash(seq + 1, at, kind, text, prev)
-                    if keyed: mac = keyed.copy(); mac.update(b'record:' + h.encode())
+                    if keyed: mac = keyed.copy(); mac.update(h.encode())
                     rows.append((seq, at, kind, text, prev, h, mac.hexdigest() if keyed else None)); prev = h
                 written += rows
             self.db.executemany('INSERT INTO audit VALUES (?,?,?,?,?,?,?)', written)
@@ -352,11 +361,11 @@ def _commit_waiting(self:AuditLog, key:bytes|None) -> BaseException|None:
     with self.waiting_lock: self.waiting[:0] = again
     return error
 
-# %% ../nbs/33_audit.ipynb #7de76ae2
+# %% ../nbs/33_audit.ipynb #b5b625f8
 @patch
 def _write(self:AuditLog, items:list) -> list:
     "Chain and insert `items` (time, kind, canonical data text) in one transaction, with whatever other threads wait to write; the rows of `items`."
-    ticket = [self._redacted(items), None, None]   # what to write, its rows once written, the error if the transaction failed
+    ticket = [items, None, None]                   # what to write, its rows once written, the error if the transaction failed
     key = self.key or self.begin_anchoring()
     with self.waiting_lock: self.waiting.append(ticket)
     try:
@@ -368,11 +377,38 @@ def _write(self:AuditLog, items:list) -> list:
     if ticket[2] is not None: raise ticket[2]
     return ticket[1]
 
-# %% ../nbs/33_audit.ipynb #e086de3c
+# %% ../nbs/33_audit.ipynb #7c6b9ef4
+def _same_step(proposal:dict, verdict:dict) -> bool:
+    "Is `verdict` the gates' verdict on `proposal` as proposed: the same action (given its call id since, at most) and the same value of every other field they share?"
+    a, b = proposal.get('action'), verdict.get('action')
+    if type(a) is not dict or type(b) is not dict: return False
+    if 'call_id' in b and 'call_id' not in a: a = {**a, 'call_id': b['call_id']}
+    return a == b and all(verdict[k] == v for k, v in proposal.items() if k in verdict and k != 'action')
+
+# %% ../nbs/33_audit.ipynb #a464c604
+@patch
+def _queue(self:AuditLog, kind:str, data:dict):
+    "Queue a record of this thread's batch, serialised; a proposal is held back, and the verdict that follows it on the same action becomes one record with it."
+    b = self.batches; held = getattr(b, 'held', None)
+    if held is not None:
+        b.held = None
+        if kind == 'verdict' and _same_step(held[1], data): data = {**held[1], **data}
+        else: b.queue.append((held[0], 'proposal', canonical_json(held[1])))
+    if kind == 'proposal': b.held = (time.time(), data)
+    else: b.queue.append((time.time(), kind, canonical_json(data)))
+
+@patch
+def _release(self:AuditLog, queue:list):
+    "Queue, serialised, the proposal this thread holds back for its verdict, if any: the batch ends, or a barrier writes what is queued."
+    held = getattr(self.batches, 'held', None)
+    if held is not None: self.batches.held = None; queue.append((held[0], 'proposal', canonical_json(held[1])))
+
+# %% ../nbs/33_audit.ipynb #83c6534d
 @patch
 def flush(self:AuditLog):
     "Write the records this thread's batch has queued and every finished turn left to the writer thread, in one transaction."
     queue = getattr(self.batches, 'queue', None)
+    if queue is not None: self._release(queue)       # a proposal still waiting for its verdict (`_queue`, below) too
     if queue:
         self.batches.queue = []
         self._write(queue)                            # with whatever else waits
@@ -448,36 +484,47 @@ def _anchor(self:AuditLog):
         except OSError as e:
             logging.getLogger('passepartout').error(f"audit log: the head checkpoint {self.head_file} could not be moved: {e}")
 
-# %% ../nbs/33_audit.ipynb #51a1bd8e
+# %% ../nbs/33_audit.ipynb #85b639fd
+def compact_trace(trace:list) -> list:
+    "A gate trace as the log keeps it: the name of a gate that allowed without a word, `[gate, decision, reason]` for one with an opinion, no timings; anything else as it is."
+    try:
+        if trace and type(trace[0]) is dict:   # any entry that is not a dict with these keys raises
+            return [t['gate'] if t['decision'] == ALLOW and not t['reason'] else [t['gate'], t['decision'], t['reason']] for t in trace]
+    except (KeyError, TypeError): return trace
+    if all(type(t) is GateRecord for t in trace): return [g if d == ALLOW and not r else [g, d, r] for g, d, r, _ in trace]
+    return trace
+
+# %% ../nbs/33_audit.ipynb #5e5db34f
 @patch
 def append(self:AuditLog, event:dict) -> dict|None:
-    "Append `event` (a dict with a `kind`) as the next chained, MAC'd record, serialised once; inside a batch it is queued (None) and written when the batch ends or `checkpoint()` runs."
-    kind = str(event.get('kind', 'event'))
-    item = (time.time(), kind, canonical_json({k: v for k, v in event.items() if k != 'kind'}))
-    if getattr(self.batches, 'depth', 0):
-        self.batches.queue.append(item); return None
+    "Append `event` (a dict with a `kind`) as the next chained, MAC'd record, serialised once (a gate `trace` in its compact form); inside a batch it is queued (None) and written when the batch ends or `checkpoint()` runs."
+    data = dict(event); kind = str(data.pop('kind', 'event'))
+    if type(data.get('trace')) is list: data['trace'] = compact_trace(data['trace'])
+    if getattr(self.batches, 'depth', 0): return self._queue(kind, data)
+    item = (time.time(), kind, canonical_json(data))
     record = dict(zip(COLUMNS, self._write([item])[-1]))
     self.checkpoint()
     record['data'] = json.loads(record['data'])
     return record
 
-# %% ../nbs/33_audit.ipynb #484b949a
+# %% ../nbs/33_audit.ipynb #045c569c
 WRITE_AHEAD = frozenset({'pending', 'owner-notice', 'approval', 'approval-refused'})   # kinds whose turn is written before it ends
 
 @patch
 def _end_batch(self:AuditLog):
     "The end of a thread's outermost batch: its records are left to the writer thread, or written and anchored now (no window, or a record of a `WRITE_AHEAD` kind)."
     queue = self.batches.queue
+    self._release(queue)
     if not queue: return
     if self.window > 0 and not any(kind in WRITE_AHEAD for _, kind, _ in queue):
         self.batches.queue = []; self._defer(queue)
     else: self.checkpoint()
 
-# %% ../nbs/33_audit.ipynb #40c8838a
+# %% ../nbs/33_audit.ipynb #8f386ee6
 @patch
 def _defer(self:AuditLog, items:list):
     "Leave a finished turn's records to the writer thread (`Later`), which writes them with every other turn of the next `window` seconds."
-    ticket = [self._redacted(items), None, None, 'left']   # like `_write`'s, marked as nobody's to wait for
+    ticket = [items, None, None, 'left']           # like `_write`'s, marked as nobody's to wait for
     with self.waiting_lock: self.waiting.append(ticket); many = len(self.waiting) >= 64
     self.deferred += 1
     if many: self.sync()                              # a full batch is written now, by the thread that filled it
@@ -498,18 +545,24 @@ def _drain(self:AuditLog):
     try: self.sync()
     except BaseException: Later.ask(self._drain, max(self.window, 1.0)); raise
 
-# %% ../nbs/33_audit.ipynb #564b6712
+# %% ../nbs/33_audit.ipynb #d0c3f4a5
+class _Batch:
+    "What `AuditLog.batch()` returns: a context that counts this thread's nesting in the log's thread-local state."
+    __slots__ = ('log',)
+    def __init__(self, log): self.log = log
+    def __enter__(self):
+        b = self.log.batches; depth = getattr(b, 'depth', 0)
+        if depth == 0: b.queue, b.held = [], None
+        b.depth = depth + 1
+        return self.log
+    def __exit__(self, *exc):
+        b = self.log.batches; b.depth -= 1
+        if b.depth == 0: self.log._end_batch()
+
 @patch
-@contextlib.contextmanager
 def batch(self:AuditLog):
     "Appends inside are queued; the outermost batch of this thread writes them in one transaction and moves the checkpoint when it ends."
-    depth = getattr(self.batches, 'depth', 0)
-    if depth == 0: self.batches.queue = []
-    self.batches.depth = depth + 1
-    try: yield self
-    finally:
-        self.batches.depth = depth
-        if depth == 0: self._end_batch()
+    return _Batch(self)
 
 # %% ../nbs/33_audit.ipynb #f8422f91
 @patch
@@ -654,10 +707,10 @@ def describe(r:dict, width:int=100) -> str:
     if len(gist) > width: gist = gist[:width - 3] + '...'
     return f"#{r['seq']:<5} {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(r['time']))}  {r['kind']:<10} {gist}"
 
-# %% ../nbs/33_audit.ipynb #06ded9b8
+# %% ../nbs/33_audit.ipynb #05406e03
 @click.group('audit', invoke_without_command=True)
 @click.option('-n', '--count', default=20, show_default=True, help="How many recent records to show.")
-@click.option('--kind', default=None, help="Only records of this kind (message, proposal, verdict, pending, approval, result, ...).")
+@click.option('--kind', default=None, help="Only records of this kind (message, verdict: a proposal and the gates' verdict on it, pending, approval, result, ...).")
 @click.pass_context
 def audit_command(ctx, count, kind):
     "Show the most recent records of the audit log (`audit verify` checks its chain, MACs and checkpoint)."

@@ -223,10 +223,50 @@ def test_every_event_of_a_real_turn_is_logged(tmp_path, monkeypatch):
     res = resolve_approval(agent, store, token)
     assert res.output == 'created x'
     kinds = [r['kind'] for r in log.recent(100)]
-    assert kinds == ['message', 'proposal', 'verdict', 'result', 'proposal', 'verdict', 'reply',
-                     'message', 'proposal', 'verdict', 'pending', 'reply', 'approval', 'last-mile', 'result']
+    assert kinds == ['message', 'verdict', 'result', 'verdict', 'reply',          # each proposal is one record with its verdict
+                     'message', 'verdict', 'pending', 'reply', 'approval', 'last-mile', 'result']
+    steps = [r['data'] for r in log.recent(100, kind='verdict')]
+    assert [(d['action'].get('tool'), d['attempt'], d['provider'], d['decision']) for d in steps] == \
+           [('touch', 1, 'scripted', 'allow'), (None, 1, 'scripted', 'allow'), ('touch', 1, 'scripted', 'ask')]
     assert [r['data']['payload']['text'] for r in log.recent(100, kind='message')] == ['make ok', 'make x']
     assert log.recent(1, kind='pending')[0]['data']['token'] == token
+    held = [r['data']['trace'] for r in log.recent(100, kind='verdict')][-1]     # the gates' trace, compact: names, and the gate that objected
+    assert held[-1] == ['careful', 'ask', 'writes need approval'] and all(type(t) is str for t in held[:-1]) and len(held) == len(gates.gates)
+    assert log.verify() == (True, [])
+
+
+def test_a_proposal_a_gate_changed_stays_a_record_of_its_own(tmp_path, monkeypatch):
+    "What the model proposed and what the gates allowed differ: both are in the log, the proposal first."
+    import dataclasses
+    from passepartout.gates import allow
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    belt = Toolbelt()
+    @belt.tool
+    def greet(name: str):  # who
+        "Greet someone."
+        return f"hello {name}"
+    gates = GateEngine()
+    gates.add('polite', lambda a, c: allow('names are capitalised', dataclasses.replace(a, args={'name': a.args['name'].title()}))
+              if a.kind == 'tool' and a.args['name'] != a.args['name'].title() else None)
+    log = AuditLog(vault=False)
+    agent = Agent(ScriptedProvider([tool_call('greet', {'name': 'ada'}), reply('greeted')]), gates=gates, tools=belt)
+    agent.audit = log.append
+    agent.send('greet ada')
+    records = log.recent(20)
+    assert [r['kind'] for r in records] == ['message', 'proposal', 'verdict', 'result', 'verdict', 'reply']
+    proposal, verdict = records[1]['data'], records[2]['data']
+    assert (proposal['action']['args'], verdict['action']['args'], 'provider' in verdict) == ({'name': 'ada'}, {'name': 'Ada'}, False)
+    assert verdict['trace'][-1] == ['polite', 'allow', 'names are capitalised'] and records[4]['data']['provider'] == 'scripted'
+    assert log.verify() == (True, [])
+
+def test_a_log_with_traces_of_both_forms_verifies_and_reads(tmp_path, monkeypatch):
+    "Records written before the compact trace (a list of objects, with timings) and after it share one chain."
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    log = AuditLog(vault=False)
+    old = [{'gate': 'paths', 'decision': 'allow', 'reason': '', 'us': 2.4}, {'gate': 'shell', 'decision': 'deny', 'reason': 'no', 'us': 0.3}]
+    log._write([(time.time(), 'verdict', canonical_json({'decision': 'deny', 'trace': old}))]); log.checkpoint()   # as `append` wrote it before
+    log.append({'kind': 'verdict', 'decision': 'deny', 'trace': old})
+    assert [r['data']['trace'] for r in log.recent(2)] == [old, ['paths', ['shell', 'deny', 'no']]]
     assert log.verify() == (True, [])
 
 
@@ -293,9 +333,8 @@ def test_a_turn_anchors_before_its_tool_runs_and_at_its_end(tmp_path, monkeypatc
     agent = Agent(ScriptedProvider([tool_call('look'), tool_call('tidy'), reply('seen')]), tools=belt)
     agent.audit = log.append
     agent.send('look around')
-    assert [r['kind'] for r in log.recent(20)] == ['message', 'proposal', 'verdict', 'result', 'proposal', 'verdict', 'result',
-                                                   'proposal', 'verdict', 'reply']
-    assert writes == [6, 10]  # everything up to tidy's verdict anchored before it ran (look is read-only); the rest at the turn's end
+    assert [r['kind'] for r in log.recent(20)] == ['message', 'verdict', 'result', 'verdict', 'result', 'verdict', 'reply']
+    assert writes == [4, 7]  # everything up to tidy's verdict anchored before it ran (look is read-only); the rest at the turn's end
     assert log.verify() == (True, [])
 
 
@@ -387,8 +426,8 @@ def test_a_turns_records_are_on_disk_before_anything_leaves_the_process(tmp_path
     agent.audit = log.append
     agent.send('tidy up', source='telegram')
     assert seen['look'] == []                                                             # read-only: still queued
-    assert seen['tidy'] == ['message', 'proposal', 'verdict', 'result', 'proposal', 'verdict']
-    assert seen['telegram'] == seen['tidy'] + ['result', 'proposal', 'verdict']
+    assert seen['tidy'] == ['message', 'verdict', 'result', 'verdict']                  # each verdict holds its proposal
+    assert seen['telegram'] == seen['tidy'] + ['result', 'verdict']
     assert other() == seen['telegram'] + ['reply'] and log.verify() == (True, [])
 
 

@@ -310,9 +310,9 @@ def test_decision_cut_after_the_agent_was_killed_mid_turn(home):
     import subprocess, sys
     r = subprocess.run([sys.executable, '-c', KILLED_WHILE_A_TOOL_RUNS], env={**os.environ}, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    assert [x['kind'] for x in rows()[8:]] == ['message', 'proposal', 'verdict']
+    assert [x['kind'] for x in rows()[8:]] == ['message', 'verdict']                   # the proposal and its verdict: one record
     attacker(("DELETE FROM audit WHERE seq > 8",))
-    detected('records #9 to #11 are missing')
+    detected('records #9 to #10 are missing')
 
 
 def test_everything_stripped_is_not_called_intact(home):
@@ -363,8 +363,9 @@ def test_every_message_and_decision_is_recorded(home, tmp_path):
     texts = [m['payload'].get('text') for m in messages]
     assert texts[0] == 'make x, my token is {{vault:BOT_TOKEN}}' and 'hi there' in texts and f'deny {other} not now' in texts
     kinds = [r['kind'] for r in records]
-    for kind in ('message', 'proposal', 'verdict', 'pending', 'reply', 'approval-refused', 'approval', 'last-mile', 'result', 'denial'):
+    for kind in ('message', 'verdict', 'pending', 'reply', 'approval-refused', 'approval', 'last-mile', 'result', 'denial'):
         assert kind in kinds, (kind, kinds)
+    assert all(r['data']['provider'] == 'scripted' for r in records if r['kind'] == 'verdict' and 'action' in r['data'])   # each with its proposal
     assert 'hello mallory' in sent
     assert any(r['kind'] == 'reply' and r['data']['text'] == 'hello mallory' and r['data']['actuator'] == 'telegram' for r in records)
     assert b'ABCdef-secret' not in db_path().read_bytes() + db_path().with_name('audit.db-wal').read_bytes()

@@ -175,7 +175,7 @@ def test_a_watched_turn_writes_its_records_before_a_tool_with_effects_runs(tmp_p
     agent = Agent(ScriptedProvider([tool_call('tidy'), reply('tidied up')]), tools=belt)
     agent.audit = log.append
     agent.process(perceive('tidy up'), on_event=shown.append)
-    assert seen['tidy'] == ['message', 'proposal', 'verdict'] and 'result' in [e['kind'] for e in shown]
+    assert seen['tidy'] == ['message', 'verdict'] and 'result' in [e['kind'] for e in shown]
 
 
 ENDS = '''
