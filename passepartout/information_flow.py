@@ -9,7 +9,7 @@ __all__ = ['OWN', 'CONTACT', 'ALLOWED_HOST', 'INFORMATION_FLOW_PRIORITY', 'POSIT
            'forms_in', 'value_forms', 'kind_by_name', 'declared_kinds', 'Steer', 'world_forms', 'steering_values',
            'Flow', 'flow_of', 'traced_form', 'owned_form', 'traced', 'owned', 'untrusted_origin', 'judge',
            'information_flow_gate', 'with_information_flow', 'pieces', 'prose_of', 'told', 'bare_links',
-           'judge_unplanned', 'steering_gate']
+           'judge_unplanned', 'dictated', 'steering_gate']
 
 # %% ../nbs/25_information_flow.ipynb #8e7e1409
 import re, json, functools, threading
@@ -502,7 +502,22 @@ def judge_unplanned(steer:Steer, flow:Flow, sv, action:Action, ctx:Context) -> s
     if not present: return f"{steer.arg} {steer.value[:80]!r} ({steer.kind}) comes from {where}, not from you: check it before it is used"
     return None
 
-# %% ../nbs/25_information_flow.ipynb #2dc0844b
+# %% ../nbs/25_information_flow.ipynb #e98aa048
+def dictated(action:Action, kinds:dict, flow:Flow, sv) -> str|None:
+    "Why a short text argument (a title, a subject) needs review: an untrusted sentence quotes it word for word and the owner did not write it; or None."
+    for arg, kind in kinds.items():
+        v = action.args.get(arg)
+        if kind != 'content' or not isinstance(v, str) or '\n' in v or not 2 <= len(v.split()) <= 20: continue
+        text = _normal_text(v)
+        if _phrase_in(text, flow.owner_text): continue
+        with sv.lock: present = list(sv.untrusted)
+        for _, where, content in reversed(present):
+            prose = prose_of(content)[2]
+            if text in prose and (f"'{text}'" in prose or f'"{text}"' in prose):
+                return f"{arg} {v[:80]!r} is quoted word for word in {where}, not written by you: check it before it is used"
+    return None
+
+# %% ../nbs/25_information_flow.ipynb #eeb72f3c
 STEERING_PRIORITY = 48   # below provenance (50), above recipients (45)
 
 def steering_gate(action:Action, ctx:Context) -> Verdict|None:
@@ -516,10 +531,11 @@ def steering_gate(action:Action, ctx:Context) -> Verdict|None:
     if effect != 'outward': kinds = {k: v for k, v in kinds.items() if v != 'content'}   # links matter in what is sent out
     world = agent.world or owner_world()
     steers = steering_values(action, kinds, world) + bare_links(action, kinds, world)
-    if not steers: return None
+    if not steers and 'content' not in kinds.values(): return None
     session = signal.session if signal is not None else 'default'
     sv = session_values(agent.transcript(session), agent, session)
+    if not sv.untrusted and not sv.sources and not any(s.kind in POSITIVE_KINDS for s in steers): return None   # nothing read
     flow = flow_of(sv)
     for steer in steers:
         if (why := judge_unplanned(steer, flow, sv, action, ctx)): return ask(why)
-    return None
+    return ask(why) if (why := dictated(action, kinds, flow, sv)) else None
