@@ -458,11 +458,12 @@ def prose_of(text:str) -> tuple:
     short = frozenset(w.lower() for m in _NAMED_SHORT.finditer(prose) for w in re.findall(r'\w+', m.group('a') or m.group('b')) if w not in ('and', 'or'))
     return forms_in(text), forms_in(prose), _normal_text(prose), short
 
-# %% ../nbs/25_information_flow.ipynb #0e1734ff
+# %% ../nbs/25_information_flow.ipynb #64c81ec4
 def told(steer:Steer, sv) -> tuple:
     "`(where, present)`: the untrusted message still in the transcript that names `steer`'s value in a sentence, and whether one still holds it at all."
     with sv.lock: present = list(sv.untrusted)
-    phrases, short = [f[5:] for f in steer.forms if f[:5] == 'text:'], _short(steer.value) and steer.value.strip().lower()
+    phrases = [f[5:] for f in steer.forms if f[:5] == 'text:'] or ([] if steer.forms else [_normal_text(steer.value)])   # a text of no typed form: itself
+    short = _short(steer.value) and steer.value.strip().lower()
     held = False
     for _, where, content in reversed(present):
         forms, prose, text, ids = prose_of(content)
@@ -502,12 +503,12 @@ def judge_unplanned(steer:Steer, flow:Flow, sv, action:Action, ctx:Context) -> s
     if not present: return f"{steer.arg} {steer.value[:80]!r} ({steer.kind}) comes from {where}, not from you: check it before it is used"
     return None
 
-# %% ../nbs/25_information_flow.ipynb #e98aa048
+# %% ../nbs/25_information_flow.ipynb #f266bdb8
 def dictated(action:Action, kinds:dict, flow:Flow, sv) -> str|None:
     "Why a short text argument (a title, a subject) needs review: an untrusted sentence quotes it word for word and the owner did not write it; or None."
     for arg, kind in kinds.items():
         v = action.args.get(arg)
-        if kind != 'content' or not isinstance(v, str) or '\n' in v or not 2 <= len(v.split()) <= 20: continue
+        if kind not in ('content', 'steering') or not isinstance(v, str) or '\n' in v or not 2 <= len(v.split()) <= 20: continue
         text = _normal_text(v)
         if _phrase_in(text, flow.owner_text): continue
         with sv.lock: present = list(sv.untrusted)
@@ -517,7 +518,7 @@ def dictated(action:Action, kinds:dict, flow:Flow, sv) -> str|None:
                 return f"{arg} {v[:80]!r} is quoted word for word in {where}, not written by you: check it before it is used"
     return None
 
-# %% ../nbs/25_information_flow.ipynb #eeb72f3c
+# %% ../nbs/25_information_flow.ipynb #6e8834ce
 STEERING_PRIORITY = 48   # below provenance (50), above recipients (45)
 
 def steering_gate(action:Action, ctx:Context) -> Verdict|None:
@@ -531,7 +532,7 @@ def steering_gate(action:Action, ctx:Context) -> Verdict|None:
     if effect != 'outward': kinds = {k: v for k, v in kinds.items() if v != 'content'}   # links matter in what is sent out
     world = agent.world or owner_world()
     steers = steering_values(action, kinds, world) + bare_links(action, kinds, world)
-    if not steers and 'content' not in kinds.values(): return None
+    if not steers and not {'content', 'steering'} & set(kinds.values()): return None
     session = signal.session if signal is not None else 'default'
     sv = session_values(agent.transcript(session), agent, session)
     if not sv.untrusted and not sv.sources and not any(s.kind in POSITIVE_KINDS for s in steers): return None   # nothing read
