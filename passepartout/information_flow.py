@@ -446,19 +446,19 @@ def pieces(text:str) -> list:
     "The values of `text` one by one: its lines, and the strings and numbers of a dict or a list written on one line, without keys and quotes."
     return [_line_value(p.strip().strip('\'"').strip()) for p in _PIECE.split(text) if p.strip(' \'",')]
 
-# %% ../nbs/25_information_flow.ipynb #ed71f38f
+# %% ../nbs/25_information_flow.ipynb #a91be2ea
 _NAMED_SHORT = re.compile(r"""(?:\b(?:ids?|numbers?|no|files?|events?|e-?mails?|messages?|items?|entry|entries)\b[\s:#.]*|\#\s*)
                               (?P<a>['"]*\w{1,2}\b['"]*(?:\s*(?:,|and|or)\s*['"]*\w{1,2}\b['"]*)*)(?!\s*[-/:.]\s*\d)   # after a word that calls them identifiers
                             | (?<![\w'"])['"]+(?P<b>\w{1,2})['"]+(?![\w'"])  # or quoted""", re.X | re.I)
 
 @functools.lru_cache(maxsize=256)
 def prose_of(text:str) -> tuple:
-    "`(forms, the forms of its sentences, its sentences normalised, the short values its sentences name as identifiers)` of an untrusted message's `text` (the last few remembered)."
+    "`(forms, the forms of its sentences, its sentences normalised, the short values they name as identifiers, the whole text normalised)` of an untrusted message's `text` (the last few remembered)."
     prose = '\n'.join(v for v in pieces(text) if len(v.split()) >= _SENTENCE)
     short = frozenset(w.lower() for m in _NAMED_SHORT.finditer(prose) for w in re.findall(r'\w+', m.group('a') or m.group('b')) if w not in ('and', 'or'))
-    return forms_in(text), forms_in(prose), _normal_text(prose), short
+    return forms_in(text), forms_in(prose), _normal_text(prose), short, _normal_text(text)
 
-# %% ../nbs/25_information_flow.ipynb #64c81ec4
+# %% ../nbs/25_information_flow.ipynb #ae6e986d
 def told(steer:Steer, sv) -> tuple:
     "`(where, present)`: the untrusted message still in the transcript that names `steer`'s value in a sentence, and whether one still holds it at all."
     with sv.lock: present = list(sv.untrusted)
@@ -466,9 +466,9 @@ def told(steer:Steer, sv) -> tuple:
     short = _short(steer.value) and steer.value.strip().lower()
     held = False
     for _, where, content in reversed(present):
-        forms, prose, text, ids = prose_of(content)
+        forms, prose, text, ids, whole = prose_of(content)
         if (short in ids if short else steer.forms & prose or any(_phrase_in(p, text) for p in phrases)): return where, True
-        held = held or bool(steer.forms & forms) or any(_phrase_in(p, _normal_text(content)) for p in phrases)
+        held = held or bool(steer.forms & forms) or any(_phrase_in(p, whole) for p in phrases)
     return None, held
 
 # %% ../nbs/25_information_flow.ipynb #85cda340
