@@ -6,15 +6,16 @@ Docs: https://passepartout-agent.github.io/passepartout/provenance_gates.html.md
 
 # %% auto #0
 __all__ = ['SENSITIVE_ARGS', 'RECIPIENT_ARGS', 'values_in', 'PlainSessionValues', 'SessionValues', 'session_values',
-           'provenance_gate', 'owner_addresses_plain', 'owner_addresses', 'recipient_known', 'recipients_gate']
+           'provenance_gate', 'owner_addresses_plain', 'owner_addresses', 'world_recipients', 'recipient_known',
+           'recipients_gate']
 
-# %% ../nbs/20h_provenance_gates.ipynb #778824eb
+# %% ../nbs/20h_provenance_gates.ipynb #e7ec162d
 import os, re, json, functools
 from urllib.parse import urlsplit
 from . import config
 from .gates import Verdict, ALLOW, ask
 from .signals import Action, Context, from_owner
-from .validation_gates import tool_effect, side_effecting
+from .validation_gates import tool_effect, side_effecting, tool_of
 from .permission_gates import permission_rule, PermissionsError
 from .basics import patch
 
@@ -214,7 +215,7 @@ def _ranked_values(role:str, s:str) -> tuple:
 
 _remembered_values = functools.lru_cache(maxsize=1024)(_ranked_values)   # a model repeats its arguments
 
-# %% ../nbs/20h_provenance_gates.ipynb #5fa72bbf
+# %% ../nbs/20h_provenance_gates.ipynb #7ded51f7
 def provenance_gate(action:Action, ctx:Context) -> Verdict|None:
     "Side-effecting actions whose recipients, URLs, amounts or commands came from untrusted content ask."
     agent, signal = ctx.agent, ctx.signal
@@ -224,7 +225,9 @@ def provenance_gate(action:Action, ctx:Context) -> Verdict|None:
     if action.kind != 'tool' or roles == {} or not side_effecting(action, ctx):       # nothing here steers where anything goes,
         if 2 * len(transcript) >= agent.max_transcript: session_values(transcript, agent, session, read=False)
         return None                                                                    # but the step notes what arrived before a trim
-    if roles is None: roles = {k: 'other' for k in action.args if _SENSITIVE_NAME.search(k)}
+    if roles is None:
+        if getattr(tool_of(action, ctx), 'args', None) is not None: return None        # declared: the steering gate judges it
+        roles = {k: 'other' for k in action.args if _SENSITIVE_NAME.search(k)}
     if not roles: return None
     sv = session_values(transcript, agent, session)
     if not sv.sources and not sv.untrusted: return None
@@ -264,6 +267,18 @@ def owner_addresses(channel:str) -> frozenset:
         hit = _owner_addresses[(name, raw)] = frozenset(a.strip().lower() for a in raw.split(',') if a.strip())
     return hit
 
+# %% ../nbs/20h_provenance_gates.ipynb #304d54b0
+def _world_key(value:str) -> str: return ''.join(str(value).casefold().split())
+
+@functools.lru_cache(maxsize=16)
+def world_recipients(world:config.World) -> frozenset:
+    "The owner's own addresses and their contacts' names and addresses in `world`, case and spaces dropped."
+    out = {_world_key(a) for a in world.addresses}
+    for c in world.contacts:
+        name, _, address = c.partition('<')
+        out |= {_world_key(address.rstrip('> ')), _world_key(name)} if address else {_world_key(c)}
+    return frozenset(out - {''})
+
 # %% ../nbs/20h_provenance_gates.ipynb #040cc1b3
 def _named_by_owner(value:str, ctx:Context) -> bool:
     "Did the owner write `value` whole (case-insensitive, not inside a longer word) in this session?"
@@ -280,23 +295,27 @@ def _rule_names_recipient(action:Action, key:str) -> bool:
     except PermissionsError: return False
     return rule is not None and rule.decision == ALLOW and (rule.args is not None or any(k == key for k, _, _ in rule.match))
 
-# %% ../nbs/20h_provenance_gates.ipynb #df34c001
+# %% ../nbs/20h_provenance_gates.ipynb #56488aca
 def recipient_known(value:str, key:str, action:Action, ctx:Context) -> bool:
     "Is `value` the owner's own address, their current chat, named by them in this session, or allowed by a rule about it?"
     v, channel, signal = value.strip().lower(), str(action.args.get('channel') or ''), ctx.signal
     if not v: return True   # nobody: the tool refuses an empty recipient itself
     if channel and v in owner_addresses(channel): return True
     if signal is not None and channel == signal.source and v == str(signal.meta.get('chat_id', '')).lower() and from_owner(signal): return True
+    world = getattr(ctx.agent, 'world', None) or config.owner_world()
+    if (world.addresses or world.contacts) and _world_key(v) in world_recipients(world): return True
     return _named_by_owner(v, ctx) or _rule_names_recipient(action, key)
 
-# %% ../nbs/20h_provenance_gates.ipynb #5901610d
+# %% ../nbs/20h_provenance_gates.ipynb #3986bf00
 def recipients_gate(action:Action, ctx:Context) -> Verdict|None:
     "An outward message to someone who is not the owner, not named by the owner and not allowed by a rule asks."
     if action.kind != 'tool': return None
     keys = RECIPIENT_ARGS.get(action.tool)
     if keys is None:
-        if tool_effect(action, ctx) != 'outward': return None
-        keys = [k for k in action.args if _RECIPIENT_NAME.match(k)]
+        tool = tool_of(action, ctx)
+        if getattr(tool, 'effect', 'outward') != 'outward': return None
+        declared = getattr(tool, 'args', None)
+        keys = [k for k in action.args if declared.get(k) == 'recipient'] if declared is not None else [k for k in action.args if _RECIPIENT_NAME.match(k)]
     for key in keys:
         v = action.args.get(key)
         for one in (v if isinstance(v, list) else () if v is None else [v]):
