@@ -10,7 +10,7 @@ __all__ = ['log', 'FAMILIES', 'VALIDATOR_PRIORITY', 'BUDGET_PRIORITY', 'POLICY_P
            'SANDBOX_PRIORITY', 'OWNER_PLAN_PRIORITY', 'PROVENANCE_PRIORITY', 'RECIPIENTS_PRIORITY', 'builtin_gate_list',
            'default_gates']
 
-# %% ../nbs/20_builtin_gates.ipynb #02ac92cb
+# %% ../nbs/20_builtin_gates.ipynb #336adf38
 import logging
 from .gates import Gate, GateEngine, TOOL_CALLS, ToolsExcept
 from .validation_gates import *
@@ -21,6 +21,7 @@ from .permission_gates import *
 from .network_gates import *
 from .provenance_gates import *
 from .owner_plan import plan_gate, unless_planned
+from .reply_check import reply_check_gate, REPLY_CHECK_PRIORITY
 from . import validation_gates, turn_gates, path_gates, self_protection_gates, permission_gates, network_gates, provenance_gates
 from .shell_gate import shell_gate, SHELL_GATE_PRIORITY
 from .vault import vault_gate, VAULT_PRIORITY
@@ -37,7 +38,7 @@ SELF_PROTECTION_PRIORITY, PATHS_PRIORITY, SECRETS_PRIORITY = 85, 80, 75
 NETWORK_PRIORITY, PERMISSIONS_PRIORITY = 70, 65
 SANDBOX_PRIORITY, OWNER_PLAN_PRIORITY, PROVENANCE_PRIORITY, RECIPIENTS_PRIORITY = 55, 52, 50, 45
 
-# %% ../nbs/20_builtin_gates.ipynb #512a1e23
+# %% ../nbs/20_builtin_gates.ipynb #80e89bdd
 def builtin_gate_list() -> list:
     "Every built-in gate as a `Gate`, in the order the default pipeline registers them."
     tools, shell_only = TOOL_CALLS, {'shell'}
@@ -51,6 +52,7 @@ def builtin_gate_list() -> list:
             ('owner-plan', allowed_by_rule(plan_gate, 'owner-plan', exact_only=True), OWNER_PLAN_PRIORITY, tools),   # a turn held to the owner's plan
             ('provenance', allowed_by_rule(unless_planned(provenance_gate), 'provenance', exact_only=True), PROVENANCE_PRIORITY, None),   # every action: it notes the session's new messages
             ('recipients', unless_planned(recipients_gate), RECIPIENTS_PRIORITY, ToolsExcept(t for t, keys in RECIPIENT_ARGS.items() if keys == ())),
+            ('reply-check', reply_check_gate, REPLY_CHECK_PRIORITY, None),   # bare: a reply repeating an injected instruction is refused, never asked
             ('vault', vault_gate, VAULT_PRIORITY, tools),   # bare: no permission rule may send a secret somewhere it is not bound
             ('shell', allowed_by_rule(shell_gate, 'shell'), SHELL_GATE_PRIORITY, shell_only),
             ('sandbox', sandbox_gate, min(SANDBOX_PRIORITY, SHELL_GATE_PRIORITY - 1), shell_only)]]
