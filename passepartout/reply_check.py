@@ -170,8 +170,8 @@ def instructions_of(sv) -> Instructions:
         record._count()
     return record
 
-# %% ../nbs/26a_reply_check.ipynb #8cafc909
-_REPLY_SENTENCES = re.compile(r"\S[^\n]*?(?:[.!?;]+(?=\s|$)|$)", re.M)
+# %% ../nbs/26a_reply_check.ipynb #da515c64
+_REPLY_SENTENCES = re.compile(r"\S(?:[^\n]|\n(?![ \t]*\n))*?(?:[.!?;]+(?=\s)|(?=\n[ \t]*\n)|$)")   # a line break inside a sentence does not end it
 
 def _repeats_span(words:list, spans:tuple) -> str|None:
     "Where the span is that the sentence of content words `words` repeats, or None."
