@@ -76,13 +76,15 @@ _ADDRESSED = re.compile(r"""
   | \bin\s+your\s+(?:final\s+)?(?:reply|response|answer|summary|output)\b
 """, re.I | re.X)
 
-# %% ../nbs/26a_reply_check.ipynb #636bb865
-_SPEECH = re.compile(r"""^\W*(?:[\w ]{1,20}:\s*)?                               # an optional label: "TODO: "
+# %% ../nbs/26a_reply_check.ipynb #521def55
+_LISTENER = r"(?:me|us|the\s+(?:user|owner|reader|human|customer)|your\s+(?:user|owner|human|principal))"   # whom the assistant answers
+_SPEECH = re.compile(rf"""^\W*(?:(?:todo|note|nb|ps|important|attention|instructions?|task|reminder|action)\s*:\s*)?   # "TODO: "
     (?:(?:please|also|and|then|now|first|finally|kindly|just|so)\s+)*
     (?:(?:make\s+sure|be\s+sure|remember|don't\s+forget|do\s+not\s+forget)\s+to\s+
       |(?:you\s+)?(?:must|should|need\s+to|have\s+to|are\s+to)\s+(?:always\s+|also\s+)?)?
-    (?:say|tell|mention|recommend|suggest|state|write|reply|respond|answer|inform|remind|advise|claim|assure
-      |praise|promote|endorse|insist|emphasi[sz]e|stress|let\s+\w+\s+know)\b""", re.I | re.X)
+    (?:say|mention|recommend|state|claim|praise|promote|endorse|insist|emphasi[sz]e|stress
+      |(?:tell|inform|remind|advise|assure|convince|show)\s+{_LISTENER}|let\s+{_LISTENER}\s+know
+      |(?:reply|respond|answer)\s+(?:with|that|by\s+saying))\b""", re.I | re.X)
 
 # %% ../nbs/26a_reply_check.ipynb #b592ebc4
 _BREAK = re.compile(r"\n[ \t]*\n")
