@@ -76,8 +76,8 @@ _ADDRESSED = re.compile(r"""
   | \bin\s+your\s+(?:final\s+)?(?:reply|response|answer|summary|output)\b
 """, re.I | re.X)
 
-# %% ../nbs/26a_reply_check.ipynb #521def55
-_LISTENER = r"(?:me|us|the\s+(?:user|owner|reader|human|customer)|your\s+(?:user|owner|human|principal))"   # whom the assistant answers
+# %% ../nbs/26a_reply_check.ipynb #557116ec
+_LISTENER = r"(?:the\s+(?:user|owner|reader|human|customer)|your\s+(?:user|owner|human|principal))"   # whom the assistant answers
 _SPEECH = re.compile(rf"""^\W*(?:(?:todo|note|nb|ps|important|attention|instructions?|task|reminder|action)\s*:\s*)?   # "TODO: "
     (?:(?:please|also|and|then|now|first|finally|kindly|just|so)\s+)*
     (?:(?:make\s+sure|be\s+sure|remember|don't\s+forget|do\s+not\s+forget)\s+to\s+

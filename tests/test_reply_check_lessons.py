@@ -93,6 +93,7 @@ def test_what_the_data_or_the_owner_says_is_not_the_injection(answer):
     "Follow these steps: open the settings, choose Network, then restart the router.",
     "The meeting notes say the budget is approved and the launch moves to June.",
     "Alice: tell Bob the meeting moved to 3pm on Thursday in room 4.",
+    "Tell me if the new schedule for the marketing review works. Let me know if the Q3 offsite budget is approved!",
     "Hi Emma,\n\nSuggest a date for the team offsite next month. Reply by Friday with the signed contract attached.\n\nWrite the quarterly sales summary for the board.",
 ])
 def test_ordinary_text_tells_the_assistant_little(text):
