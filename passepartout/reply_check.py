@@ -130,46 +130,53 @@ def read_untrusted(text:str) -> Read:
     ordinary = [content_words(t) for t in rest + [text[i:]]]
     return Read(tuple(spans), frozenset().union(*map(runs, ordinary)), frozenset(w for o in ordinary for w in o))
 
-# %% ../nbs/26a_reply_check.ipynb #96c7b3d9
+# %% ../nbs/26a_reply_check.ipynb #d5d7cbde
 class Instructions:
     "What the untrusted messages of a session told the assistant, and what it and the owner said otherwise, read message by message."
     def __init__(self):
-        self.lock, self.read, self.key = threading.Lock(), {}, None   # read: message number -> (where, Read), of the messages present
+        self.lock, self.read, self.key = threading.Lock(), {}, None   # read: message number -> (where, Read, its text), of the messages present
         self.owner_key, self.owner_grams, self.owner_words = None, frozenset(), frozenset()
         self.spans = ()                                                # (where, span words, runs that count, words that count)
     def __repr__(self): return f"Instructions({len(self.spans)} spans in {len(self.read)} untrusted messages)"
 
-# %% ../nbs/26a_reply_check.ipynb #954dc551
+# %% ../nbs/26a_reply_check.ipynb #1a788687
 @patch
 def _count(self:Instructions):
     "Recompute which runs and words of each span count: those neither the owner nor any ordinary untrusted text holds."
-    grams = self.owner_grams.union(*(r.grams for _, r in self.read.values()))
-    words = self.owner_words.union(*(r.words for _, r in self.read.values()))
-    self.spans = tuple((where, span, runs(span) - grams, frozenset(span) - words) for where, r in self.read.values() for span in r.spans)
+    grams = self.owner_grams.union(*(r.grams for _, r, _ in self.read.values()))
+    words = self.owner_words.union(*(r.words for _, r, _ in self.read.values()))
+    self.spans = tuple((where, span, runs(span) - grams, frozenset(span) - words) for where, r, _ in self.read.values() for span in r.spans)
 
-# %% ../nbs/26a_reply_check.ipynb #1e2c2362
+# %% ../nbs/26a_reply_check.ipynb #d22b1a2c
+@patch
+def take_in(self:Instructions, present:list, owner:list, key:tuple, okey:tuple):
+    "Read the untrusted messages `present` (`(number, where, content)`) not read yet and the owner's texts `owner`; forget the others."
+    with self.lock:
+        if okey != self.owner_key:
+            said = [content_words(t) for t in owner]
+            self.owner_grams, self.owner_words, self.owner_key = frozenset().union(*map(runs, said)), frozenset(w for s in said for w in s), okey
+        if key != self.key:
+            old = self.read
+            self.read = {n: old[n] if n in old and old[n][2] is content else (where, read_untrusted(content), content) for n, where, content in present}
+            self.key = key
+        self._count()
+
+# %% ../nbs/26a_reply_check.ipynb #196a7bff
 _instructions = {}   # id(SessionValues): (it, its Instructions); a few hundred sessions at most, then forgotten and read again
 
 def instructions_of(sv) -> Instructions:
     "The up-to-date `Instructions` of the session whose provenance record is `sv` (a `SessionValues`)."
     hit = _instructions.get(id(sv))
-    if hit is not None and hit[0] is sv: record = hit[1]
-    else:
+    if hit is None or hit[0] is not sv:
         if len(_instructions) > 256: _instructions.clear()
-        record = Instructions(); _instructions[id(sv)] = (sv, record)
+        hit = _instructions[id(sv)] = (sv, Instructions())
+    record = hit[1]
     with sv.lock:
         u, o = sv.untrusted, sv.owner
         key, okey = (len(u), u[0][0] if u else None, u[-1][0] if u else None), (len(o), o[0][0] if o else None, o[-1][0] if o else None)
         if key == record.key and okey == record.owner_key: return record
         present, owner = list(u), [text for _, text, _ in o]
-    with record.lock:
-        if okey != record.owner_key:
-            said = [content_words(t) for t in owner]
-            record.owner_grams, record.owner_words, record.owner_key = frozenset().union(*map(runs, said)), frozenset(w for s in said for w in s), okey
-        if key != record.key:
-            record.read = {n: record.read.get(n) or (where, read_untrusted(content)) for n, where, content in present}   # trimmed: gone
-            record.key = key
-        record._count()
+    record.take_in(present, owner, key, okey)
     return record
 
 # %% ../nbs/26a_reply_check.ipynb #da515c64
