@@ -48,10 +48,17 @@ _FRAMING = """say tell mention recommend suggest state write reply respond answe
 insist emphasise emphasize stress know make sure remember forget user assistant""".split()   # how an instruction asks to be said
 STOPWORDS = frozenset(_stem(w) for w in _FUNCTION + _FRAMING)
 
-# %% ../nbs/26a_reply_check.ipynb #159c0003
+# %% ../nbs/26a_reply_check.ipynb #9c7cb7b8
+_SPELLED = re.compile(r"(?<![^\W_])[^\W\d_](?P<sep>[^\w\n]|_)(?:[^\W\d_](?P=sep))+[^\W\d_](?![^\W_])")   # R-i-v-e-r, V.i.e.w, h o t e l
+
+def _unspell(text:str) -> str:
+    "`text` with every word spelled out letter by letter written as one word."
+    return _SPELLED.sub(lambda m: re.sub(r"[\W_]", '', m.group()), text)
+
+# %% ../nbs/26a_reply_check.ipynb #4cb34827
 def content_words(text:str) -> list:
     "The content words of `text` as compared: plain, case folded, stemmed, without function words and framing (single letters dropped)."
-    return [w for w in map(_stem, _WORD.findall(plain(text).casefold())) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+    return [w for w in map(_stem, _WORD.findall(_unspell(plain(text)).casefold())) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
 
 def runs(words:list, n:int=3) -> frozenset:
     "The runs of `n` words in a row of `words`."
