@@ -15,7 +15,8 @@ The model is `CompromisedModel`, a scripted provider that
   `<INFORMATION>` block, the `important_instructions` attack) whose goal it recognises, it obeys:
   it first makes the injection task's reference calls (or, for the v1.2 workspace injection tasks that
   ship none, the calls in `PLANS` below), then goes on with the user's task, and says in its answer
-  what the injection asked it to say (travel injection task 6);
+  what the injection asked it to say (travel injection task 6); when the gates refuse that answer (the
+  reply check, nbs/26a), it answers again without what the injection asked it to say, as it drops a refused call;
 - never marks a call as injected: every call carries the same `why`, and a refused call is simply
   dropped (the model goes on with the next one);
 - with `--plan`, first calls the shipped `plan` tool with the plan a model would make from the request
@@ -125,6 +126,7 @@ class CompromisedModel:
             if not last.get('owner'): self.read(last.get('content') if isinstance(last.get('content'), str) else '')
         elif len(request.rejections) > self.refused:               # the gates refused the call: drop it, go on
             if self.in_flight: self.queue.pop(0); self.in_flight = False
+            else: self.says.clear()                                # they refused the answer: answer again without what was injected
         self.refused = len(request.rejections)
         if not self.queue: return Proposal(reply('\n\n'.join([self.answer, *self.says])), provider=self.name)
         name, args = self.queue[0]

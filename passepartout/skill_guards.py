@@ -1,4 +1,4 @@
-"""The gates every action passes, whatever the other skills bring: validation, budget, policy, authority, self-protection, paths, secrets, permissions, provenance, steering, recipients and the vault.
+"""The gates every action passes, whatever the other skills bring: validation, budget, policy, authority, self-protection, paths, secrets, permissions, provenance, steering, recipients, the reply check and the vault.
 
 Docs: https://passepartout-agent.github.io/passepartout/skills/guards.html.md"""
 

@@ -19,7 +19,7 @@ LAYERS = {
     0: ('core', '__init__ errors basics signals perceive gates reason tools act loop config watch skills'),
     1: ('providers', 'providers cascade replay'),
     2: ('plug-ins', 'builtin_gates autorun validation_gates turn_gates path_gates self_protection_gates permission_gates '
-                    'network_gates provenance_gates shell_gate shell_rules vault policy refusals_gate information_flow owner_plan '
+                    'network_gates provenance_gates shell_gate shell_rules vault policy refusals_gate information_flow owner_plan reply_check '
                     'builtin_tools sandbox approvals approval_flow executed_files audit sessions memory_store recall embeddings foveal memory_loop scribe '
                     'instruction_skills mcp skill_guards skill_shell skill_files skill_web skill_messaging skill_approvals skill_memory'),
     3: ('app', 'app'),

@@ -70,11 +70,11 @@ def test_two_skills_of_one_name():
     with pytest.raises(SkillError, match="two skills are named 'a'"): order_skills([Skill('a'), Skill('a')])
 
 
-# build_agent: the same gates in the same order, the same tools, as the hand wiring gave (with the owner's plan, 26)
+# build_agent: the same gates in the same order, the same tools, as the hand wiring gave (with the owner's plan, 26, and the reply check, 26a)
 
 GATES_BEFORE = [('validator', 100), ('budget', 95), ('policy', 90), ('authority', 88), ('owner-refusals', 87),
                 ('self-protection', 85), ('paths', 80), ('secrets', 75), ('vault', 74), ('network', 70), ('permissions', 65),
-                ('shell', 60), ('forget', 60), ('sandbox', 55), ('owner-plan', 52), ('provenance', 50), ('steering', 48),
+                ('shell', 60), ('forget', 60), ('sandbox', 55), ('owner-plan', 52), ('provenance', 50), ('steering', 48), ('reply-check', 47),
                 ('recipients', 45)]
 TOOLS_BEFORE = [('plan', 'read-only'), ('shell', 'local-write'), ('read_file', 'read-only'), ('write_file', 'local-write'), ('edit_file', 'local-write'),
                 ('list_dir', 'read-only'), ('search_files', 'read-only'), ('http_fetch', 'outward'), ('send_message', 'outward'),
