@@ -139,7 +139,7 @@ def value_forms(kind:str, value:str) -> frozenset:
     "The normal forms of one argument value of kind `kind` (the last thousand short ones remembered: a model repeats its arguments)."
     return (_remembered_forms if len(value) <= 4096 else _value_forms)(kind, value)
 
-# %% ../nbs/25_information_flow.ipynb #b2d294b5
+# %% ../nbs/25_information_flow.ipynb #392ce4f8
 def _value_forms(kind:str, value:str) -> frozenset:
     v = value.strip()
     if not v: return frozenset()
@@ -150,7 +150,8 @@ def _value_forms(kind:str, value:str) -> frozenset:
             if _IBAN.fullmatch(v.lower()) and re.search(r'\d{6}', v.replace(' ', '')): return frozenset({'acct:' + re.sub(r'[ -]', '', v).upper()})
             if re.fullmatch(r'\+?[\d .()/-]{7,}', v) and len(d := re.sub(r'\D', '', v)) >= 7: return frozenset({'tel:' + d})
             return frozenset({_phrase(v)})
-        return frozenset({v.lower().rstrip('.')})                                           # a bare host
+        host, _, path = v.lower().rstrip('.').partition('/')
+        return frozenset({v.lower().rstrip('.')} | ({host} if path and '.' in host else set()))   # a bare host; written host/path, its host too
     if kind == 'amount': return frozenset(a for s in _AMOUNT.findall(v.replace(' ', '')) if (a := _amount(s))) or frozenset({_phrase(v)})
     if kind == 'schedule': return frozenset(f for f in forms_in(v) if f[:5] in ('date:', 'time:')) or frozenset({_phrase(v)})
     if kind == 'secret': return frozenset({_phrase(v)})                                  # traced without regard to case: more asks, never fewer
@@ -253,7 +254,14 @@ def _items(value) -> list:
     if isinstance(value, (list, tuple)): return [x for v in value for x in _items(v)]
     return [value if isinstance(value, str) else json.dumps(value) if isinstance(value, dict) else str(value)]
 
-# %% ../nbs/25_information_flow.ipynb #322a1088
+# %% ../nbs/25_information_flow.ipynb #3eb314b4
+_BARE_LINK = re.compile(r"(?<![\w@./:-])" + _DOMAIN.pattern.removeprefix(r"\b") + r"(?:/[^\s<>\"'`]*)?", re.I)
+
+def _bare_links(text:str) -> list:
+    "The links written without a scheme in `text` (`www.example.com/page`, `site.org`), outside its URLs and e-mail addresses."
+    return [m.group().rstrip('.,;:!?)]}\'"') for m in _BARE_LINK.finditer(_URL.sub(' ', _EMAIL.sub(' ', text)))]
+
+# %% ../nbs/25_information_flow.ipynb #4d55216c
 def steering_values(action:Action, kinds:dict, world:World) -> list:
     "The `Steer` values of `action` to check, given its arguments' kinds and the owner's world (links inside content as kind `link`)."
     out = []
@@ -264,10 +272,12 @@ def steering_values(action:Action, kinds:dict, world:World) -> list:
                 out.append(Steer(arg, kind, v, forms, _in_world(kind, forms, world)))
         elif kind == 'content':
             for v in _items(action.args.get(arg)):
-                if '://' not in v: continue
-                for u in _URL.findall(v):
+                for u in _URL.findall(v) if '://' in v else ():
                     forms = frozenset(_url_forms(u))
                     out.append(Steer(arg, 'link', u.rstrip('.,;:!?)]}\'"'), forms, _in_world('link', forms, world)))
+                for u in _bare_links(v) if '.' in v else ():
+                    forms = value_forms('link', u)
+                    out.append(Steer(arg, 'link', u, forms, _in_world('link', forms, world)))
     return out
 
 # %% ../nbs/25_information_flow.ipynb #542e4d66
