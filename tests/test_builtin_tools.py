@@ -144,7 +144,7 @@ def test_hard_link_to_a_file_outside_is_never_written(ws, ctx, tmp_path):
     assert (ws / 'hard.txt').read_text() == 'overwritten\n'
 
 
-def _without_hanging(call, fifo:Path, seconds=10):
+def _without_hanging(call, fifo:Path, seconds=60):   # a hang detector: generous on a loaded machine
     "Run `call` in a thread; if it is still blocked (opening the pipe) after `seconds`, unblock it and say so."
     out = {}
     def run():
