@@ -145,7 +145,7 @@ def test_stream_is_delivered_incrementally(servers, kind):
     pieces = []
     def on_token(t):
         pieces.append(t); first_seen.set()
-    p = make(kind, s, timeout=5).propose(request(), on_token=on_token)   # a buffering client would raise its timeout here
+    p = make(kind, s, timeout=30).propose(request(), on_token=on_token)   # a buffering client would raise its timeout here (the server holds 120 s)
     assert pieces == ['Hel', 'lo', ' world'] and p.action == reply('Hello world') and p.usage['output_tokens'] > 0
     body = s.requests[0]['json']
     assert body['stream'] is True
