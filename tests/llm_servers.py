@@ -20,6 +20,7 @@ from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PATHS = {'openai': '/v1/chat/completions', 'ollama': '/api/chat', 'anthropic': '/v1/messages'}
+HOLD = 120   # how long a stream waits for its Event at most: a hang detector, far above any client timeout a test sets
 MODELS = {'openai': '/v1/models', 'ollama': '/api/tags', 'anthropic': '/v1/models'}
 MODEL_LISTS = {'openai': {'object': 'list', 'data': [{'id': 'test-model', 'object': 'model'}]},
                'ollama': {'models': [{'name': 'llama3.2', 'model': 'llama3.2'}]},
@@ -80,7 +81,7 @@ class LLMServer:
                 h.send_header('content-type', 'application/x-ndjson' if self.kind == 'ollama' else 'text/event-stream')
                 h.send_header('connection', 'close'); h.end_headers()
                 for chunk in r['stream']:
-                    if isinstance(chunk, threading.Event): chunk.wait(10); continue
+                    if isinstance(chunk, threading.Event): chunk.wait(HOLD); continue
                     h.wfile.write(chunk.encode()); h.wfile.flush()
                 return
             data = json.dumps(r['json']).encode() if 'json' in r else r.get('body', b'')

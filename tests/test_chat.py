@@ -34,7 +34,7 @@ def env(tmp_path, server):
 
 
 def spawn(env, **extra):
-    child = pexpect.spawn(CHAT[0], CHAT[1:], env={**env, **extra}, encoding='utf-8', timeout=20, dimensions=(40, 140))
+    child = pexpect.spawn(CHAT[0], CHAT[1:], env={**env, **extra}, encoding='utf-8', timeout=60, dimensions=(40, 140))   # each expect's hang detector
     child.logfile_read = io.StringIO()   # everything the screen received
     child.expect('you> ')
     return child

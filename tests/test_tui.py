@@ -47,6 +47,17 @@ async def until(pilot, predicate, timeout=60.0):
 def texts(app): return [b.text for b in app.conversation.blocks]
 
 
+async def held_in(pilot, session) -> str:
+    """Wait until the only pending action is the one held in `session` and the approvals panel highlights it (what
+    `y` or `n` decides); its token. `app.pending` is set before the panel is redrawn: a key pressed in between is lost."""
+    app = pilot.app
+    def shown():
+        item = app.query_one('#approvals').highlighted_child
+        return [a['meta'].get('session') for a in app.pending] == [session] and item is not None and item.record['token'] == app.pending[0]['token']
+    await until(pilot, shown)
+    return app.pending[0]['token']
+
+
 def svg_lines(svg:str) -> list:
     "The screen's lines as an SVG screenshot draws them (each `<text>` run is clipped to its line)."
     lines = {}
@@ -212,8 +223,7 @@ def test_an_action_held_elsewhere_appears_and_is_denied_in_its_own_session(home,
             sent = await asyncio.to_thread(subprocess.run, CLI + ['send', '--session', 'elsewhere', 'clean the logs'],
                                            capture_output=True, text=True, timeout=120)
             assert 'approve ' in sent.stdout, sent.stdout + sent.stderr
-            await until(pilot, lambda: [approval['meta'].get('session') for approval in app.pending] == ['elsewhere'])
-            token = app.pending[0]['token']
+            token = await held_in(pilot, 'elsewhere')
             await pilot.press('f3', 'n')
             await until(pilot, lambda: 'Understood, I leave them.' in texts(app) and app.busy == '')
             assert 'in session elsewhere:' in texts(app) and f'deny {token}' in texts(app)
@@ -259,8 +269,7 @@ def test_an_action_held_from_telegram_is_approved_with_a_key_and_the_chat_hears_
             async with app.run_test(size=(140, 40)) as pilot:
                 await ready(pilot)
                 telegram.message('clean up the build directory', chat=1001)
-                await until(pilot, lambda: [a['meta'].get('session') for a in app.pending] == ['telegram-1001'])
-                token = app.pending[0]['token']
+                token = await held_in(pilot, 'telegram-1001')
                 assert any(m.get('reply_markup') for m in telegram.sent)          # the chat has its buttons too
                 await pilot.press('f3', 'y')
                 await until(pilot, lambda: any(t.startswith('Done') for t in telegram.texts(1001)))
