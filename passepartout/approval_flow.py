@@ -78,12 +78,14 @@ def outcome_signal(record:dict, action:Action, text:str, error:bool=False) -> Si
                                   'call_id': action.call_id, 'approval': record['token'], 'action': repr(action)},
                   int(record.get('depth') or 0) + 1)
 
-# %% ../nbs/32b_approval_flow.ipynb #522e5bd1
+# %% ../nbs/32b_approval_flow.ipynb #be1c6850
 def refused_outcome(record:dict, reason:str='') -> Signal|None:
     "The model's next signal after the owner denied `record`: a rejection it must not answer by trying again."
     action = Action.from_dict(json.loads(record['action']))
-    return outcome_signal(record, action, "refused by the owner" + (f" ({reason})" if reason else '') +
-                          ": it did not run. Do not propose it again; tell the user it was not done.", error=True)
+    signal = outcome_signal(record, action, "refused by the owner" + (f" ({reason})" if reason else '') +
+                            ": it did not run. Do not propose it again; tell the user it was not done.", error=True)
+    if signal is not None: signal.payload['refused'] = True   # the harness's words, not a tool's output (20h, 26a)
+    return signal
 
 # %% ../nbs/32b_approval_flow.ipynb #84d3b6e8
 def _note(store:ApprovalStore, token:str, note:str):

@@ -62,10 +62,11 @@ def values_in(text:str) -> set:
     if _DIGIT.search(text): out.update(['tel:' + p for p in _phones(text)] + ['num:' + a for a in _amounts(text)])
     return out
 
-# %% ../nbs/20h_provenance_gates.ipynb #27ded588
+# %% ../nbs/20h_provenance_gates.ipynb #efad2321
 def _who(m:dict, number:int) -> tuple:
     "`(kind, where, content)` of message `m`: kind 'owner', 'untrusted' or None (the model's own)."
     content = m.get('content') if isinstance(m.get('content'), str) else ''
+    if m.get('refused'): return None, None, content   # the harness telling the model the owner said no: nobody's data
     if m.get('role') == 'user' and m.get('owner', not content.startswith('[')): return 'owner', None, content
     if m.get('role') == 'tool': return 'untrusted', f"the output of {m.get('name') or 'a tool'} (message {number})", content
     if m.get('role') == 'user': return 'untrusted', content[:content.find(']') + 1] + f" (message {number})", content
@@ -122,11 +123,12 @@ class SessionValues:
         if len(text) < 6 or text.lower() in self.owner_text: return None
         with self.lock: return next((where for _, where, content in self.untrusted if text in content), None)
 
-# %% ../nbs/20h_provenance_gates.ipynb #e1b2c0bc
+# %% ../nbs/20h_provenance_gates.ipynb #6914015f
 @patch
 def _take_in(self:SessionValues, m:dict, number:int, present:bool=True):
     "Read message `m` (number `number` in the session) for values; `present`: it is still in the transcript."
     content = m.get('content') if isinstance(m.get('content'), str) else ''
+    if m.get('refused'): return   # the owner's refusal, worded by the harness: neither the owner's values nor untrusted text
     if m.get('role') == 'user' and m.get('owner', not content.startswith('[')):
         if present: text = content.lower(); self.owner.append((number, text, frozenset(values_in(text))))
         return

@@ -142,12 +142,12 @@ def note_signal(transcript:list, signal:Signal):
                 f"{sensor} from {p['sender']}" if p.get('sender') else sensor
         transcript.append({'role': 'user', 'content': f"[{label}] {signal.text}", 'owner': False})
 
-# %% ../nbs/05_reason.ipynb #fb15fadd
+# %% ../nbs/05_reason.ipynb #06002bc2
 def note_release(transcript:list, signal:Signal):
     "Put the outcome of a held action the owner decided (approved and run, or refused) where the model will read it, once."
     p, token = signal.payload, signal.payload['approval']
     result = {'role': 'tool', 'call_id': p.get('call_id'), 'name': p.get('tool'), 'content': signal.text,
-              'is_error': signal.sensor == 'tool-error', 'held': token, 'released': True}
+              'is_error': signal.sensor == 'tool-error', 'held': token, 'released': True, **({'refused': True} if p.get('refused') else {})}
     for i in range(len(transcript) - 1, -1, -1):
         if transcript[i].get('held') != token: continue
         if transcript[i].get('released'): return
@@ -155,7 +155,7 @@ def note_release(transcript:list, signal:Signal):
         transcript[i] = {**result, 'content': "decided by the owner later: the outcome is at the end of the conversation"}
         break
     transcript.append({'role': 'user', 'owner': False, 'content': f"[outcome of your earlier call {p.get('action') or p.get('tool')}] {signal.text}",
-                       'held': token, 'released': True})   # marked, so the same outcome is never written twice
+                       'held': token, 'released': True, **({'refused': True} if p.get('refused') else {})})   # marked, so the same outcome is never written twice
 
 # %% ../nbs/05_reason.ipynb #f8e0f23c
 def as_proposed(decided:Action, proposed:Action) -> Action:
