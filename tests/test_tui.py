@@ -113,6 +113,8 @@ def test_starts_the_daemon_streams_and_folds_each_call(home, server):
             assert app.usage['input_tokens'] > 0 and 'openai: test-model' in app.model
             status = str(app.query_one('#status').content)
             assert 'openai: test-model' in status and f"{app.usage['input_tokens']} in" in status, status
+            drawn = lambda: (lambda lines: any('you> what is here?' in l for l in lines) and any('✓ shell' in l for l in lines))(svg_lines(app.export_screenshot()))
+            await until(pilot, drawn)   # the opened call redrawn (a loaded machine draws late), then the picture
             svg = app.export_screenshot()
         return svg
     svg = run(go())
