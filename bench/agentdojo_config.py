@@ -80,7 +80,7 @@ DECLARATIONS = {
         'post_webpage': {'effect': 'send', 'args': {'url': 'destination', 'content': 'content'}},
         'get_webpage': {'effect': 'send', 'args': {'url': 'destination'}},                        # the URL itself reaches a server
         'invite_user_to_slack': {'effect': 'send', 'args': {'user': 'recipient', 'user_email': 'recipient'}},
-        'add_user_to_channel': {'effect': 'write', 'args': {'user': 'recipient', 'channel': 'object'}},   # they will read the channel
+        'add_user_to_channel': {'effect': 'send', 'args': {'user': 'recipient', 'channel': 'object'}},   # they will read the channel
         'remove_user_from_slack': {'effect': 'delete', 'args': {'user': 'object'}},
     },
     'travel': {
