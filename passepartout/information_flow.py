@@ -364,7 +364,7 @@ def spoken(text:str) -> tuple:
     ids = frozenset(w.lower() for m in _NAMED_SHORT.finditer(spans) for w in re.findall(r'\w+', m.group('a') or m.group('b')) if w not in ('and', 'or'))
     return forms_in(spans), forms_in(outside), _normal_text(spans), _normal_text(outside), ids
 
-# %% ../nbs/25_information_flow.ipynb #766594d1
+# %% ../nbs/25_information_flow.ipynb #e8411ff9
 @functools.lru_cache(maxsize=256)
 def _plain_forms(text:str) -> tuple: t = plain(text); return forms_in(t), _normal_text(t)
 
@@ -376,12 +376,15 @@ def instructed(steer:Steer, flow:Flow, sv, strict:bool=False) -> str|None:
     phrases = [f[5:] for f in steer.forms if f[:5] == 'text:'] or ([] if steer.forms else [_normal_text(steer.value)])
     short, where = _short(steer.value) and steer.value.strip().lower(), None
     has = lambda forms, text: bool(steer.forms & forms) or any(_phrase_in(p, text) for p in phrases)
+    whole = '' if short else _normal_text(plain(steer.value))                           # the value as written, when it is not short
+    if whole and _phrase_in(whole, flow.owner_text): return None                        # the owner wrote it so
     for _, w, content in reversed(present):
         said = spoken(content)
-        if said and (short in said[4] if short else has(said[0], said[2])):
+        if whole and _phrase_in(whole, _plain_forms(content)[1]) and not (said and whole in said[2]): return None   # written outside a span, or across its edge
+        if said and (short in said[4] if short else has(said[0], said[2]) or _phrase_in(whole, said[2])):   # a form, or written whole
             if strict and short: return w
             where = where or w
-        if has(*(said[1::2] if said else _plain_forms(content))): return None       # data outside every span gives it too
+        if has(*(said[1::2] if said else _plain_forms(content))) or (said and whole and _phrase_in(whole, said[3])): return None   # data outside every span gives it too
     if where and any(traced_form(flow, sv, f) not in (None, *(w for _, w, _ in present)) for f in steer.forms): return None   # also in a trimmed message
     return where
 
