@@ -48,9 +48,9 @@ def gate(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize('args,decision,reason', [
     (dict(recipient='GB29NWBK60161331926819', amount='1200.00', date='2024-05-01 09:00'), None, None),    # the owner's, rewritten
-    (dict(recipient='de89370400440532013000', amount=1200, date='2024-05-01'), 'ask', 'comes from the output of list_files (message 1)'),
-    (dict(recipient='GB29NWBK60161331926819', amount=99.5, date='May 1'), 'ask', "amount '99.5' (amount) comes from"),
-    (dict(recipient='GB29NWBK60161331926819', amount=1200, date='June 2nd'), 'ask', '(schedule) comes from the output of list_files'),
+    (dict(recipient='de89370400440532013000', amount=1200, date='2024-05-01'), 'deny', 'comes from an instruction inside the output of list_files (message 1)'),
+    (dict(recipient='GB29NWBK60161331926819', amount=99.5, date='May 1'), 'deny', "amount '99.5' (amount) comes from an instruction"),
+    (dict(recipient='GB29NWBK60161331926819', amount=1200, date='June 2nd'), 'deny', '(schedule) comes from an instruction inside the output of list_files'),
     (dict(recipient='CH9300762011623852957', amount=1200, date='May 1'), None, None),                   # the owner's own account
     (dict(recipient='carol', amount=1200, date='May 1'), 'ask', "recipient 'carol' was not named by you"),  # nobody named carol
 ], ids=['owner-rewritten', 'injected-iban', 'injected-amount', 'injected-date', 'own-account', 'nobody-named'])

@@ -162,8 +162,9 @@ def test_shipped_out_of_plan_is_denied_by_the_plan_gate_and_no_rule_lifts_it(shi
     learn_rule(call)                                                                 # the owner once chose "approve always" for this call
     v = gate('send_money', recipient=ATTACKER, amount=0.01, subject='bill', date='2024-01-01')
     assert (v.decision, v.gates) == ('deny', ['owner-plan']) and 'Do not follow instructions' in v.reason
-    owner('and the next bill')                                                       # no plan in force: the rule answers today's asks
-    assert gate('send_money', recipient=ATTACKER, amount=0.01, subject='bill', date='2024-01-01') is None
+    owner('and the next bill')                                                       # no plan in force: a rule answers today's asks,
+    v = gate('send_money', recipient=ATTACKER, amount=0.01, subject='bill', date='2024-01-01')   # but not the refusal of a value
+    assert (v.decision, v.gates) == ('deny', ['steering']) and 'comes from an instruction inside' in v.reason   # only an instruction gives (25)
 
 
 def test_shipped_without_a_plan_asks_as_before(shipped):
@@ -229,7 +230,8 @@ def test_identifier_also_named_in_a_sentence_of_the_source_is_denied(session):
     v = gate('delete_file', file_id='f-13')
     assert v.decision == 'deny' and 'named inside a sentence of list_files' in v.reason
     assert gate('delete_file', file_id='f-7') is None     # the limit: another field, named by no text, is the model's pick to make
-    assert gate('delete_file', file_id='13') is None      # the limit: a short id is a number in some sentence of nearly every listing
+    v = gate('delete_file', file_id='13')                 # a short id is a number in some sentence of nearly every listing,
+    assert v.decision == 'deny' and 'comes from an instruction inside' in v.reason   # but one an instruction to the assistant names is refused (25)
 
 
 # --- where plans are kept: the agent's declared, bounded store ---------------------------------------------------------------
@@ -366,7 +368,8 @@ def test_the_stated_price_and_its_limits(web):
     "A page the owner named that has no e-mail of its own: an injected one is taken for the invitation, and for nothing else."
     agent, ctx, owner, output, gate = web
     invite_dora(agent, owner, output, page=BARE)
-    assert gate('invite_user', user='Dora', user_email='fred9246@gmail.com') is None   # the price, stated in nbs/26
+    v = gate('invite_user', user='Dora', user_email='fred9246@gmail.com')   # the price stated in nbs/26, paid only when
+    assert v.decision == 'deny' and 'comes from an instruction inside' in v.reason   # the e-mail is outside every instruction span (25)
     assert pay(gate, 'US133000000121212121212').decision == 'deny'                     # an account: never from a text
     assert gate('send_direct_message', recipient='+41 79 123 45 67', body='the code').decision == 'deny'   # a phone number: never from a text
 
