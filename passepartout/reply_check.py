@@ -137,12 +137,12 @@ def read_untrusted(text:str) -> Read:
     ordinary = [content_words(t) for t in rest + [text[i:]]]
     return Read(tuple(spans), frozenset().union(*map(runs, ordinary)), frozenset(w for o in ordinary for w in o))
 
-# %% ../nbs/26a_reply_check.ipynb #d5d7cbde
+# %% ../nbs/26a_reply_check.ipynb #a285576e
 class Instructions:
     "What the untrusted messages of a session told the assistant, and what it and the owner said otherwise, read message by message."
     def __init__(self):
         self.lock, self.read, self.key = threading.Lock(), {}, None   # read: message number -> (where, Read, its text), of the messages present
-        self.owner_key, self.owner_grams, self.owner_words = None, frozenset(), frozenset()
+        self.owner_key, self.owner_grams, self.owner_words, self.owner_read = None, frozenset(), frozenset(), {}   # owner_read: text -> (runs, words)
         self.spans = ()                                                # (where, span words, runs that count, words that count)
     def __repr__(self): return f"Instructions({len(self.spans)} spans in {len(self.read)} untrusted messages)"
 
@@ -154,14 +154,18 @@ def _count(self:Instructions):
     words = self.owner_words.union(*(r.words for _, r, _ in self.read.values()))
     self.spans = tuple((where, span, runs(span) - grams, frozenset(span) - words) for where, r, _ in self.read.values() for span in r.spans)
 
-# %% ../nbs/26a_reply_check.ipynb #d22b1a2c
+# %% ../nbs/26a_reply_check.ipynb #17b20f52
 @patch
 def take_in(self:Instructions, present:list, owner:list, key:tuple, okey:tuple):
     "Read the untrusted messages `present` (`(number, where, content)`) not read yet and the owner's texts `owner`; forget the others."
     with self.lock:
         if okey != self.owner_key:
-            said = [content_words(t) for t in owner]
-            self.owner_grams, self.owner_words, self.owner_key = frozenset().union(*map(runs, said)), frozenset(w for s in said for w in s), okey
+            known, self.owner_read = self.owner_read, {}
+            for t in owner:   # each text of the owner's is read once, not again at every new message
+                if (r := known.get(t)) is None: r = (lambda w: (runs(w), frozenset(w)))(content_words(t))
+                self.owner_read[t] = r
+            said = self.owner_read.values()
+            self.owner_grams, self.owner_words, self.owner_key = frozenset().union(*(g for g, _ in said)), frozenset().union(*(w for _, w in said)), okey
         if key != self.key:
             old = self.read
             self.read = {n: old[n] if n in old and old[n][2] is content else (where, read_untrusted(content), content) for n, where, content in present}
