@@ -335,6 +335,20 @@ def _rules_in_a_verification(path):
     return seen[1]
 
 
+def _change_rules(root, path, target, op:str, text:str):
+    "One change of the permissions file (or of what it links to, or of its directory); an OSError is part of the game."
+    try:
+        if op == 'write': path.write_text(text)
+        elif op == 'replace': (root / 'config' / 'new').write_text(text); os.replace(root / 'config' / 'new', path)
+        elif op == 'remove': path.unlink()
+        elif op == 'symlink':
+            if path.exists() or path.is_symlink(): path.unlink()
+            target.write_text(text); os.symlink(target, path)
+        elif op == 'write_target': target.write_text(text)
+        elif op == 'touch_dir': (root / 'config' / 'other').write_text(text)
+    except OSError: pass
+
+
 @SLOW
 @given(steps=hs.lists(rule_changes, min_size=1, max_size=10))
 def test_a_verification_sees_every_change_made_before_it_began(steps):
@@ -343,17 +357,7 @@ def test_a_verification_sees_every_change_made_before_it_began(steps):
         path = root / 'config' / 'permissions.toml'; path.parent.mkdir()
         target = root / 'elsewhere.toml'
         for op, i in steps:
-            text = RULE_TEXTS[i]
-            try:
-                if op == 'write': path.write_text(text)
-                elif op == 'replace': (root / 'config' / 'new').write_text(text); os.replace(root / 'config' / 'new', path)
-                elif op == 'remove': path.unlink()
-                elif op == 'symlink':
-                    if path.exists() or path.is_symlink(): path.unlink()
-                    target.write_text(text); os.symlink(target, path)
-                elif op == 'write_target': target.write_text(text)
-                elif op == 'touch_dir': (root / 'config' / 'other').write_text(text)
-            except OSError: pass
+            _change_rules(root, path, target, op, RULE_TEXTS[i])
             assert _rules_in_a_verification(path) == _rules_seen(pg.load_rules_plain, path), (op, i)
 
 @SLOW
@@ -364,17 +368,7 @@ def test_load_rules_follows_every_change_of_the_file(steps):
         path = root / 'config' / 'permissions.toml'; path.parent.mkdir()
         target = root / 'elsewhere.toml'
         for op, i in steps:
-            text = RULE_TEXTS[i]
-            try:
-                if op == 'write': path.write_text(text)
-                elif op == 'replace': (root / 'config' / 'new').write_text(text); os.replace(root / 'config' / 'new', path)
-                elif op == 'remove': path.unlink()
-                elif op == 'symlink':
-                    if path.exists() or path.is_symlink(): path.unlink()
-                    target.write_text(text); os.symlink(target, path)
-                elif op == 'write_target': target.write_text(text)
-                elif op == 'touch_dir': (root / 'config' / 'other').write_text(text)
-            except OSError: pass
+            _change_rules(root, path, target, op, RULE_TEXTS[i])
             assert _rules_seen(pg.load_rules, path) == _rules_seen(pg.load_rules_plain, path), (op, i)
             assert _rules_seen(pg.load_rules, path) == _rules_seen(pg.load_rules_plain, path), (op, i)
 
