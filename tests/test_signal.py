@@ -20,7 +20,7 @@ from passepartout.approvals import ApprovalStore
 from passepartout.reason import ScriptedProvider, Proposal
 from passepartout.signals import reply, tool_call
 from passepartout.vault import Vault
-from passepartout.signal_gateway import run_signal, signal_service, STRANGER_REPLY, MAX_INPUT_CHARS, REACT_HINT
+from passepartout.signal_gateway import run_signal, signal_service, HeldMessages, STRANGER_REPLY, MAX_INPUT_CHARS, REACT_HINT
 
 from signal_server import SignalCLIServer, ACCOUNT
 from _daemon_support import daemon_in_thread
@@ -136,6 +136,9 @@ def held_shell(server, agent):
     held = server.wait_for(lambda: [m for m in server.sent if 'React 👍' in m['message']])
     token = agent.approvals.pending()[0]['token']
     assert held[0]['message'].endswith(REACT_HINT.format(t=token)) and f"approve {token}" in held[0]['message']
+    # signal-cli has the message before the gateway has its timestamp (the send's answer): a reaction in between
+    # would be on a message not known to ask anything. Wait until the gateway has noted it (a person cannot be faster).
+    server.wait_for(lambda: HeldMessages().token(held[0]['timestamp']) == token)
     assert (server.workspace / 'build').exists()
     return token, held[0]
 
