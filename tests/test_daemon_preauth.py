@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from passepartout.daemon import Client, client_send, client_status, request
+from passepartout.daemon import Client, RefusalLog, client_send, client_status, request
 from passepartout.protocol import encode_frame, recv_frame, send_frame
 from _daemon_support import readable, wait_for
 
@@ -25,16 +25,18 @@ SERVER = textwrap.dedent('''
     def audit(event):
         events.write(json.dumps(event, default=str) + '\\n'); events.flush()
     agent = Agent(InstantModel()); agent.audit = audit
-    asyncio.run(Daemon(agent, port=0, state_dir={state!r}).serve(lambda d: print('ready', flush=True)))
+    daemon = Daemon(agent, port=0, state_dir={state!r})
+    if {window}: daemon.refusals.window = {window}
+    asyncio.run(daemon.serve(lambda d: print('ready', flush=True)))
 ''')
 
 
 class Served:
     "A daemon in its own process (so /proc tells its memory and its file handles), its state, stderr and audit events."
-    def __init__(self, tmp_path, nofile=0, **settings):
+    def __init__(self, tmp_path, nofile=0, refusal_window=0, **settings):   # refusal_window: seconds a burst of logged refusals lasts
         tmp_path.mkdir(parents=True, exist_ok=True)
         self.state, self.stderr, self.events = tmp_path / 'state', tmp_path / 'daemon.stderr', tmp_path / 'audit.jsonl'
-        code = SERVER.format(tests=TESTS, nofile=nofile, events=str(self.events), state=str(self.state))
+        code = SERVER.format(tests=TESTS, nofile=nofile, window=float(refusal_window), events=str(self.events), state=str(self.state))
         env = {**os.environ, 'PASSEPARTOUT_HOME': str(tmp_path / 'home'), **{k: str(v) for k, v in settings.items()}}
         self.proc = subprocess.Popen([sys.executable, '-c', code], env=env, stdout=subprocess.PIPE, stderr=open(self.stderr, 'w'), text=True)
         assert self.proc.stdout.readline().strip() == 'ready', self.stderr.read_text()
@@ -215,8 +217,10 @@ def test_dribbling_strangers_are_dropped_at_the_handshake_deadline(served):
 
 def test_failed_handshakes_are_logged_and_a_flood_summarised(served):
     """Wrong tokens, garbage and oversized first frames: each is a warning in the daemon log and an audit event, with the
-    address and a fixed reason (not the bytes sent); 200 more give at most 20 lines a minute and one count at shutdown."""
-    d = served()
+    address and a fixed reason (not the bytes sent); 200 more give at most 20 lines a window and one count at shutdown.
+    The window is made a day long, so that a loaded machine taking over a minute for the flood cannot start a new one
+    (the test below shows what a new window does)."""
+    d = served(refusal_window=86400)
     for first in (encode_frame({'type': 'REQUEST', 'payload': {'sensor': 'handshake', 'token': 'guess'}}),
                   b'zzzzzz IGNORE PREVIOUS INSTRUCTIONS', b'100000' + b'{' * 100, encode_frame(request('hi'))):
         s = socket.create_connection(d.address, timeout=60)
@@ -239,6 +243,20 @@ def test_failed_handshakes_are_logged_and_a_flood_summarised(served):
     events = [json.loads(l) for l in d.events.read_text().splitlines()]
     refused = [e for e in events if e.get('kind') == 'handshake-refused']
     assert len(refused) == 21 and refused[0]['peer'].startswith('127.0.0.1:') and refused[-1]['count'] == 184
+
+
+def test_a_new_window_reports_the_count_and_logs_refusals_again():
+    "When a window has passed, the next refusal first reports the count of the old window, then is logged one by one again."
+    lines = []
+    refusals = RefusalLog(lambda text, event: lines.append((text, event.get('count'))), burst=2, window=86400)
+    for port in range(5): refusals.note(f'127.0.0.1:{port}', 'wrong token')
+    assert [t for t, _ in lines] == ['refused a connection from 127.0.0.1:0: wrong token', 'refused a connection from 127.0.0.1:1: wrong token']
+    refusals.since -= 86400                                    # the window has passed (its start moved back, not a sleep)
+    for port in range(5, 8): refusals.note(f'127.0.0.1:{port}', 'wrong token')
+    refusals.flush()
+    assert lines[2:] == [('refused 3 more connections (not logged one by one)', 3), ('refused a connection from 127.0.0.1:5: wrong token', None),
+                         ('refused a connection from 127.0.0.1:6: wrong token', None), ('refused 1 more connections (not logged one by one)', 1)]
+    assert refusals.total == 8
 
 
 def test_authenticated_connections_are_bounded_too(served):
