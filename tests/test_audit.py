@@ -474,9 +474,11 @@ def _queued_turns(log, n:int) -> tuple:
     with log.lock:                                                    # a write in progress: the turns wait behind it
         threads = [threading.Thread(target=turn, args=(t,)) for t in range(n)]
         for th in threads: th.start()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 180                             # a hang detector: the machine may be loaded
         while len(log.waiting) < n and time.monotonic() < deadline: time.sleep(0.001)
-    for th in threads: th.join(30)
+        assert len(log.waiting) >= n, f"only {len(log.waiting)} of {n} turns queued behind the lock in 180 s"
+    for th in threads: th.join(180)
+    assert not any(th.is_alive() for th in threads), "a turn still waits 180 s after the lock was released"
     return errors, threads
 
 

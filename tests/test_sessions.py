@@ -221,9 +221,11 @@ def test_threads_waiting_for_the_store_share_one_transaction(tmp_path):
     with store.lock:                                            # a save in progress: the five turns wait behind it
         threads = [threading.Thread(target=save, args=item) for item in turns.items()]
         for th in threads: th.start()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 180                       # a hang detector: the machine may be loaded
         while len(store.waiting) < 5 and time.monotonic() < deadline: time.sleep(0.001)
-    for th in threads: th.join(30)
+        assert len(store.waiting) >= 5, f"only {len(store.waiting)} of 5 saves queued behind the lock in 180 s"
+    for th in threads: th.join(180)
+    assert not any(th.is_alive() for th in threads), "a save still waits 180 s after the lock was released"
     assert commits == [5]                                       # one transaction for the five turns
     assert outcomes == {'s0': True, 's1': True, 's2': True, 's3': True, 'shared': False}   # the stale writer is told to read again
     assert [[m['content'] for m in store.messages(f"s{n}")] for n in range(4)] == [[f"s{n} asks", f"s{n} done"] for n in range(4)]
