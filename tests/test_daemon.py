@@ -234,7 +234,7 @@ def test_max_frame_size(tmp_path):
 def test_status(tmp_path):
     with daemon_in_thread(state_dir=tmp_path) as d:
         client_send('a', session='one', state_dir=tmp_path); client_send('b', session='two', state_dir=tmp_path)
-        st = client_status(state_dir=tmp_path)
+        st = client_status(timeout=120, state_dir=tmp_path)
         assert st['pid'] == os.getpid() and st['address'] == f"127.0.0.1:{d.port}" and st['sessions'] == 2
         assert st['uptime'] >= 0 and st['memory_kb'] > 0 and st['replies'] == 2
         assert read_address(tmp_path) == ('127.0.0.1', d.port)

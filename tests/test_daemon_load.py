@@ -33,6 +33,6 @@ async def run_load(address, token):
 def test_100_clients_x_100_turns(tmp_path):
     with daemon_in_thread(state_dir=tmp_path) as daemon:
         lost, misrouted = asyncio.run(run_load(daemon.address, token_of(daemon)))
-        status = client_status(state_dir=tmp_path)   # asked through the daemon's own loop
+        status = client_status(timeout=120, state_dir=tmp_path)   # asked through the daemon's own loop
     assert (lost, misrouted) == (0, 0)
     assert status['replies'] == CLIENTS * TURNS and status['sessions'] == CLIENTS

@@ -128,7 +128,7 @@ def loopback_server():
     srv.close()
 
 
-NET_PROBE = ("python3 -c \"import socket; s=socket.create_connection(('127.0.0.1', {port}), timeout=3); print(s.recv(100).decode())\"; "
+NET_PROBE = ("python3 -c \"import socket; s=socket.create_connection(('127.0.0.1', {port}), timeout=60); print(s.recv(100).decode())\"; "
              "exec 3<>/dev/tcp/127.0.0.1/{port} && cat <&3")
 
 

@@ -112,7 +112,7 @@ def test_shipped_agent_under_100_clients(shipped, tmp_path):
         agents.append(build_agent(provider=model)); return agents[-1]
     with daemon_in_thread(make, state_dir=tmp_path / 'state') as daemon:
         problems = asyncio.run(run_load(daemon.address, token_of(daemon), markers))
-        status = client_status(state_dir=tmp_path / 'state')
+        status = client_status(timeout=120, state_dir=tmp_path / 'state')
     agent = agents[0]
     assert {'validator', 'paths', 'permissions', 'shell', 'vault', 'provenance'} <= {g.name for g in agent.gates.gates}
     assert agent.approvals is not None and agent.audit is not None and agent.vault is not None
