@@ -71,7 +71,7 @@ class Served:
 
     def stop(self):
         if self.proc.poll() is None: self.proc.terminate()
-        try: self.proc.wait(30)
+        try: self.proc.wait(120)                   # a graceful stop (it logs the refusals counted), however loaded the machine
         except subprocess.TimeoutExpired: self.proc.kill(); self.proc.wait()
         return self.stderr.read_text()
 

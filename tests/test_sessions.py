@@ -191,7 +191,7 @@ def test_concurrent_writers_and_a_killed_one_leave_a_whole_conversation(tmp_path
     victim = subprocess.Popen([sys.executable, '-c', WRITER, str(db), 'victim', '100000'], env=env, stdout=subprocess.PIPE, text=True)
     assert victim.stdout.readline().strip() == 'started'
     for w in writers: assert w.wait(120) == 0
-    victim.send_signal(signal.SIGKILL); victim.wait(30)
+    victim.send_signal(signal.SIGKILL); victim.wait(120)
     store = SessionStore(db, vault=False)
     messages = store.messages('shared')
     assert store.db.execute('PRAGMA integrity_check').fetchone()[0] == 'ok'

@@ -65,10 +65,10 @@ def serving(agent, **kw):
         out['gw'] = run_signal(agent, stop, ready=lambda gw: (out.__setitem__('gw', gw), ready.set()), backoff=(0.02, 0.2), **kw)
     thread = threading.Thread(target=main, daemon=True)
     thread.start()
-    assert ready.wait(30), "the gateway did not start"
+    assert ready.wait(120), "the gateway did not start"
     try: yield out['gw']
     finally:
-        stop.set(); thread.join(30)
+        stop.set(); thread.join(120)
         assert not thread.is_alive()
 
 
@@ -341,14 +341,14 @@ def test_the_daemon_bounds_a_conversations_queue(server):
     class Slow:
         name = 'slow'
         def propose(self, request):
-            started.set(); release.wait(60)
+            started.set(); release.wait(180)
             return Proposal(reply(f"done {request.signal.text}"))
     from passepartout.loop import Agent
     agent = Agent(Slow())
     with daemon_in_thread(agent, background=[lambda d: signal_service(d, backoff=(0.02, 0.2), max_queued=3)]) as daemon:
         server.wait_for(lambda: daemon.gateways.get('signal') is not None and daemon.gateways['signal'].state == 'running')
         server.message('m0')
-        assert started.wait(30)
+        assert started.wait(120)
         for i in range(1, 10): server.message(f'm{i}')
         refusal = "3 messages are waiting already; this one was not taken. Send it again once I have answered."
         server.wait_for(lambda: server.texts(OWNER).count(refusal) == 6)

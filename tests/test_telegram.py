@@ -53,10 +53,10 @@ def serving(agent, **kw):
                                  poll_timeout=1, backoff=(0.02, 0.2), **kw)
     thread = threading.Thread(target=main, daemon=True)
     thread.start()
-    assert ready.wait(30), "the gateway did not start"
+    assert ready.wait(120), "the gateway did not start"
     try: yield out['gw']
     finally:
-        stop.set(); thread.join(30)
+        stop.set(); thread.join(120)
         assert not thread.is_alive()
 
 
@@ -361,12 +361,12 @@ def test_the_daemon_bounds_a_chats_queue(server):
     class Slow:
         name = 'slow'
         def propose(self, request):
-            started.set(); release.wait(60)
+            started.set(); release.wait(180)
             return Proposal(reply(f"done {request.signal.text}"))
     hosted = lambda d: telegram_service(d, poll_timeout=1, backoff=(0.02, 0.2), max_queued=3)
     with daemon_in_thread(Agent(Slow()), background=[hosted]) as daemon:
         server.message('m0')
-        assert started.wait(30)
+        assert started.wait(120)
         for i in range(1, 10): server.message(f'm{i}')
         refusal = "3 messages are waiting already; this one was not taken. Send it again once I have answered."
         server.wait_for(lambda: server.texts(OWNER).count(refusal) == 6)
