@@ -8,8 +8,8 @@ Docs: https://passepartout-agent.github.io/passepartout/loop.html.md"""
 __all__ = ['SKIP', 'ABORT', 'SystemLog', 'Recovery', 'fallback', 'Parts', 'Agent', 'audit_message', 'audit_batch', 'watched',
            'stoppable']
 
-# %% ../nbs/08_loop.ipynb #dd513724
-import asyncio, contextlib, contextvars, logging, secrets, threading, time
+# %% ../nbs/08_loop.ipynb #89a6301e
+import asyncio, contextlib, contextvars, functools, itertools, logging, secrets, threading, time
 from collections import deque
 from typing import NamedTuple
 from dataclasses import dataclass
@@ -36,11 +36,17 @@ def log(self:SystemLog, level:str, message:str):
     self.entries.append((time.time(), level, message))
     if level in ('WARNING', 'ERROR'): logging.getLogger('passepartout').log(getattr(logging, level), message)   # the level's number, by name
 
-# %% ../nbs/08_loop.ipynb #d11e5280
+# %% ../nbs/08_loop.ipynb #c73d809d
+@functools.lru_cache(maxsize=256)
+def _line(t:float, level:str, message:str) -> str:
+    "One entry as the model reads it: the time of day, the level, the message (formatted once per entry)."
+    return f"{time.strftime('%H:%M:%S', time.localtime(t))} {level} {message}"
+
 @patch
 def lines(self:SystemLog, n:int=20) -> list:
     "The last `n` lines, formatted."
-    return [f"{time.strftime('%H:%M:%S', time.localtime(t))} {lvl} {msg}" for t, lvl, msg in list(self.entries)[-n:]]
+    last = list(itertools.islice(reversed(self.entries), n))[::-1] if n > 0 else list(self.entries)[-n:]   # n <= 0: as a slice would
+    return [_line(*entry) for entry in last]
 
 # %% ../nbs/08_loop.ipynb #e0fd6d1d
 @dataclass(frozen=True, slots=True)

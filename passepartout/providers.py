@@ -138,7 +138,22 @@ def text_mode_messages(messages:list) -> list:
         else: out.append({'role': m['role'], 'content': m['content']})
     return out
 
-# %% ../nbs/10_providers.ipynb #f7d59efc
+# %% ../nbs/10_providers.ipynb #ae0aa53d
+def _unencodable(value):
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")   # what `json.dumps` says
+
+_encoder = json.encoder.c_make_encoder and json.encoder.c_make_encoder(   # `json`'s C encoder, made once (`json.dumps` makes one per call)
+    None, _unencodable, json.encoder.encode_basestring, None, ': ', ', ', False, False, True)
+_dumps = json.JSONEncoder(ensure_ascii=False).encode
+
+def _encode(value) -> str:
+    "`json.dumps(value, ensure_ascii=False)`, the very same text, with an encoder made once rather than at every call."
+    if type(value) is str: return json.encoder.encode_basestring(value)
+    if _encoder is None: return _dumps(value)
+    try: return ''.join(_encoder(value, 0))
+    except RecursionError: return _dumps(value)   # a value that holds itself: the error `json.dumps` gives (it looks for cycles)
+
+# %% ../nbs/10_providers.ipynb #c04b9f5d
 def openai_messages(system:str, messages:list) -> list:
     "The neutral transcript as OpenAI chat messages (also Ollama's, with `ollama=True` arguments as objects)."
     out = [{'role': 'system', 'content': system}]
@@ -148,7 +163,7 @@ def openai_messages(system:str, messages:list) -> list:
             out.append({'role': 'tool', 'tool_call_id': m.get('call_id') or '', 'content': content})
         elif m.get('tool_calls'):
             out.append({'role': 'assistant', 'content': m.get('content') or None, 'tool_calls': [
-                {'id': c.get('id') or '', 'type': 'function', 'function': {'name': c['name'], 'arguments': json.dumps(c['args'], ensure_ascii=False)}}
+                {'id': c.get('id') or '', 'type': 'function', 'function': {'name': c['name'], 'arguments': _encode(c['args'])}}
                 for c in m['tool_calls']]})
         else: out.append({'role': m['role'], 'content': m['content']})
     return out
@@ -268,9 +283,7 @@ def _prepare(self:HTTPProvider, request, model:str|None, stream:bool) -> tuple:
     headers = {'content-type': 'application/json', **self.extra_headers, **self.auth_headers()}
     return self.url, headers, self._body_json(self.body(request, model or self.model, stream)).encode()
 
-# %% ../nbs/10_providers.ipynb #6a2a3170
-_encode = json.JSONEncoder(ensure_ascii=False).encode   # `json.dumps(x, ensure_ascii=False)`, without making an encoder every call
-
+# %% ../nbs/10_providers.ipynb #587fb16b
 class _WireMessage(dict):
     "One message of the transcript in a provider's wire form, with its JSON (`_wire_messages`); nothing edits it."
     __slots__ = ('json',)

@@ -74,26 +74,29 @@ def memory_context(agent, signal:Signal, turn=None) -> str:
     if context_for is None or not from_owner(signal): return ''
     return context_for(agent, signal, turn)
 
-# %% ../nbs/05_reason.ipynb #64746824
+# %% ../nbs/05_reason.ipynb #fb0e9628
 def system_prompt(agent, signal:Signal, rejections:list,
-                  fixed:list|None=None) -> str: # the fixed parts, if the caller has them (`fixed_part(agent)[0]`)
+                  fixed:list|None=None,    # the fixed parts, if the caller has them (`fixed_part(agent)[0]`)
+                  memory:str|None=None) -> str: # what memory recalled for `signal`, if the caller asked it already (`memory_context`)
     "Identity, tool belt, standing mandates, recent log lines, memory, the triggered skill's prompt and the rejection trace, as one prompt."
     parts = list(fixed if fixed is not None else fixed_part(agent)[0])
     logs = agent.syslog.lines(5) if from_owner(signal) else ()   # the log speaks of every session: not for strangers
     if logs: parts.append("Recent system log:\n" + '\n'.join(logs))
-    if (memory := memory_context(agent, signal)): parts.append(memory)
+    if (memory := memory_context(agent, signal) if memory is None else memory): parts.append(memory)
     if (skills := agent.skills) is not None and (triggered := skills.prompt_for(agent, signal)): parts.append(triggered)
     if rejections:
         parts.append("Your previous proposal was refused. Propose an action that respects these reasons:\n"
                      + '\n'.join(f"- {r}" for r in rejections))
     return '\n\n'.join(parts)
 
-# %% ../nbs/05_reason.ipynb #ab09c89a
+# %% ../nbs/05_reason.ipynb #bb93544d
 class ProposalRequest:
     "What the model is shown: the system prompt (built on first use), the messages, the tools, the rejections."
-    __slots__ = ('agent', 'signal', 'messages', 'rejections', '_system', '_fixed')
-    def __init__(self, agent, signal:Signal, messages:list, rejections:list):
+    __slots__ = ('agent', 'signal', 'messages', 'rejections', '_system', '_fixed', '_memory')
+    def __init__(self, agent, signal:Signal, messages:list, rejections:list,
+                 memory:str|None=None): # what memory recalled for `signal` (None: asked when the prompt is built)
         self.agent, self.signal, self.messages, self.rejections, self._system, self._fixed = agent, signal, messages, rejections, None, None
+        self._memory = memory
     def _fixed_part(self) -> tuple:
         if self._fixed is None: self._fixed = fixed_part(self.agent)
         return self._fixed
@@ -103,7 +106,7 @@ class ProposalRequest:
         return self._fixed_part()[1]
     @property
     def system(self) -> str:
-        if self._system is None: self._system = system_prompt(self.agent, self.signal, self.rejections, self._fixed_part()[0])
+        if self._system is None: self._system = system_prompt(self.agent, self.signal, self.rejections, self._fixed_part()[0], self._memory)
         return self._system
 
 # %% ../nbs/05_reason.ipynb #975f5793
@@ -213,10 +216,11 @@ def abandonable(call, stop=None, poll:float=0.05): # `stop`: a `threading.Event`
     if 'error' in box: raise box['error']
     return box['value']
 
-# %% ../nbs/05_reason.ipynb #73e969b9
-def _propose(agent, signal:Signal, transcript:list, rejections:list, turn) -> Action:
+# %% ../nbs/05_reason.ipynb #b376db5b
+def _propose(agent, signal:Signal, transcript:list, rejections:list, turn,
+             memory:str|None=None) -> Action: # what memory recalled for `signal` (None: recalled for the prompt)
     "One attempt of think: the provider's action, with a call id if it is a tool call; its text streams to `turn.on_token` if set."
-    request, on_token = ProposalRequest(agent, signal, transcript, rejections), turn.on_token if turn is not None else None
+    request, on_token = ProposalRequest(agent, signal, transcript, rejections, memory), turn.on_token if turn is not None else None
     call = (lambda: agent.provider.propose(request, on_token=on_token)) if on_token is not None and streams(agent.provider) else (lambda: agent.provider.propose(request))
     proposal = abandonable(call, turn.stop if turn is not None else None)
     if turn is not None:
@@ -229,7 +233,7 @@ def _propose(agent, signal:Signal, transcript:list, rejections:list, turn) -> Ac
         action = dataclasses.replace(action, tool=name)
     return action
 
-# %% ../nbs/05_reason.ipynb #0578d522
+# %% ../nbs/05_reason.ipynb #15a66359
 def reason(signal:Signal, ctx:Context) -> Signal:
     "Think then verify: settle `signal` with an approved, pending or rejected action."
     agent, turn = ctx.agent, ctx.turn
@@ -238,11 +242,11 @@ def reason(signal:Signal, ctx:Context) -> Signal:
     if signal.sensor == 'heartbeat': return _settle(signal, 'ignored', None)
     transcript = agent.transcript(signal.session)
     note_signal(transcript, signal)
-    memory_context(agent, signal, turn)   # records what memory recalls for the signal in the turn (and `send --json`)
+    memory = memory_context(agent, signal, turn)   # recorded in the turn (and `send --json`), and what every attempt's prompt shows
     rejections = ctx.rejections = []
     for attempt in range(1, agent.max_attempts + 1):
         ctx.attempt = attempt
-        try: action = _propose(agent, signal, transcript, rejections, turn)
+        try: action = _propose(agent, signal, transcript, rejections, turn, memory)
         except UnusableAnswer as e:
             rejections.append(f"parser: {e.message}")
             if turn is not None: turn.record('verdict', decision=DENY, reasons=[f"parser: {e.message}"], attempt=attempt)

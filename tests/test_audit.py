@@ -223,8 +223,10 @@ def test_every_event_of_a_real_turn_is_logged(tmp_path, monkeypatch):
     res = resolve_approval(agent, store, token)
     assert res.output == 'created x'
     kinds = [r['kind'] for r in log.recent(100)]
-    assert kinds == ['message', 'verdict', 'result', 'verdict', 'reply',          # each proposal is one record with its verdict
+    assert kinds == ['message', 'verdict', 'verdict',           # each proposal is one record with its verdict, and the outcome of a read-only call or a reply
                      'message', 'verdict', 'pending', 'reply', 'approval', 'last-mile', 'result']
+    assert [(r['kind'], r['data']['output']) for r in log.recent(100, kind='result')] == [('verdict', 'created ok'), ('result', 'created x')]
+    assert [(r['kind'], r['data']['text']) for r in log.recent(100, kind='reply')][0] == ('verdict', 'made ok')
     steps = [r['data'] for r in log.recent(100, kind='verdict')]
     assert [(d['action'].get('tool'), d['attempt'], d['provider'], d['decision']) for d in steps] == \
            [('touch', 1, 'scripted', 'allow'), (None, 1, 'scripted', 'allow'), ('touch', 1, 'scripted', 'ask')]
@@ -253,10 +255,11 @@ def test_a_proposal_a_gate_changed_stays_a_record_of_its_own(tmp_path, monkeypat
     agent.audit = log.append
     agent.send('greet ada')
     records = log.recent(20)
-    assert [r['kind'] for r in records] == ['message', 'proposal', 'verdict', 'result', 'verdict', 'reply']
+    assert [r['kind'] for r in records] == ['message', 'proposal', 'verdict', 'verdict']   # each verdict holds what came of it
     proposal, verdict = records[1]['data'], records[2]['data']
     assert (proposal['action']['args'], verdict['action']['args'], 'provider' in verdict) == ({'name': 'ada'}, {'name': 'Ada'}, False)
-    assert verdict['trace'][-1] == ['polite', 'allow', 'names are capitalised'] and records[4]['data']['provider'] == 'scripted'
+    assert verdict['trace'][-1] == ['polite', 'allow', 'names are capitalised'] and verdict['output'] == 'hello Ada'
+    assert (records[3]['data']['provider'], records[3]['data']['text']) == ('scripted', 'greeted')
     assert log.verify() == (True, [])
 
 def test_a_log_with_traces_of_both_forms_verifies_and_reads(tmp_path, monkeypatch):
@@ -333,8 +336,8 @@ def test_a_turn_anchors_before_its_tool_runs_and_at_its_end(tmp_path, monkeypatc
     agent = Agent(ScriptedProvider([tool_call('look'), tool_call('tidy'), reply('seen')]), tools=belt)
     agent.audit = log.append
     agent.send('look around')
-    assert [r['kind'] for r in log.recent(20)] == ['message', 'verdict', 'result', 'verdict', 'result', 'verdict', 'reply']
-    assert writes == [4, 7]  # everything up to tidy's verdict anchored before it ran (look is read-only); the rest at the turn's end
+    assert [r['kind'] for r in log.recent(20)] == ['message', 'verdict', 'verdict', 'result', 'verdict']   # look's verdict holds its result
+    assert writes == [3, 5]  # everything up to tidy's verdict anchored before it ran (look is read-only); the rest at the turn's end
     assert log.verify() == (True, [])
 
 
@@ -426,7 +429,7 @@ def test_a_turns_records_are_on_disk_before_anything_leaves_the_process(tmp_path
     agent.audit = log.append
     agent.send('tidy up', source='telegram')
     assert seen['look'] == []                                                             # read-only: still queued
-    assert seen['tidy'] == ['message', 'verdict', 'result', 'verdict']                  # each verdict holds its proposal
+    assert seen['tidy'] == ['message', 'verdict', 'verdict']                            # each verdict holds its proposal; look's its result
     assert seen['telegram'] == seen['tidy'] + ['result', 'verdict']
     assert other() == seen['telegram'] + ['reply'] and log.verify() == (True, [])
 

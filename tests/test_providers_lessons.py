@@ -91,3 +91,27 @@ def test_body_json_is_json_dumps(kind, stream):
     sent = json.loads(provider._body_json(provider.body(requests[0], 'm', stream)))['tools']
     read_file = next(t.get('function', t) for t in sent if t.get('function', t)['name'] == 'read_file')
     assert 'why' in (read_file.get('parameters') or read_file.get('input_schema'))['properties']
+
+
+@pytest.mark.parametrize('value', [
+    {'role': 'assistant', 'content': None, 'tool_calls': [{'id': 'c', 'function': {'arguments': '{"a": 1}'}}]},
+    {'é': 'ü "quoted"\n\u2028\x00', 'n': [1, -2.5, 1e300, None, True, False]},
+    [float('nan'), float('inf'), -float('inf')], {1: 'int key', 2.5: 'float key', None: 'null key', True: 'bool key'},
+    (1, 'tuple'), 42, 3.25, None, '', 'plain',
+], ids=['message', 'text and numbers', 'nan', 'keys', 'tuple', 'int', 'float', 'none', 'empty', 'str'])
+def test_encode_is_json_dumps(value):
+    "The encoder kept between calls writes the very text `json.dumps(value, ensure_ascii=False)` writes."
+    import json
+    from passepartout.providers import _encode
+    assert _encode(value) == json.dumps(value, ensure_ascii=False)
+
+
+def test_encode_fails_as_json_dumps_does():
+    "What JSON cannot carry fails with `json.dumps`'s own error: an object of another type, a value that holds itself."
+    import json
+    from passepartout.providers import _encode
+    cycle = {'a': []}; cycle['a'].append(cycle)
+    for bad in ({'x': object()}, [b'bytes'], cycle):
+        with pytest.raises(Exception) as ours: _encode(bad)
+        with pytest.raises(Exception) as theirs: json.dumps(bad, ensure_ascii=False)
+        assert (type(ours.value), str(ours.value)) == (type(theirs.value), str(theirs.value))
