@@ -100,7 +100,7 @@ class PlainSessionValues:
 import threading
 from collections import deque
 
-# %% ../nbs/20h_provenance_gates.ipynb #cb125ca2
+# %% ../nbs/20h_provenance_gates.ipynb #c27b33fe
 class SessionValues:
     "What the untrusted messages of a session contain that the owner's do not, taken in message by message as the transcript grows."
     def __init__(self, transcript:list):
@@ -112,6 +112,7 @@ class SessionValues:
         self.recent = deque(maxlen=8)  # (message, number) of the last messages noted: where to go on from
         self.next, self.length, self.owner_seen = 0, 0, None
         self.owner_text, self.owner_values = '', frozenset()
+        self.derived = {}              # what other gates read from these messages (`Flow`, `Instructions`): it lives and goes with the session
 
     def origin(self, value:str) -> str|None:
         "Where the untrusted value came from, if it is one (and the owner did not write it)."

@@ -203,16 +203,11 @@ def spans_plain(sv) -> tuple:
     words = frozenset(w for said in owner for w in said).union(*(r.words for _, r in reads))
     return tuple((where, span, runs(span) - grams, frozenset(span) - words) for where, r in reads for span in r.spans)
 
-# %% ../nbs/26a_reply_check.ipynb #196a7bff
-_instructions = {}   # id(SessionValues): (it, its Instructions); a few hundred sessions at most, then forgotten and read again
-
+# %% ../nbs/26a_reply_check.ipynb #6e9b9ed6
 def instructions_of(sv) -> Instructions:
     "The up-to-date `Instructions` of the session whose provenance record is `sv` (a `SessionValues`)."
-    hit = _instructions.get(id(sv))
-    if hit is None or hit[0] is not sv:
-        if len(_instructions) > 256: _instructions.clear()
-        hit = _instructions[id(sv)] = (sv, Instructions())
-    record = hit[1]
+    record = sv.derived.get('instructions')
+    if record is None: record = sv.derived.setdefault('instructions', Instructions())   # one, whichever thread comes first
     with sv.lock:
         u, o = sv.untrusted, sv.owner
         key, okey = (len(u), u[0][0] if u else None, u[-1][0] if u else None), (len(o), o[0][0] if o else None, o[-1][0] if o else None)
