@@ -282,7 +282,7 @@ def steering_values(action:Action, kinds:dict, world:World) -> list:
                     out.append(Steer(arg, 'link', u, forms, _in_world('link', forms, world)))
     return out
 
-# %% ../nbs/25_information_flow.ipynb #542e4d66
+# %% ../nbs/25_information_flow.ipynb #1bf636eb
 class Flow:
     "The typed forms of a session's messages: where each untrusted form came from, and what the owner wrote."
     def __init__(self):
@@ -292,18 +292,14 @@ class Flow:
         self.owner, self.owner_text, self.owner_key = frozenset(), '', None
         self.owner_forms = {}                         # message number -> forms, of the owner's messages present
 
-_flows = {}   # id(SessionValues): (it, its Flow); a few hundred sessions at most, then forgotten and read again
 
 def _normal_text(text:str) -> str: return ' '.join(text.casefold().split())
 
-# %% ../nbs/25_information_flow.ipynb #8e5edb23
+# %% ../nbs/25_information_flow.ipynb #2b61e6e9
 def flow_of(sv) -> Flow:
     "The up-to-date `Flow` of the session whose provenance record is `sv` (a `SessionValues`)."
-    hit = _flows.get(id(sv))
-    if hit is not None and hit[0] is sv: flow = hit[1]
-    else:
-        if len(_flows) > 256: _flows.clear()
-        flow = Flow(); _flows[id(sv)] = (sv, flow)
+    flow = sv.derived.get('flow')
+    if flow is None: flow = sv.derived.setdefault('flow', Flow())   # kept with the session's record, let go with it
     with sv.lock:
         u, o = sv.untrusted, sv.owner
         key = (len(u), u[0][0] if u else None, u[-1][0] if u else None)

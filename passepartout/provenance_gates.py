@@ -100,7 +100,7 @@ class PlainSessionValues:
 import threading
 from collections import deque
 
-# %% ../nbs/20h_provenance_gates.ipynb #cb125ca2
+# %% ../nbs/20h_provenance_gates.ipynb #c27b33fe
 class SessionValues:
     "What the untrusted messages of a session contain that the owner's do not, taken in message by message as the transcript grows."
     def __init__(self, transcript:list):
@@ -112,6 +112,7 @@ class SessionValues:
         self.recent = deque(maxlen=8)  # (message, number) of the last messages noted: where to go on from
         self.next, self.length, self.owner_seen = 0, 0, None
         self.owner_text, self.owner_values = '', frozenset()
+        self.derived = {}              # what other gates read from these messages (`Flow`, `Instructions`): it lives and goes with the session
 
     def origin(self, value:str) -> str|None:
         "Where the untrusted value came from, if it is one (and the owner did not write it)."
@@ -123,18 +124,19 @@ class SessionValues:
         if len(text) < 6 or text.lower() in self.owner_text: return None
         with self.lock: return next((where for _, where, content in self.untrusted if text in content), None)
 
-# %% ../nbs/20h_provenance_gates.ipynb #6914015f
+# %% ../nbs/20h_provenance_gates.ipynb #c34148ac
 @patch
 def _take_in(self:SessionValues, m:dict, number:int, present:bool=True):
     "Read message `m` (number `number` in the session) for values; `present`: it is still in the transcript."
-    content = m.get('content') if isinstance(m.get('content'), str) else ''
-    if m.get('refused'): return   # the owner's refusal, worded by the harness: neither the owner's values nor untrusted text
-    if m.get('role') == 'user' and m.get('owner', not content.startswith('[')):
+    role = m.get('role')
+    if (role != 'user' and role != 'tool') or m.get('refused'): return   # the model's own; the owner's refusal, worded by the harness
+    content = m.get('content')
+    if not isinstance(content, str): content = ''
+    if role == 'user' and m.get('owner', not content.startswith('[')):
         if present: text = content.lower(); self.owner.append((number, text, frozenset(values_in(text))))
         return
-    if m.get('role') == 'tool': where = f"the output of {m.get('name') or 'a tool'} (message {number})"
-    elif m.get('role') == 'user': where = content[:content.find(']') + 1] + f" (message {number})"
-    else: return
+    if role == 'tool': where = f"the output of {m.get('name') or 'a tool'} (message {number})"
+    else: where = content[:content.find(']') + 1] + f" (message {number})"
     if present: self.untrusted.append((number, where, content))
     for v in values_in(content): self.sources.setdefault(v, where)
 
@@ -162,14 +164,15 @@ def _note(self:SessionValues):
         self.waiting.append((base + j, t[j])); self.recent.append((t[j], base + j))
     self.next, self.length = base + len(t), len(t)
 
-# %% ../nbs/20h_provenance_gates.ipynb #aaadabf2
+# %% ../nbs/20h_provenance_gates.ipynb #025280c2
 @patch
 def update(self:SessionValues, read:bool=True) -> SessionValues:
     "Note the new messages; `read`: also read every message noted, so that the values are complete."
     with self.lock:
         self._note()
         if not read: return self
-        while self.waiting: self._take_in(*reversed(self.waiting.popleft()))
+        waiting, take_in = self.waiting, self._take_in
+        while waiting: number, m = waiting.popleft(); take_in(m, number)
         seen = (len(self.owner), self.owner[-1] if self.owner else None, self.owner[0][0] if self.owner else None)   # the last entry whole: it may have been replaced
         if seen != self.owner_seen:
             self.owner_text = '\n'.join(text for _, text, _ in self.owner)

@@ -6,7 +6,7 @@ Docs: https://passepartout-agent.github.io/passepartout/reply_check.html.md"""
 
 # %% auto #0
 __all__ = ['STOPWORDS', 'REPLY_CHECK_PRIORITY', 'plain', 'content_words', 'runs', 'instruction_ranges', 'Read', 'read_untrusted',
-           'Instructions', 'instructions_of', 'repeats', 'reply_check_gate']
+           'Instructions', 'spans_plain', 'instructions_of', 'repeats', 'reply_check_gate']
 
 # %% ../nbs/26a_reply_check.ipynb #65e6330c
 import re, threading, unicodedata
@@ -121,67 +121,93 @@ def instruction_ranges(text:str) -> list:
                 ranges.append((m.start(), m.end())); carry = m.group().rstrip().endswith(':') and not text[m.end():b].strip()
     return sorted(ranges)
 
-# %% ../nbs/26a_reply_check.ipynb #924bfeab
+# %% ../nbs/26a_reply_check.ipynb #34912a79
 class Read(NamedTuple):
     "An untrusted message as the check uses it: its instruction spans (content words) and the runs and words of its other text."
     spans:tuple        # (content words of one span, ...)
     grams:frozenset    # runs of three content words outside every span
     words:frozenset    # content words outside every span
 
-def read_untrusted(text:str) -> Read:
-    "`text` split into its instruction spans and its ordinary text, as content words."
-    text, spans, rest, i = plain(text), [], [], 0
-    for a, b in instruction_ranges(text):
+def _read(text:str, ranges:list) -> Read:
+    "The `Read` of `text` (already plain) whose instruction ranges are `ranges`."
+    spans, rest, i = [], [], 0
+    for a, b in ranges:
         rest.append(text[i:max(a, i)]); i = max(b, i)
         if (words := content_words(text[a:b])): spans.append(tuple(words))
     ordinary = [content_words(t) for t in rest + [text[i:]]]
     return Read(tuple(spans), frozenset().union(*map(runs, ordinary)), frozenset(w for o in ordinary for w in o))
 
-# %% ../nbs/26a_reply_check.ipynb #a285576e
+def read_untrusted(text:str) -> Read:
+    "`text` split into its instruction spans and its ordinary text, as content words."
+    text = plain(text)
+    return _read(text, instruction_ranges(text))
+
+# %% ../nbs/26a_reply_check.ipynb #f7825833
 class Instructions:
     "What the untrusted messages of a session told the assistant, and what it and the owner said otherwise, read message by message."
     def __init__(self):
-        self.lock, self.read, self.key = threading.Lock(), {}, None   # read: message number -> (where, Read, its text), of the messages present
-        self.owner_key, self.owner_grams, self.owner_words, self.owner_read = None, frozenset(), frozenset(), {}   # owner_read: text -> (runs, words)
+        self.lock, self.read, self.key = threading.Lock(), {}, None   # read: message number -> (where, Read or None while it has no span, its text)
+        self.owner_key, self.owner_texts = None, []                    # the owner's texts as last given, read only once a span needs them
+        self.owner_counted, self.owner_grams, self.owner_words, self.owner_read = None, frozenset(), frozenset(), {}   # owner_read: text -> (runs, words)
         self.spans = ()                                                # (where, span words, runs that count, words that count)
     def __repr__(self): return f"Instructions({len(self.spans)} spans in {len(self.read)} untrusted messages)"
 
-# %% ../nbs/26a_reply_check.ipynb #1a788687
+# %% ../nbs/26a_reply_check.ipynb #dfffbf45
+@patch
+def _read_owner(self:Instructions):
+    "Read the owner's texts given last (each text once: a long conversation is not read again at every reply)."
+    known, self.owner_read = self.owner_read, {}
+    for t in self.owner_texts:
+        if (r := known.get(t)) is None: r = (lambda w: (runs(w), frozenset(w)))(content_words(t))
+        self.owner_read[t] = r
+    said = self.owner_read.values()
+    self.owner_grams, self.owner_words = frozenset().union(*(g for g, _ in said)), frozenset().union(*(w for _, w in said))
+    self.owner_counted = self.owner_key
+
+# %% ../nbs/26a_reply_check.ipynb #b914b036
 @patch
 def _count(self:Instructions):
     "Recompute which runs and words of each span count: those neither the owner nor any ordinary untrusted text holds."
+    if not any(r is not None and r.spans for _, r, _ in self.read.values()): self.spans = (); return   # no span: nothing else to read
+    if self.owner_counted != self.owner_key: self._read_owner()
+    for n, (where, r, content) in self.read.items():
+        if r is None: self.read[n] = (where, _read(plain(content), []), content)   # its ordinary text, now that a span needs it
     grams = self.owner_grams.union(*(r.grams for _, r, _ in self.read.values()))
     words = self.owner_words.union(*(r.words for _, r, _ in self.read.values()))
     self.spans = tuple((where, span, runs(span) - grams, frozenset(span) - words) for where, r, _ in self.read.values() for span in r.spans)
 
-# %% ../nbs/26a_reply_check.ipynb #17b20f52
+# %% ../nbs/26a_reply_check.ipynb #29ef6273
+def _spans_first(content:str) -> Read|None:
+    "`read_untrusted(content)` when it holds an instruction span, else None (its ordinary text is read later, if a span elsewhere needs it)."
+    text = plain(content)
+    return _read(text, ranges) if (ranges := instruction_ranges(text)) else None
+
+# %% ../nbs/26a_reply_check.ipynb #33e451ec
 @patch
 def take_in(self:Instructions, present:list, owner:list, key:tuple, okey:tuple):
-    "Read the untrusted messages `present` (`(number, where, content)`) not read yet and the owner's texts `owner`; forget the others."
+    "Read the untrusted messages `present` (`(number, where, content)`) not read yet, keep the owner's texts `owner` (read when a span needs them); forget the others."
     with self.lock:
-        if okey != self.owner_key:
-            known, self.owner_read = self.owner_read, {}
-            for t in owner:   # each text of the owner's is read once, not again at every new message
-                if (r := known.get(t)) is None: r = (lambda w: (runs(w), frozenset(w)))(content_words(t))
-                self.owner_read[t] = r
-            said = self.owner_read.values()
-            self.owner_grams, self.owner_words, self.owner_key = frozenset().union(*(g for g, _ in said)), frozenset().union(*(w for _, w in said)), okey
+        if okey != self.owner_key: self.owner_texts, self.owner_key = owner, okey   # read by `_count` when a span needs them
         if key != self.key:
             old = self.read
-            self.read = {n: old[n] if n in old and old[n][2] is content else (where, read_untrusted(content), content) for n, where, content in present}
+            self.read = {n: old[n] if n in old and old[n][2] is content else (where, _spans_first(content), content) for n, where, content in present}
             self.key = key
         self._count()
 
-# %% ../nbs/26a_reply_check.ipynb #196a7bff
-_instructions = {}   # id(SessionValues): (it, its Instructions); a few hundred sessions at most, then forgotten and read again
+# %% ../nbs/26a_reply_check.ipynb #7edd47fc
+def spans_plain(sv) -> tuple:
+    "The reference for `instructions_of(sv).spans`: every untrusted message and every text of the owner's in `sv` read whole, every time."
+    with sv.lock: present, owner = list(sv.untrusted), [content_words(text) for _, text, _ in sv.owner]
+    reads = [(where, read_untrusted(content)) for _, where, content in present]
+    grams = frozenset().union(*map(runs, owner), *(r.grams for _, r in reads))
+    words = frozenset(w for said in owner for w in said).union(*(r.words for _, r in reads))
+    return tuple((where, span, runs(span) - grams, frozenset(span) - words) for where, r in reads for span in r.spans)
 
+# %% ../nbs/26a_reply_check.ipynb #6e9b9ed6
 def instructions_of(sv) -> Instructions:
     "The up-to-date `Instructions` of the session whose provenance record is `sv` (a `SessionValues`)."
-    hit = _instructions.get(id(sv))
-    if hit is None or hit[0] is not sv:
-        if len(_instructions) > 256: _instructions.clear()
-        hit = _instructions[id(sv)] = (sv, Instructions())
-    record = hit[1]
+    record = sv.derived.get('instructions')
+    if record is None: record = sv.derived.setdefault('instructions', Instructions())   # one, whichever thread comes first
     with sv.lock:
         u, o = sv.untrusted, sv.owner
         key, okey = (len(u), u[0][0] if u else None, u[-1][0] if u else None), (len(o), o[0][0] if o else None, o[-1][0] if o else None)
