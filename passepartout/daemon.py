@@ -9,10 +9,10 @@ __all__ = ['OWNER', 'LOOPBACK', 'SOCK_DIAG_BY_FAMILY', 'NETLINK_SOCK_DIAG', 'NO_
            'READ_BYTES', 'is_owner', 'Daemon', 'peer_uid', 'Connection', 'response', 'reply_frame', 'RefusalLog',
            'sent_turn', 'ClientGone', 'TurnThreads', 'log_to_stderr']
 
-# %% ../nbs/51_daemon.ipynb #df78ac54
+# %% ../nbs/51_daemon.ipynb #f47c7f9c
 import asyncio, collections, hmac, json, logging, os, secrets, signal as signals_module, socket, struct, sys, threading, time
 from concurrent.futures import Executor, Future
-from queue import SimpleQueue
+from queue import Empty, SimpleQueue
 from pathlib import Path
 import click
 from . import config
@@ -395,27 +395,30 @@ def _follow(self:Daemon, signal):
     if getattr(_serving, 'session', None) == signal.session: return Agent.follow(self.agent, signal)   # a thread-local: unset outside a turn
     self._post(self.enqueue, signal)
 
-# %% ../nbs/51_daemon.ipynb #f0f8ffe7
+# %% ../nbs/51_daemon.ipynb #21763ddf
 class TurnThreads(Executor):
     "`threads` threads taking work from one queue: `call(fn, *args)` with no future (a session's batch), `submit` as any executor."
     def __init__(self, threads:int, name:str='passepartout-turn'):
-        self.work = SimpleQueue()
+        self.work, self.closed = SimpleQueue(), False
         self.threads = [threading.Thread(target=self._serve, name=f"{name}_{i}", daemon=True) for i in range(threads)]
         for thread in self.threads: thread.start()
     def call(self, fn, *args):
         "Run `fn(*args)` on the next free thread; `fn` reports its own outcome (what it raises is dropped)."
+        if self.closed: raise RuntimeError('the turn threads are shut down')
         self.work.put((fn, args))
     def submit(self, fn, /, *args, **kwargs) -> Future:
         "Run `fn(*args, **kwargs)` on the next free thread; a `Future` of its outcome (`loop.run_in_executor` takes this pool)."
-        future = Future(); self.work.put((_settle, (future, fn, args, kwargs))); return future
+        future = Future(); self.call(_settle, future, fn, args, kwargs); return future
     def _serve(self):
         while (item := self.work.get()) is not None:
             try: item[0](*item[1])
             except BaseException: pass   # `call`'s functions report their own failures, `submit`'s go to their future
     def shutdown(self, wait:bool=True, *, cancel_futures:bool=False):
         "Let each thread end after its current work; with `cancel_futures`, drop the work still queued (its futures cancelled)."
-        while cancel_futures and not self.work.empty():
-            fn, args = self.work.get()
+        self.closed = True
+        while cancel_futures:
+            try: fn, args = self.work.get_nowait()   # a thread may take the last item first: never wait here
+            except Empty: break
             if fn is _settle: args[0].cancel()
         for _ in self.threads: self.work.put(None)
         if wait:
