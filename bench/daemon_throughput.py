@@ -12,7 +12,8 @@ worker thread: without the writing of its records and messages, which the group-
 does for several turns at once) and the daemon process's whole CPU time per turn (a mean over every
 thread: the event loop, the protocol and the writer thread are not per turn; this is the honest
 figure, and 1 / it is what one process can serve on one free core); the same split by thread from /proc
-over the timed runs (the event loop thread, which every client waits on, and the rest), how many cores the
+over the timed runs (the event loop thread, which every client waits on; the turn threads, which run each turn and
+encode its reply; the group-commit writer of the audit log and the session store; any other), how many cores the
 daemon got, and the client process's CPU per turn (it shares the machine); refusals (any turn whose tool did
 not run); and the daemon's memory.
 
@@ -57,9 +58,11 @@ SERVER = textwrap.dedent('''
         return out
     agent.process = timed
     started = [0.0]
-    def ready(d): started[0] = time.process_time(); print('ready', flush=True)
+    names = {{}}   # native thread id -> name, to split the daemon's CPU by thread
+    def ready(d): names.update((t.native_id, t.name) for t in threading.enumerate()); started[0] = time.process_time(); print('ready', flush=True)
     asyncio.run(Daemon(agent, port=0, threads={threads}).serve(ready))
-    print(json.dumps({{'cpu': cpu, 'refused': refused[0], 'process': time.process_time() - started[0]}}), flush=True)
+    names.update((t.native_id, t.name) for t in threading.enumerate())
+    print(json.dumps({{'cpu': cpu, 'refused': refused[0], 'process': time.process_time() - started[0], 'threads': names}}), flush=True)
 ''')
 
 
@@ -91,6 +94,15 @@ def thread_cpu(pid:int) -> dict:
         except OSError: continue
         out[int(task.name)] = (int(fields[11]) + int(fields[12])) / tick
     return out
+
+
+THREAD_KINDS = ('event loop', 'turn threads', 'group-commit writer', 'other threads')
+
+def thread_kind(tid:int, pid:int, name:str) -> str:
+    "Which of `THREAD_KINDS` the daemon's thread `tid` is: the main thread runs the event loop; the rest by their Python names."
+    if tid == pid: return 'event loop'
+    if name.startswith('passepartout-turn'): return 'turn threads'
+    return 'group-commit writer' if name == 'passepartout-group-commit' else 'other threads'
 
 
 def main():
@@ -127,12 +139,16 @@ def main():
           + (f" daemon processes={a.processes} (each its own home and stores: an upper bound for workers sharing one)" if a.processes > 1 else ''))
     print(show('shipped agent, one-tool turns per second', rates, unit='/s', target=5000, higher_is_better=True))
     print(show('CPU per turn in the daemon (thread time)', cpu))
+    print(f"  its mean {statistics.mean(cpu):.0f} µs: the turn threads' CPU per turn below is this mean, plus encoding the reply and the hand-offs")
     print(f"the daemon process's CPU per turn, all threads (protocol, event loop, turns): {sum(one['process'] for one in stats) / len(cpu) * 1e6:.0f} µs (mean)")
     turns = a.requests // a.clients * a.clients * a.repeat
-    loop_cpu = sum(af.get(p.pid, 0) - bf.get(p.pid, 0) for p, bf, af in zip(procs, before, after))
-    rest = sum(sum(af.values()) - sum(bf.get(t, 0) for t in af) for bf, af in zip(before, after)) - loop_cpu
-    print(f"per turn over the timed runs (/proc, 10 ms ticks): event loop thread {loop_cpu / turns * 1e6:.0f} µs, other threads "
-          f"{rest / turns * 1e6:.0f} µs; daemon busy {(loop_cpu + rest) / wall:.2f} cores; the client process {client_cpu / turns * 1e6:.0f} µs")
+    split = {}   # CPU seconds over the timed runs, by kind of thread
+    for p, bf, af, one in zip(procs, before, after, stats):
+        for tid, seconds in af.items():
+            kind = thread_kind(tid, p.pid, one['threads'].get(str(tid), ''))
+            split[kind] = split.get(kind, 0) + seconds - bf.get(tid, 0)
+    print("per turn over the timed runs (/proc, 10 ms ticks): " + ', '.join(f"{kind} {split.get(kind, 0) / turns * 1e6:.0f} µs" for kind in THREAD_KINDS)
+          + f"; daemon busy {sum(split.values()) / wall:.2f} cores; the client process {client_cpu / turns * 1e6:.0f} µs")
     print(f"turns whose tool did not run: {sum(one['refused'] for one in stats)} of {len(cpu)}")
     print(f"daemon RSS: idle {rss_idle} KiB, after {sum(x['replies'] for x in st)} replies in {sum(x['sessions'] for x in st)} sessions {sum(x['memory_kb'] for x in st)} KiB")
 

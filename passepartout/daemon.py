@@ -7,11 +7,12 @@ Docs: https://passepartout-agent.github.io/passepartout/daemon.html.md"""
 # %% auto #0
 __all__ = ['OWNER', 'LOOPBACK', 'SOCK_DIAG_BY_FAMILY', 'NETLINK_SOCK_DIAG', 'NO_COOKIE', 'ACCEPT_BACKLOG', 'HANDSHAKE_BYTES',
            'READ_BYTES', 'is_owner', 'Daemon', 'peer_uid', 'Connection', 'response', 'reply_frame', 'RefusalLog',
-           'sent_turn', 'ClientGone', 'log_to_stderr']
+           'sent_turn', 'ClientGone', 'TurnThreads', 'log_to_stderr']
 
-# %% ../nbs/51_daemon.ipynb #40456ba0
+# %% ../nbs/51_daemon.ipynb #f47c7f9c
 import asyncio, collections, hmac, json, logging, os, secrets, signal as signals_module, socket, struct, sys, threading, time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future
+from queue import Empty, SimpleQueue
 from pathlib import Path
 import click
 from . import config
@@ -81,14 +82,14 @@ def _prepare_agent(agent:Agent) -> Agent:
     add_skill(agent, repl_skill(is_owner))   # the owner's REPL (`nbs/skills/07_repl`), once
     return agent
 
-# %% ../nbs/51_daemon.ipynb #0b494acc
+# %% ../nbs/51_daemon.ipynb #d3a5b512
 @patch
 async def start(self:Daemon) -> Daemon:
     "Build the agent, bind the socket, write the pid, port and token files, start background services."
     source = self.agent_source if self.agent_source is not None else build_agent
     self.agent = _prepare_agent(source if isinstance(source, Agent) else source())
     self.loop, self.agent.follow = asyncio.get_running_loop(), self._follow
-    self.pool, self.stopping = ThreadPoolExecutor(self.threads, 'passepartout-turn'), asyncio.Event()
+    self.pool, self.stopping = TurnThreads(self.threads), asyncio.Event()
     self.token = secrets.token_urlsafe(32)
     try: self.server = await asyncio.start_server(self._serve_client, self.host, self.port, limit=2 ** 16, backlog=ACCEPT_BACKLOG)
     except OSError as e: raise SetupError(f"the daemon cannot listen on {self.host}:{self.port} ({os.strerror(e.errno) if e.errno else e}): set PASSEPARTOUT_DAEMON_PORT "
@@ -394,7 +395,43 @@ def _follow(self:Daemon, signal):
     if getattr(_serving, 'session', None) == signal.session: return Agent.follow(self.agent, signal)   # a thread-local: unset outside a turn
     self._post(self.enqueue, signal)
 
-# %% ../nbs/51_daemon.ipynb #c02fef86
+# %% ../nbs/51_daemon.ipynb #21763ddf
+class TurnThreads(Executor):
+    "`threads` threads taking work from one queue: `call(fn, *args)` with no future (a session's batch), `submit` as any executor."
+    def __init__(self, threads:int, name:str='passepartout-turn'):
+        self.work, self.closed = SimpleQueue(), False
+        self.threads = [threading.Thread(target=self._serve, name=f"{name}_{i}", daemon=True) for i in range(threads)]
+        for thread in self.threads: thread.start()
+    def call(self, fn, *args):
+        "Run `fn(*args)` on the next free thread; `fn` reports its own outcome (what it raises is dropped)."
+        if self.closed: raise RuntimeError('the turn threads are shut down')
+        self.work.put((fn, args))
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        "Run `fn(*args, **kwargs)` on the next free thread; a `Future` of its outcome (`loop.run_in_executor` takes this pool)."
+        future = Future(); self.call(_settle, future, fn, args, kwargs); return future
+    def _serve(self):
+        while (item := self.work.get()) is not None:
+            try: item[0](*item[1])
+            except BaseException: pass   # `call`'s functions report their own failures, `submit`'s go to their future
+    def shutdown(self, wait:bool=True, *, cancel_futures:bool=False):
+        "Let each thread end after its current work; with `cancel_futures`, drop the work still queued (its futures cancelled)."
+        self.closed = True
+        while cancel_futures:
+            try: fn, args = self.work.get_nowait()   # a thread may take the last item first: never wait here
+            except Empty: break
+            if fn is _settle: args[0].cancel()
+        for _ in self.threads: self.work.put(None)
+        if wait:
+            for thread in self.threads: thread.join()
+
+def _settle(future:Future, fn, args, kwargs):
+    "Run `fn` for `future`, unless it was cancelled while queued."
+    if not future.set_running_or_notify_cancel(): return
+    try: result = fn(*args, **kwargs)
+    except BaseException as e: future.set_exception(e)
+    else: future.set_result(result)
+
+# %% ../nbs/51_daemon.ipynb #cb3f9f1d
 @patch
 def _next_batch(self:Daemon, session:str):
     "In the event loop: hand the session's next messages (64 at most) to a pool thread; with none left, the session is idle."
@@ -405,7 +442,7 @@ def _next_batch(self:Daemon, session:str):
         if len(self.agent.transcripts) > self.max_sessions: self.evict_sessions()
         return
     batch = queue[:64]; del queue[:64]
-    self.pool.submit(self._in_thread, session, batch)
+    self.pool.call(self._in_thread, session, batch)
 
 @patch
 def _in_thread(self:Daemon, session:str, batch:list):
