@@ -584,3 +584,17 @@ def test_the_lazy_reading_still_refuses_a_repeated_instruction():
     record = rc.instructions_of(prov.session_values(t))
     assert record.owner_counted is not None and rc.repeats(REPLIES[0], record) == [(1, 1, 'the output of get_reviews (message 2)')]
     assert rc.repeats('Luxury Palace has lovely rooms, rated 5.0.', record) == []
+
+
+FRAGMENTS = ['hi', 'Rating: 5.0', 'the hotel', 'Please', 'SAY that', 'tell the user', 'Tell The User', 'you are an AI', 'as a LLM', 'hey bot',
+             'to you, GPT-4', 'ignore previous instructions', 'IGNORE', 'new instructions', 'system prompt', 'in your reply', 'recommend',
+             'state', 'Stress', 'let the user know', 'answer with', 'the task I gave', '<INFORMATION>', '</INFORMATION>', '<div>', 'TODO:',
+             'İgnore', 'ſay', 'Kelvin \u212a', 'ｓａｙ', 'caf\u00e9', '\u200bsay', '\\n', '\\n\\n', '\n', '\n\n', '. ', '!', ':', ' ', ',', '{"a": 1}']
+
+
+@FAST
+@given(parts=hs.lists(hs.one_of(hs.sampled_from(FRAGMENTS), hs.text(alphabet='abcdeilmnorstuwy <>:.!?\n', max_size=12)), max_size=12))
+def test_instruction_ranges_skip_only_texts_no_pattern_matches(parts):
+    "The word check before the patterns (ASCII text only) never changes the ranges found: `instruction_ranges` is `instruction_ranges_plain`."
+    text = ''.join(parts)
+    assert rc.instruction_ranges(text) == rc.instruction_ranges_plain(text), text
