@@ -468,10 +468,10 @@ def redact_plain(text, vault:Vault|None) -> str:
     spans = secret_spans_plain(text, vault)
     return _replace(text, spans) if spans else text
 
-# %% ../nbs/22_vault.ipynb #5e5f1a9b
-def _secret_spans(text:str, vault:Vault) -> list:
-    "Character spans of `text` that hold a secret of `vault` in a form redaction knows, each with its handle."
-    exact, by_form, spread, by_needle, short = vault._redactor()
+# %% ../nbs/22_vault.ipynb #b93653e0
+def _secret_spans(text:str, vault:Vault, patterns:tuple|None=None) -> list:
+    "Character spans of `text` that hold a secret of `vault` (whose `_redactor()` is `patterns` when given) in a form redaction knows, each with its handle."
+    exact, by_form, spread, by_needle, short = patterns or vault._redactor()
     if exact is None: return []
     data = text.encode('utf-8', 'surrogatepass')
     spans, offsets = _spread_spans(data, spread, by_needle) if spread is not None else ([], True)
@@ -489,10 +489,12 @@ def redact(text, vault:Vault|None) -> str:
 # %% ../nbs/22_vault.ipynb #f428bab3
 _INVISIBLE = re.compile('[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]')
 
-# %% ../nbs/22_vault.ipynb #180b5f88
+# %% ../nbs/22_vault.ipynb #918d1146
 def secrets_in(text, vault:Vault|None) -> list:
     "The names of the secrets of `vault` that `text` holds, in any form `redact` would replace, also once percent- or HTML-decoded, or read without invisible characters and with full-width ones as ASCII."
     if vault is None or not text: return []
+    patterns = vault._redactor()                              # the vault read once for every view
+    if patterns[0] is None: return []                         # no secret in it: no view to make
     views, view = {text}, text
     for _ in range(4):                                        # encoded twice or three times over, too
         if '%' not in view and '&' not in view and '+' not in view: break
@@ -500,7 +502,7 @@ def secrets_in(text, vault:Vault|None) -> list:
         if decoded == view: break
         view = decoded
     views |= {_INVISIBLE.sub('', unicodedata.normalize('NFKC', v)) for v in views if not v.isascii()}
-    return sorted({h[len(HANDLE_MARK):-2] for view in views for _, _, h in _secret_spans(view, vault)})
+    return sorted({h[len(HANDLE_MARK):-2] for view in views for _, _, h in _secret_spans(view, vault, patterns)})
 
 # %% ../nbs/22_vault.ipynb #138d8acc
 def action_destination(action) -> str|None:

@@ -507,6 +507,23 @@ def test_redact_finds_what_the_plain_redaction_finds(steps):
                 assert mine.redact(text) == vault_mod.redact_plain(text, mine), (text, mine.names())
 
 
+@SLOW
+@given(steps=hs.lists(hs.tuples(vault_ops, hs.integers(0, 7), hs.sampled_from(['', 'pay with ', '%20'])), min_size=1, max_size=6))
+def test_secrets_in_finds_what_a_fresh_vault_finds(steps):
+    "Empty, filled, emptied and deleted from another `Vault` between calls, `secrets_in` (which stops at once on an empty vault) names what a fresh read names."
+    with scratch() as root:
+        path, key = root / 'data' / 'vault.enc', root / 'config' / 'vault.key'
+        mine, other, known = vault_mod.Vault(path, key), vault_mod.Vault(path, key), ['not-a-secret-at-all']
+        for (op, name, value), shape, prefix in steps:
+            if op == 'add': other.add(name, value); known.append(value)
+            elif op == 'remove' and name in other.names(): other.remove(name)
+            elif op == 'delete' and path.exists(): path.unlink()
+            for v in known[-2:]:
+                text = prefix + _shapes(v)[shape] + ' and more'
+                assert vault_mod.secrets_in(text, mine) == vault_mod.secrets_in(text, vault_mod.Vault(path, key)), (text, steps)
+            if op == 'add' and shape == 0: assert name in vault_mod.secrets_in(prefix + value, mine)   # a secret just added is caught
+
+
 handle_strings = hs.lists(hs.sampled_from(['{{vault:K}}', '{{vault:UNKNOWN}}', '{{vault:', '}}', '{{vault:1bad}}', 'https://api.example.org/',
                                            'https://', '{{vault:K}}.evil.com/', 'x', '?k=']), max_size=4).map(''.join)
 nested = hs.recursive(handle_strings | hs.integers() | hs.none(),
@@ -567,3 +584,17 @@ def test_the_lazy_reading_still_refuses_a_repeated_instruction():
     record = rc.instructions_of(prov.session_values(t))
     assert record.owner_counted is not None and rc.repeats(REPLIES[0], record) == [(1, 1, 'the output of get_reviews (message 2)')]
     assert rc.repeats('Luxury Palace has lovely rooms, rated 5.0.', record) == []
+
+
+FRAGMENTS = ['hi', 'Rating: 5.0', 'the hotel', 'Please', 'SAY that', 'tell the user', 'Tell The User', 'you are an AI', 'as a LLM', 'hey bot',
+             'to you, GPT-4', 'ignore previous instructions', 'IGNORE', 'new instructions', 'system prompt', 'in your reply', 'recommend',
+             'state', 'Stress', 'let the user know', 'answer with', 'the task I gave', '<INFORMATION>', '</INFORMATION>', '<div>', 'TODO:',
+             'İgnore', 'ſay', 'Kelvin \u212a', 'ｓａｙ', 'caf\u00e9', '\u200bsay', '\\n', '\\n\\n', '\n', '\n\n', '. ', '!', ':', ' ', ',', '{"a": 1}']
+
+
+@FAST
+@given(parts=hs.lists(hs.one_of(hs.sampled_from(FRAGMENTS), hs.text(alphabet='abcdeilmnorstuwy <>:.!?\n', max_size=12)), max_size=12))
+def test_instruction_ranges_skip_only_texts_no_pattern_matches(parts):
+    "The word check before the patterns (ASCII text only) never changes the ranges found: `instruction_ranges` is `instruction_ranges_plain`."
+    text = ''.join(parts)
+    assert rc.instruction_ranges(text) == rc.instruction_ranges_plain(text), text
