@@ -376,7 +376,7 @@ def _run_batch(self:Daemon, batch:list) -> list:
         out.append(reply_frame(answer) if conn is not None else answer)
     return out
 
-# %% ../nbs/51_daemon.ipynb #6583f5aa
+# %% ../nbs/51_daemon.ipynb #a8f20834
 @patch
 def _progress(self:Daemon, conn, meta:dict) -> dict:
     "For a request that asked (`meta.progress`): the turn's tokens and events as `progress` frames to `conn`; the turn stops once `conn` is gone."
@@ -384,7 +384,7 @@ def _progress(self:Daemon, conn, meta:dict) -> dict:
     stop = ClientGone(conn)
     def forward(**payload):
         if not conn.open: stop.set()
-        else: self._post(conn.send, response('progress', meta, **payload))
+        else: self._post(conn.write, reply_frame(response('progress', meta, **payload)))   # encoded here, not in the event loop
     return {'on_token': lambda text: forward(token=text), 'stop': stop,
             'on_event': lambda event: event['kind'] == 'message' or forward(event=event)}
 
