@@ -6,7 +6,8 @@ workspace) with a model that builds the OpenAI wire body of every request (bench
 The client process opens C connections (one session each) and keeps W requests in flight on each;
 every request is a turn in which the model calls `echo` once and then replies. Each turn is the first
 of a new conversation (the server gives each turn its own session, as the store keeps every session;
-bench/history_cost.py measures long ones). Prints the median turns per second over the runs, next to the 5,000 target as a
+bench/history_cost.py measures long ones), which the daemon evicts from memory as it would any idle session
+(beyond `max_sessions`, the least recently used). Prints the median turns per second over the runs, next to the 5,000 target as a
 ratio; the median CPU time of a turn inside the daemon (`time.thread_time` around each turn in its
 worker thread: without the writing of its records and messages, which the group-commit writer thread
 does for several turns at once) and the daemon process's whole CPU time per turn (a mean over every
@@ -47,11 +48,10 @@ SERVER = textwrap.dedent('''
         recorded = process(perceive(request('go'), session='recorded', source='daemon', owner=OWNER))
         process = lambda signal, turn=None: recorded
     def timed(signal, turn=None):
-        signal.meta['session'] = name = f"{{signal.session}}-{{next(count)}}"   # a new conversation per turn (the store keeps every session)
+        signal.meta['session'] = f"{{signal.session}}-{{next(count)}}"   # a new conversation per turn (the store keeps every session)
         t0 = time.thread_time()
         out = process(signal, turn)
         dt = (time.thread_time() - t0) * 1e6
-        agent.transcripts.pop(name, None); agent.used.pop(name, None)
         with lock:
             cpu.append(dt)
             if signal.sensor == 'user-input' and len(out.of('result')) != 1: refused[0] += 1

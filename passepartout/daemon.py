@@ -6,11 +6,11 @@ Docs: https://passepartout-agent.github.io/passepartout/daemon.html.md"""
 
 # %% auto #0
 __all__ = ['OWNER', 'LOOPBACK', 'SOCK_DIAG_BY_FAMILY', 'NETLINK_SOCK_DIAG', 'NO_COOKIE', 'ACCEPT_BACKLOG', 'HANDSHAKE_BYTES',
-           'READ_BYTES', 'is_owner', 'Daemon', 'peer_uid', 'Connection', 'response', 'reply_frame', 'RefusalLog',
-           'sent_turn', 'ClientGone', 'TurnThreads', 'log_to_stderr']
+           'READ_BYTES', 'YOUNG_OBJECTS', 'is_owner', 'Daemon', 'peer_uid', 'Connection', 'response', 'reply_frame',
+           'RefusalLog', 'sent_turn', 'ClientGone', 'TurnThreads', 'tune_collector', 'log_to_stderr']
 
-# %% ../nbs/51_daemon.ipynb #f47c7f9c
-import asyncio, collections, hmac, json, logging, os, secrets, signal as signals_module, socket, struct, sys, threading, time
+# %% ../nbs/51_daemon.ipynb #7e017580
+import asyncio, collections, gc, hmac, json, logging, os, secrets, signal as signals_module, socket, struct, sys, threading, time
 from concurrent.futures import Executor, Future
 from queue import Empty, SimpleQueue
 from pathlib import Path
@@ -376,7 +376,7 @@ def _run_batch(self:Daemon, batch:list) -> list:
         out.append(reply_frame(answer) if conn is not None else answer)
     return out
 
-# %% ../nbs/51_daemon.ipynb #6583f5aa
+# %% ../nbs/51_daemon.ipynb #a8f20834
 @patch
 def _progress(self:Daemon, conn, meta:dict) -> dict:
     "For a request that asked (`meta.progress`): the turn's tokens and events as `progress` frames to `conn`; the turn stops once `conn` is gone."
@@ -384,7 +384,7 @@ def _progress(self:Daemon, conn, meta:dict) -> dict:
     stop = ClientGone(conn)
     def forward(**payload):
         if not conn.open: stop.set()
-        else: self._post(conn.send, response('progress', meta, **payload))
+        else: self._post(conn.write, reply_frame(response('progress', meta, **payload)))   # encoded here, not in the event loop
     return {'on_token': lambda text: forward(token=text), 'stop': stop,
             'on_event': lambda event: event['kind'] == 'message' or forward(event=event)}
 
@@ -585,11 +585,20 @@ async def shutdown(self:Daemon):
     self.server = None
 
 
-# %% ../nbs/51_daemon.ipynb #b79401a0
+# %% ../nbs/51_daemon.ipynb #79c0633e
+YOUNG_OBJECTS = 10_000   # net new objects between two collections of the youngest generation (Python's default: 700)
+
+def tune_collector(young:int=YOUNG_OBJECTS):
+    "Tune the cyclic garbage collector for a long-lived server: what exists now is never scanned again; the young are collected less often."
+    gc.collect(); gc.freeze()
+    gc.set_threshold(young, *gc.get_threshold()[1:])
+
+# %% ../nbs/51_daemon.ipynb #b1053629
 @patch
 async def serve(self:Daemon, ready=None): # `ready(daemon)`: called once listening
     "Start, serve until SIGINT or SIGTERM (or `stopping` is set), then shut down."
     await self.start()
+    tune_collector()
     loop = asyncio.get_running_loop()
     for sig in (signals_module.SIGINT, signals_module.SIGTERM): loop.add_signal_handler(sig, self.stopping.set)
     if ready is not None: ready(self)
