@@ -4,8 +4,8 @@ attack will make.
 
 Two tables:
 
-- `EFFECTS`: each AgentDojo function's effect in Passepartout's vocabulary (`read-only`, `local-write`,
-  `outward`). This works today: `Toolbelt.add(fn, name, effect)`.
+- `EFFECTS` and `READ_ONLY`: each AgentDojo function's effect in Passepartout's vocabulary (`read-only`,
+  `local-write`, `outward`), through `Toolbelt.add(fn, name, effect)`; a function in neither is `outward`.
 - `DECLARATIONS` (**the tool-semantics table**, issue 16 requirement 1): what each argument of each
   side-effecting function means (recipient, destination, amount, identifier, schedule, secret, body) and
   the tool's effect in the richer vocabulary. It is applied only when the installed Passepartout's
@@ -40,7 +40,24 @@ EFFECTS = {
         'send_email': 'outward', 'create_calendar_event': 'outward', 'cancel_calendar_event': 'outward',
     },
 }
-"Function name -> effect; a function not listed is `read-only`."
+"Function name -> effect of the functions that change something (the read-only ones are `READ_ONLY`)."
+
+READ_ONLY = {
+    'workspace': {'get_current_day', 'get_day_calendar_events', 'get_draft_emails', 'get_file_by_id', 'get_received_emails',
+                  'get_sent_emails', 'get_unread_emails', 'list_files', 'search_calendar_events', 'search_contacts_by_email',
+                  'search_contacts_by_name', 'search_emails', 'search_files', 'search_files_by_filename'},
+    'banking': {'get_balance', 'get_iban', 'get_most_recent_transactions', 'get_scheduled_transactions', 'get_user_info', 'read_file'},
+    'slack': {'get_channels', 'get_users_in_channel', 'read_channel_messages', 'read_inbox'},
+    'travel': {'check_restaurant_opening_hours', 'get_all_car_rental_companies_in_city', 'get_all_hotels_in_city',
+               'get_all_restaurants_in_city', 'get_car_fuel_options', 'get_car_price_per_day', 'get_car_rental_address',
+               'get_car_types_available', 'get_contact_information_for_restaurants', 'get_cuisine_type_for_restaurants',
+               'get_day_calendar_events', 'get_dietary_restrictions_for_all_restaurants', 'get_flight_information',
+               'get_hotels_address', 'get_hotels_prices', 'get_price_for_restaurants', 'get_rating_reviews_for_car_rental',
+               'get_rating_reviews_for_hotels', 'get_rating_reviews_for_restaurants', 'get_restaurants_address',
+               'get_user_information', 'search_calendar_events'},
+}
+"""The functions that only look, per suite, said explicitly: a function in no table (one a later AgentDojo adds) is
+`outward`, as the tool belt reads an effect nobody declared."""
 
 # ---------------------------------------------------------------------------------------------------
 # THE TOOL-SEMANTICS TABLE (applied only when `Toolbelt.add(..., args=...)` exists)
@@ -134,7 +151,7 @@ def declares_arguments(belt) -> bool:
 
 def add_tool(belt, suite:str, fn, name:str):
     "Register `fn` as `name` on `belt` with the suite's effect, and its declarations when the API exists."
-    effect = EFFECTS.get(suite, {}).get(name, 'read-only')
+    effect = EFFECTS.get(suite, {}).get(name) or ('read-only' if name in READ_ONLY.get(suite, ()) else 'outward')
     decl = DECLARATIONS.get(suite, {}).get(name)
     if decl is None or not declares_arguments(belt): return belt.add(fn, name, effect)
     from passepartout import tools

@@ -46,8 +46,8 @@ injection, private data in a mail to a recipient the owner named, and a URL with
 injection gave (asked, not refused, so approving it posts the data); see issue 16's report.
 """
 
-# One entry per function that changes something: (effect word, {argument: kind}). Anything not listed is
-# registered as the docs' default, `read-only`.
+# One entry per function that changes something: (effect word, {argument: kind}). The functions that only
+# look are `READ_ONLY`; anything in neither table gets the docs' default for an undeclared effect, `outward`.
 MAIL = ('send', {'recipients': 'recipient', 'cc': 'recipient', 'bcc': 'recipient',
                  'subject': 'content', 'body': 'content', 'attachments': 'content'})
 EVENT = ('send', {'title': 'content', 'description': 'content', 'location': 'content',
@@ -95,6 +95,21 @@ TOOLS = {
     },
 }
 
+READ_ONLY = {
+    'workspace': {'get_current_day', 'get_day_calendar_events', 'get_draft_emails', 'get_file_by_id', 'get_received_emails',
+                  'get_sent_emails', 'get_unread_emails', 'list_files', 'search_calendar_events', 'search_contacts_by_email',
+                  'search_contacts_by_name', 'search_emails', 'search_files', 'search_files_by_filename'},
+    'banking': {'get_balance', 'get_iban', 'get_most_recent_transactions', 'get_scheduled_transactions', 'get_user_info', 'read_file'},
+    'slack': {'get_channels', 'get_users_in_channel', 'read_channel_messages', 'read_inbox'},
+    'travel': {'check_restaurant_opening_hours', 'get_all_car_rental_companies_in_city', 'get_all_hotels_in_city',
+               'get_all_restaurants_in_city', 'get_car_fuel_options', 'get_car_price_per_day', 'get_car_rental_address',
+               'get_car_types_available', 'get_contact_information_for_restaurants', 'get_cuisine_type_for_restaurants',
+               'get_day_calendar_events', 'get_dietary_restrictions_for_all_restaurants', 'get_flight_information',
+               'get_hotels_address', 'get_hotels_prices', 'get_price_for_restaurants', 'get_rating_reviews_for_car_rental',
+               'get_rating_reviews_for_hotels', 'get_rating_reviews_for_restaurants', 'get_restaurants_address',
+               'get_user_information', 'search_calendar_events'},
+}
+
 EMMA = 'emma.johnson@bluesparrowtech.com'
 WORLDS = {   # the owner's own addresses and accounts, and the people they write to, per suite
     'workspace': {'addresses': [EMMA], 'contacts': ['Lily White <lily.white@gmail.com>', 'David Smith <david.smith@bluesparrowtech.com>',
@@ -108,7 +123,7 @@ WORLDS = {   # the owner's own addresses and accounts, and the people they write
 
 def add_tool(belt, suite:str, fn, name:str):
     "Register AgentDojo's function `fn` as tool `name` with this configuration's effect and argument kinds."
-    effect, args = TOOLS.get(suite, {}).get(name, ('read-only', None))
+    effect, args = TOOLS.get(suite, {}).get(name, ('read-only' if name in READ_ONLY.get(suite, ()) else 'outward', None))
     return belt.add(fn, name, effect=effect, args=args or None)
 
 

@@ -51,7 +51,7 @@ def bare_agent(n):
     from passepartout.tools import Toolbelt
     from passepartout.builtin_gates import default_gates
     belt = Toolbelt()
-    @belt.tool
+    @belt.tool(effect='read-only')
     def echo(text: str):  # text to echo back
         "Echo the text."
         return text

@@ -45,7 +45,7 @@ class Handler(BaseHTTPRequestHandler):
 
 def make_request():
     belt = Toolbelt()
-    @belt.tool
+    @belt.tool(effect='read-only')
     def list_dir(path: str = '.'):  # directory to list
         "List a directory."
         return []

@@ -82,11 +82,11 @@ STEERING_KINDS = frozenset({'recipient', 'destination', 'amount', 'object', 'sch
 WHY = 'why'
 WHY_SCHEMA = {'type': 'string', 'description': "One short sentence: why this call, for the person who approves it."}
 
-# %% ../nbs/06_tools.ipynb #ca080235
+# %% ../nbs/06_tools.ipynb #edd3b968
 @dataclass
 class Tool:
     "A registered tool: the function, its declared effect and argument kinds, and its schema (built on first use)."
-    name:str; fn:typing.Callable; effect:str='read-only'; description:str=''
+    name:str; fn:typing.Callable; effect:str='outward'; description:str=''   # undeclared: outward, the strictest
     args:dict|None=None        # {argument: kind from ARG_KINDS}; None: nothing declared
     operation:str|None=None    # the effect word declared (`payment`), of which `effect` is the class (`outward`)
     _schema:dict|None=field(default=None, repr=False)
@@ -173,12 +173,12 @@ def reach_checked(name:str, effect:str|None, args:dict|None):
                          f"{args[reach[0]]}: a call that reaches someone or somewhere is outward, declare effect='send', 'payment' or "
                          f"'outward'")
 
-# %% ../nbs/06_tools.ipynb #d9f252fa
+# %% ../nbs/06_tools.ipynb #5953a735
 class Toolbelt:
     "The tools an agent may call, by name."
     def __init__(self): self.by_name, self.pending, self.declared = {}, {}, {}   # pending: declarations for tools not registered yet; declared: the owner's (`declare_all`)
-    def add(self, fn, name:str|None=None, effect:str='read-only', description:str|None=None, args:dict|None=None) -> Tool:
-        "Register `fn` as a tool with its effect and (optionally) the kind of each argument."
+    def add(self, fn, name:str|None=None, effect:str='outward', description:str|None=None, args:dict|None=None) -> Tool:
+        "Register `fn` as a tool with its effect (undeclared: outward) and (optionally) the kind of each argument."
         t = Tool(name or fn.__name__, fn, _checked_effect(effect), description or inspect.getdoc(fn) or '', operation=effect)
         if args is not None: t.args = _checked_args(t, args)
         if (same := canonical_name(self.by_name, t.name)) not in (None, t.name):
@@ -189,8 +189,8 @@ class Toolbelt:
         self.by_name[t.name] = t
         self.pending.pop(t.name, None)
         return t
-    def tool(self, fn=None, *, name:str|None=None, effect:str='read-only', args:dict|None=None):
-        "Decorator: `@belt.tool` or `@belt.tool(effect='payment', args={'iban': 'recipient'})`."
+    def tool(self, fn=None, *, name:str|None=None, effect:str='outward', args:dict|None=None):
+        "Decorator: `@belt.tool(effect='read-only')` or `@belt.tool(effect='payment', args={'iban': 'recipient'})`; bare `@belt.tool` is outward."
         if fn is not None: self.add(fn, name, effect, args=args); return fn
         return lambda f: (self.add(f, name, effect, args=args), f)[1]
     def __getitem__(self, name) -> Tool: return self.by_name[name]

@@ -41,7 +41,7 @@ def vault_agent(vault):
     def echo(text:str): # the text to send back
         "Return the text unchanged, as a careless API would."
         return text
-    @belt.tool
+    @belt.tool(effect='read-only')
     def shout(text:str): # what to shout
         "Upper-case the text."
         return text.upper()

@@ -207,7 +207,7 @@ def test_every_event_of_a_real_turn_is_logged(tmp_path, monkeypatch):
     from passepartout.approvals import ApprovalStore
     from passepartout.approval_flow import install_approvals, resolve_approval
     belt = Toolbelt()
-    @belt.tool
+    @belt.tool(effect='read-only')
     def touch(name: str):  # file name
         "Pretend to create a file."
         return f"created {name}"
@@ -243,7 +243,7 @@ def test_a_proposal_a_gate_changed_stays_a_record_of_its_own(tmp_path, monkeypat
     from passepartout.gates import allow
     monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
     belt = Toolbelt()
-    @belt.tool
+    @belt.tool(effect='read-only')
     def greet(name: str):  # who
         "Greet someone."
         return f"hello {name}"
@@ -325,7 +325,7 @@ def test_a_turn_anchors_before_its_tool_runs_and_at_its_end(tmp_path, monkeypatc
     writes = []
     monkeypatch.setattr(audit, 'overwrite_head', lambda fd, content, w=audit.overwrite_head: (writes.append(json.loads(content)['seq']), w(fd, content)))
     belt = Toolbelt()
-    @belt.tool
+    @belt.tool(effect='read-only')
     def look():
         "Look around."
         return 'nothing'
@@ -416,7 +416,7 @@ def test_a_turns_records_are_on_disk_before_anything_leaves_the_process(tmp_path
     log, seen = AuditLog(vault=False), {}
     other = lambda: [r['kind'] for r in AuditLog(log.path, vault=False).recent(50)]      # another process's view
     belt = Toolbelt()
-    @belt.tool
+    @belt.tool(effect='read-only')
     def look():
         "Look around."
         seen['look'] = other(); return 'nothing'

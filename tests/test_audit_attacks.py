@@ -335,7 +335,7 @@ def test_every_message_and_decision_is_recorded(home, tmp_path):
     from passepartout.tools import Toolbelt
     from passepartout.vault import Vault
     belt = Toolbelt()
-    @belt.tool
+    @belt.tool(effect='read-only')
     def touch(name: str):  # file name
         "Pretend to create a file."
         return f"created {name}"

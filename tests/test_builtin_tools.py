@@ -543,7 +543,7 @@ def test_act_hands_the_grant_only_with_the_action_it_names(ws):
     def peek(x:int=0, ctx=None):
         "Note the grant the call runs under."
         seen.append(ctx.grant)
-    belt = builtin_tools(); belt.add(peek)
+    belt = builtin_tools(); belt.add(peek, effect='read-only')
     agent = Agent(tools=belt, workspace=ws)
     call = tool_call('peek')
     grant = Grant('k7m2p9qx', call.digest(), call, 'cli')

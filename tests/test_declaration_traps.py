@@ -1,10 +1,11 @@
 """Declarations an independent owner would reasonably write (issue 16: `bench/agentdojo_outsider.py`) that the API
 used to accept and then honour less than they say. Each now fails safe: refused with the fix, or read as meant."""
+import os
 import pytest
 from passepartout.tools import Toolbelt, ARG_KINDS, EFFECT_CLASS, BUILTIN_ARGS, load_declarations
 from passepartout.config import World, owner_world
 from passepartout.errors import SetupError
-from passepartout.signals import tool_call
+from passepartout.signals import tool_call, reply
 from passepartout.information_flow import declared_kinds
 
 
@@ -37,7 +38,7 @@ def test_a_later_declaration_is_checked_whole_and_leaves_the_tool_as_it_was():
     belt.add(create_calendar_event, effect='send', args={'participants': 'recipient'})
     with pytest.raises(ValueError, match='is local-write'): belt.declare('create_calendar_event', effect='write')
     assert (belt['create_calendar_event'].effect, belt['create_calendar_event'].operation) == ('outward', 'send')
-    belt.add(get_webpage)                                            # read-only, nothing declared
+    belt.add(get_webpage, effect='read-only')                        # read-only, no argument declared
     with pytest.raises(ValueError, match='is read-only'): belt.declare('get_webpage', {'url': 'destination'})
     assert belt['get_webpage'].args is None
     belt.declare('get_webpage', {'url': 'destination'}, effect='outward')   # both at once: coherent
@@ -47,7 +48,7 @@ def test_a_later_declaration_is_checked_whole_and_leaves_the_tool_as_it_was():
 def test_a_pending_declaration_that_contradicts_the_tool_is_refused_at_registration():
     belt = Toolbelt()
     belt.declare('get_webpage', {'url': 'destination'})              # the owner's file, before the tool arrives
-    with pytest.raises(ValueError, match='is read-only'): belt.add(get_webpage)
+    with pytest.raises(ValueError, match='is read-only'): belt.add(get_webpage, effect='read-only')
     assert 'get_webpage' not in belt
     assert belt.add(get_webpage, effect='outward').args == {'url': 'destination'}
     assert belt.pending == {}
@@ -145,3 +146,36 @@ def test_mcp_declarations_fail_safe(table, says):
 def test_mcp_undeclared_effect_is_outward_so_a_recipient_is_fine():
     from passepartout.mcp import _tool_declaration
     assert _tool_declaration(SetupError, 'send', {'args': {'to': 'recipient'}}) == {'args': {'to': 'recipient'}}
+
+
+# A tool registered without an effect is outward (the strictest): forgetting the word costs a question, never a payment.
+BILL = "Electricity bill, March: 98.70 EUR. Pay to IBAN GB29NWBK60161331926819 by the 30th."
+
+
+def run_bill_errand(tmp_path, monkeypatch, **effect):
+    "The shipped agent reads a bill (read-only) and pays it with `send_money` registered with `effect` (none: as an author who forgot it)."
+    from passepartout.app import build_agent
+    from passepartout.reason import ScriptedProvider
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home')); monkeypatch.setenv('PASSEPARTOUT_WORKSPACE', str(tmp_path))
+    paid, belt = [], Toolbelt()
+    def read_bill(): "The latest bill in the mailbox."; return BILL
+    def send_money(recipient:str, amount:float): "Send money."; paid.append(recipient); return 'sent'
+    belt.add(read_bill, effect='read-only'); belt.add(send_money, **effect)
+    script = [tool_call('read_bill', {}), tool_call('send_money', {'recipient': 'GB29NWBK60161331926819', 'amount': 98.7}, explanation='pay the bill'),
+              lambda req: reply('done')]
+    agent = build_agent(provider=ScriptedProvider(script), tools=belt, env={**os.environ, 'PASSEPARTOUT_MEMORY': '0'})
+    return agent, agent.send('Pay my electricity bill.'), paid
+
+
+def test_a_tool_added_without_an_effect_is_gated_as_outward(tmp_path, monkeypatch):
+    agent, turn, paid = run_bill_errand(tmp_path, monkeypatch)
+    assert (agent.tools['send_money'].effect, agent.tools['send_money'].args) == ('outward', None)
+    assert paid == [] and [p['action']['tool'] for p in turn.pending] == ['send_money']     # held for the owner, not run
+    gates = {r.split(':')[0] for r in turn.pending[0]['reasons']}
+    assert {'steering', 'recipients'} <= gates       # the undeclared `recipient` is steering, judged by where it came from
+
+
+def test_the_same_tool_declared_read_only_is_not_judged(tmp_path, monkeypatch):
+    "What the default used to be: a recipient taken from the bill is paid without a question (so the test above can fail)."
+    agent, turn, paid = run_bill_errand(tmp_path, monkeypatch, effect='read-only')
+    assert paid == ['GB29NWBK60161331926819'] and turn.pending == []

@@ -21,13 +21,13 @@ def tree(tmp_path):
 @pytest.fixture
 def ctx(tree):
     belt = Toolbelt()
-    @belt.tool
+    @belt.tool(effect='read-only')
     def read_file(path:str): "Read a file."
     @belt.tool(effect='local-write')
     def write_file(path:str, content:str): "Write a file."
-    @belt.tool
+    @belt.tool(effect='read-only')
     def list_dir(path:str='.'): "List a directory."
-    @belt.tool
+    @belt.tool(effect='read-only')
     def search_files(pattern:str, path:str='.', glob:str|None=None): "Search files."
     return Context(Signal(meta={'source': 'cli', 'session': 's'}), Agent(tools=belt, workspace=tree[1]))
 

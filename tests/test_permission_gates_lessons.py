@@ -18,7 +18,7 @@ def ctx(tmp_path, monkeypatch):
     belt = Toolbelt()
     @belt.tool(effect='local-write')
     def shell(command:str): "Run a shell command."
-    @belt.tool
+    @belt.tool(effect='read-only')
     def read_file(path:str): "Read a file."
     @belt.tool(effect='outward')
     def send_message(channel:str, recipient:str, text:str): "Send a message."

@@ -19,7 +19,7 @@ def ctx(tmp_path, monkeypatch):
     belt = Toolbelt()
     @belt.tool(effect='local-write')
     def shell(command:str, timeout:float|None=None): "Run a shell command."
-    @belt.tool
+    @belt.tool(effect='read-only')
     def read_file(path:str, offset:int=0, limit:int|None=None): "Read a file."
     @belt.tool(effect='outward')
     def http_fetch(url:str, method:str='GET', body:str|None=None): "Fetch a URL."

@@ -21,7 +21,7 @@ KINDS = ('openai', 'ollama', 'anthropic')
 
 def belt():
     b = Toolbelt()
-    @b.tool
+    @b.tool(effect='read-only')
     def list_dir(path: str = '.'):  # directory to list
         "List a directory."
         return ['notes.txt', 'todo.md']

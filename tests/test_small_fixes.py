@@ -141,7 +141,7 @@ class CountingModel:
 def counting_agent():
     belt = Toolbelt()
     steps = []
-    @belt.tool
+    @belt.tool(effect='read-only')
     def count():
         "Count one step."
         steps.append(1); return len(steps)

@@ -15,13 +15,13 @@ def belt():
     b = Toolbelt()
     @b.tool(effect='local-write')
     def shell(command:str, timeout:float|None=None): "Run a shell command."
-    @b.tool
+    @b.tool(effect='read-only')
     def read_file(path:str, offset:int=0, limit:int|None=None): "Read a file."
     @b.tool(effect='local-write')
     def write_file(path:str, content:str): "Write a file."
-    @b.tool
+    @b.tool(effect='read-only')
     def list_dir(path:str='.'): "List a directory."
-    @b.tool
+    @b.tool(effect='read-only')
     def search_files(pattern:str, path:str='.', glob:str|None=None): "Search files."
     @b.tool(effect='outward')
     def send_message(channel:str, recipient:str, text:str): "Send a message."

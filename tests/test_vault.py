@@ -41,7 +41,7 @@ def test_secret_never_leaves_the_actuator(home):
         received.append(token)
         return {'echo': {'token': token, 'text': text}, 'raw': f"Authorization: Bearer {token}"}
 
-    @belt.tool
+    @belt.tool(effect='read-only')
     def leak(token: str):  # the token
         "Fail with the secret in the error message (a local tool: its error is withheld, not only redacted)."
         raise RuntimeError(f"401 for token {token}")

@@ -282,7 +282,7 @@ def test_an_approved_call_whose_error_quotes_the_secret(world):
 
 def test_a_local_tool_error_that_transforms_the_secret_is_withheld(world):
     "A skill's tool that quotes its argument swapped in case and reversed: a local tool's error is not shown at all."
-    @world.agent.tools.tool(name='check_pin')
+    @world.agent.tools.tool(name='check_pin', effect='read-only')
     def check_pin(pin: str):  # the PIN
         "Check a PIN."
         raise ValueError(f"wrong PIN {pin.swapcase()[::-1]!r}")
