@@ -614,18 +614,18 @@ def _singled_out(steer:Steer, fields:frozenset, names:frozenset) -> bool:
     starts = lambda w: [c for c in same if c.startswith(w) and not c[len(w):][:1].isalpha()]
     return any(starts(w) == [value] for w in names if value.startswith(w))
 
-# %% ../nbs/26_owner_plan.ipynb #6b3d6cfe
+# %% ../nbs/26_owner_plan.ipynb #c62810cf
 def pointed_read_gives(steer:Steer, reads:list, names:frozenset) -> bool:
-    "Does a read the owner pointed at give `steer` unambiguously: a field (the one of its class, or singled out by the owner's word), or its text the one address of the type `steer` needs?"
+    "Does a read the owner pointed at give recipient `steer` unambiguously (a field, or the one e-mail address of its text that starts with a name the owner wrote)?"
     cls = _address_class(steer.forms)
     for fields, lone, pointed in reads:
         if steer.forms & fields:
-            alone = cls == 'name' and len({f for f in fields if _address_class({f}) == 'name'}) == 1
-            if alone or (cls != 'name' and steer.forms & lone) or _singled_out(steer, fields, names): return True
-        elif pointed and _typed(steer) & lone: return True
+            alone = len({f for f in fields if _address_class({f}) == 'name'}) == 1 if cls == 'name' else bool(steer.forms & lone)
+            if (pointed and alone) or _singled_out(steer, fields, names): return True
+        elif pointed and cls == 'email' and steer.forms & lone and _singled_out(steer, lone, names): return True
     return False
 
-# %% ../nbs/26_owner_plan.ipynb #62ac8a47
+# %% ../nbs/26_owner_plan.ipynb #520bac00
 _VOUCHABLE = frozenset({'recipient', 'destination'})
 
 def _vouched(action:Action, kinds:dict, agent:Agent, transcript:list, session:str) -> dict:
@@ -637,7 +637,8 @@ def _vouched(action:Action, kinds:dict, agent:Agent, transcript:list, session:st
     flow, out, reads, fetch = flow_of(sv), {}, None, _fetch_only(kinds, action)
     for s in steers:
         if untrusted_origin(s, flow, sv)[0] is None or _in_a_span(s, sv): continue       # the owner's or nobody's: not this rule's; or instructed
-        if not (fetch and copied_link(s, sv)):
+        if s.kind == 'destination' and not (fetch and copied_link(s, sv)): continue       # where data goes: only a fetch of a copied link
+        if s.kind == 'recipient':
             reads = pointed_reads(sv, transcript, flow, agent.world or owner_world()) if reads is None else reads
             if not pointed_read_gives(s, reads, owner_names(_request(sv, transcript))): continue
         out.setdefault(s.arg, set()).add(s.value)
