@@ -558,12 +558,13 @@ def _fetch_only(kinds:dict, action:Action) -> bool:
     given = [k for a, k in kinds.items() if a != WHY and action.args.get(a) is not None]
     return given.count('destination') == 1 and all(k in ('destination', 'plain') for k in given)
 
-# %% ../nbs/26_owner_plan.ipynb #1ab8415b
+# %% ../nbs/26_owner_plan.ipynb #8504f2b1
 @functools.lru_cache(maxsize=256)
 def _read_view(text:str) -> tuple:
     "`(its whole fields, its lone addresses)` of a tool output's `text` (the last few remembered)."
     return _field_forms(text), _lone(text)
 
+# %% ../nbs/26_owner_plan.ipynb #6067e875
 def pointed_reads(sv, transcript:list, flow, world:World) -> list:
     "`(fields, lone addresses, pointed)` of each tool output of the current request whose call's arguments are all the owner's (`pointed`: it had one at least)."
     if not sv.owner: return []
@@ -579,6 +580,7 @@ def pointed_reads(sv, transcript:list, flow, world:World) -> list:
             if not given or _pinned(src, args): out.append((*_read_view(m['content']), bool(given)))
     return out
 
+# %% ../nbs/26_owner_plan.ipynb #7a87db9d
 def _request(sv, transcript:list) -> str:
     "The text of the owner's last message, while it is in the transcript."
     i = sv.owner[-1][0] - (sv.next - len(transcript)) if sv.owner else -1
