@@ -10,7 +10,7 @@ __all__ = ['log', 'FAMILIES', 'VALIDATOR_PRIORITY', 'BUDGET_PRIORITY', 'POLICY_P
            'SANDBOX_PRIORITY', 'OWNER_PLAN_PRIORITY', 'PROVENANCE_PRIORITY', 'RECIPIENTS_PRIORITY', 'builtin_gate_list',
            'default_gates']
 
-# %% ../nbs/20_builtin_gates.ipynb #a43f41c7
+# %% ../nbs/20_builtin_gates.ipynb #bb408af5
 import logging
 from .gates import Gate, GateEngine, TOOL_CALLS, ToolsExcept
 from .validation_gates import *
@@ -20,7 +20,7 @@ from .self_protection_gates import *
 from .permission_gates import *
 from .network_gates import *
 from .provenance_gates import *
-from .owner_plan import plan_gate, unless_planned
+from .owner_plan import plan_gate, unless_planned, unless_vouched
 from .information_flow import steering_gate, STEERING_PRIORITY
 from .tools import BUILTIN_ARGS
 from .reply_check import reply_check_gate, REPLY_CHECK_PRIORITY
@@ -40,7 +40,7 @@ SELF_PROTECTION_PRIORITY, PATHS_PRIORITY, SECRETS_PRIORITY = 85, 80, 75
 NETWORK_PRIORITY, PERMISSIONS_PRIORITY = 70, 65
 SANDBOX_PRIORITY, OWNER_PLAN_PRIORITY, PROVENANCE_PRIORITY, RECIPIENTS_PRIORITY = 55, 52, 50, 45
 
-# %% ../nbs/20_builtin_gates.ipynb #ea58e7b8
+# %% ../nbs/20_builtin_gates.ipynb #dc00784d
 def builtin_gate_list() -> list:
     "Every built-in gate as a `Gate`, in the order the default pipeline registers them."
     tools, shell_only = TOOL_CALLS, {'shell'}
@@ -52,9 +52,9 @@ def builtin_gate_list() -> list:
             ('network', allowed_by_rule(network_gate), NETWORK_PRIORITY, {'http_fetch'}),
             ('permissions', permissions_gate, PERMISSIONS_PRIORITY, tools),
             ('owner-plan', allowed_by_rule(plan_gate, 'owner-plan', exact_only=True), OWNER_PLAN_PRIORITY, tools),   # a turn held to the owner's plan
-            ('provenance', allowed_by_rule(unless_planned(provenance_gate), 'provenance', exact_only=True), PROVENANCE_PRIORITY, None),   # every action: it notes the session's new messages
-            ('steering', allowed_by_rule(unless_planned(steering_gate), 'steering', exact_only=True), STEERING_PRIORITY, ToolsExcept(BUILTIN_ARGS)),   # declared arguments, without a plan
-            ('recipients', unless_planned(recipients_gate), RECIPIENTS_PRIORITY, ToolsExcept(t for t, keys in RECIPIENT_ARGS.items() if keys == ())),
+            ('provenance', allowed_by_rule(unless_planned(unless_vouched(provenance_gate)), 'provenance', exact_only=True), PROVENANCE_PRIORITY, None),   # every action: it notes the session's new messages
+            ('steering', allowed_by_rule(unless_planned(unless_vouched(steering_gate)), 'steering', exact_only=True), STEERING_PRIORITY, ToolsExcept(BUILTIN_ARGS)),   # declared arguments, without a plan
+            ('recipients', unless_planned(unless_vouched(recipients_gate)), RECIPIENTS_PRIORITY, ToolsExcept(t for t, keys in RECIPIENT_ARGS.items() if keys == ())),
             ('reply-check', reply_check_gate, REPLY_CHECK_PRIORITY, None),   # bare: a reply repeating an injected instruction is refused, never asked
             ('vault', vault_gate, VAULT_PRIORITY, tools),   # bare: no permission rule may send a secret somewhere it is not bound
             ('shell', allowed_by_rule(shell_gate, 'shell'), SHELL_GATE_PRIORITY, shell_only),

@@ -6,7 +6,8 @@ Docs: https://passepartout-agent.github.io/passepartout/owner_plan.html.md"""
 
 # %% auto #0
 __all__ = ['PLAN_TOOL', 'PRIVATE', 'PLAN_DESCRIPTION', 'PlanFrom', 'Source', 'Plan', 'Plans', 'plans_of', 'propose_plan',
-           'plan_in_force', 'planned', 'plan_gate', 'unless_planned', 'owner_plan_gate', 'PlanSource', 'PlanStep',
+           'plan_in_force', 'planned', 'plan_gate', 'unless_planned', 'owner_plan_gate', 'links_of', 'copied_link',
+           'pointed_reads', 'owner_names', 'pointed_read_gives', 'vouched', 'unless_vouched', 'PlanSource', 'PlanStep',
            'plan', 'add_plan_tool', 'with_owner_plan']
 
 # %% ../nbs/26_owner_plan.ipynb #351f9d42
@@ -501,6 +502,183 @@ def owner_plan_gate(action:Action, ctx:Context) -> Verdict|None:
     if _side_effect(action, ctx) is None or planned(ctx) is None:
         if (verdict := information_flow_gate(action, ctx)) is not None: return verdict   # it also notes what arrived
     return plan_gate(action, ctx)
+
+# %% ../nbs/26_owner_plan.ipynb #0827a234
+import functools
+from dataclasses import replace
+from urllib.parse import urlsplit
+from .tools import BUILTIN_ARGS
+from .reply_check import instruction_ranges, plain
+from .information_flow import spoken, _bare_links
+
+# %% ../nbs/26_owner_plan.ipynb #657e2199
+def _link_tokens(text:str) -> set:
+    "The links of `text` as written: its URLs (trailing punctuation dropped) and the hosts (with their paths) written without a scheme."
+    urls = {u.rstrip('.,;:!?)]}\'"') for u in _URL.findall(text)} if '://' in text else set()
+    return urls | (set(_bare_links(text)) if '.' in text else set())
+
+@functools.lru_cache(maxsize=256)
+def links_of(text:str) -> tuple:
+    "`(the links outside every instruction span, the links inside one)` of an untrusted message's `text`, as a reader sees it."
+    t, rest, inside, i = plain(text), [], [], 0
+    for a, b in instruction_ranges(text): rest.append(t[i:max(a, i)]); inside.append(t[a:b]); i = max(b, i)
+    return frozenset(_link_tokens('\n'.join(rest + [t[i:]]))), frozenset(_link_tokens('\n'.join(inside)))
+
+# %% ../nbs/26_owner_plan.ipynb #7f06a9ae
+_PUBLIC_HOST = re.compile(r"(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,63}")
+_LOCAL_SUFFIXES = ('.local', '.localhost', '.internal', '.intranet', '.lan', '.home', '.corp', '.arpa')
+
+def _public_link(link:str) -> bool:
+    "Is `link` an http(s) URL or a host (with a path) of a public domain name: no IP address, `localhost`, local suffix, user or port?"
+    try: parts = urlsplit(link if '://' in link else 'http://' + link); port = parts.port
+    except ValueError: return False
+    host = parts.hostname or ''
+    return (parts.scheme in ('http', 'https') and port is None and '@' not in parts.netloc
+            and _PUBLIC_HOST.fullmatch(host) is not None and not host.endswith(_LOCAL_SUFFIXES))
+
+# %% ../nbs/26_owner_plan.ipynb #35f1e3ba
+def _in_a_span(steer:Steer, sv) -> bool:
+    "Does an instruction span of an untrusted message still in the transcript name `steer`'s value (one of its forms, or the value written whole)?"
+    with sv.lock: present = list(sv.untrusted)
+    whole = _normal_text(steer.value)
+    return any((said := spoken(content)) and (steer.forms & said[0] or _phrase_in(whole, said[2])) for _, _, content in present)
+
+# %% ../nbs/26_owner_plan.ipynb #20b24b99
+def copied_link(steer:Steer, sv) -> bool:
+    "Is `steer` a public link that a tool output still in the transcript gives verbatim outside every instruction span?"
+    v = steer.value.strip()
+    if steer.kind != 'destination' or not _public_link(v): return False
+    as_written = {v, v.split('://', 1)[1]} if v[:8].lower().startswith(('http://', 'https://')) else {v}   # a scheme adds no data
+    with sv.lock: present = list(sv.untrusted)
+    return any(where.startswith('the output of ') and as_written & links_of(content)[0] for _, where, content in present)
+
+# %% ../nbs/26_owner_plan.ipynb #b39d7507
+def _fetch_only(kinds:dict, action:Action) -> bool:
+    "Does the call carry one destination and nothing else that steers or is sent (every other argument plain, or unset)?"
+    given = [k for a, k in kinds.items() if a != WHY and action.args.get(a) is not None]
+    return given.count('destination') == 1 and all(k in ('destination', 'plain') for k in given)
+
+# %% ../nbs/26_owner_plan.ipynb #8504f2b1
+@functools.lru_cache(maxsize=256)
+def _read_view(text:str) -> tuple:
+    "`(its whole fields, its lone addresses)` of a tool output's `text` (the last few remembered)."
+    return _field_forms(text), _lone(text)
+
+# %% ../nbs/26_owner_plan.ipynb #6067e875
+def pointed_reads(sv, transcript:list, flow, world:World) -> list:
+    "`(fields, lone addresses, pointed)` of each tool output of the current request whose call's arguments are all the owner's (`pointed`: it had one at least)."
+    if not sv.owner: return []
+    out, calls, last = [], {}, {}
+    for m in transcript[max(sv.owner[-1][0] - (sv.next - len(transcript)), 0):]:
+        if m.get('role') == 'assistant':
+            for c in m.get('tool_calls') or (): calls[c.get('id')] = last[c.get('name')] = c.get('args') or {}
+        elif m.get('role') == 'tool' and not (m.get('is_error') or m.get('refused')) and isinstance(m.get('content'), str):
+            args = calls.get(m.get('call_id')) if m.get('call_id') is not None else last.get(m.get('name'))
+            if args is None: continue
+            given = {a: v for a, v in args.items() if a != WHY and v is not None}
+            src = Source(m.get('name'), {a: _norm(v) for a, v in given.items() if _mine(flow, world, 'object', v)}, {})
+            if not given or _pinned(src, args): out.append((*_read_view(m['content']), bool(given)))
+    return out
+
+# %% ../nbs/26_owner_plan.ipynb #7a87db9d
+def _request(sv, transcript:list) -> str:
+    "The text of the owner's last message, while it is in the transcript."
+    i = sv.owner[-1][0] - (sv.next - len(transcript)) if sv.owner else -1
+    m = transcript[i] if 0 <= i < len(transcript) else {}
+    return m.get('content') if isinstance(m.get('content'), str) else ''
+
+# %% ../nbs/26_owner_plan.ipynb #a2f0a106
+def _address_class(forms) -> str:
+    "The class of an address's forms (`email`, `acct:`, `tel:`, `url`, `host`), or `name`."
+    classes = {_form_class(f) for f in forms} - {None}
+    return next((c for c in ('email', 'acct:', 'tel:', 'url') if c in classes), None) or ('host' if any(_HOST.fullmatch(f) for f in forms) else 'name')
+
+def _field_text(form:str) -> str: return (form.split(':', 1)[1] if form[:5] in ('word:', 'text:', 'acct:') or form[:4] == 'tel:' else form).lower()
+
+# %% ../nbs/26_owner_plan.ipynb #2374798d
+_CAPITAL = re.compile(r"(?<![\w'-])[A-Z][\w-]{3,}")
+_QUOTED = re.compile(r"""(?<!\w)(['"‘“])([^'"’”\n]{4,80})['"’”](?!\w)""")
+
+@functools.lru_cache(maxsize=64)
+def owner_names(text:str) -> frozenset:
+    "The words of four letters or more the owner wrote as names in `text`: capitalised inside a sentence, or quoted (lower case)."
+    out = {w.lower() for q in _QUOTED.finditer(text) for w in re.findall(r"[\w-]{4,}", q.group(2))}
+    for m in _CAPITAL.finditer(text):
+        before = text[:m.start()].rstrip()
+        if before and before[-1] not in '.!?:;"\'\n': out.add(m.group().lower())
+    return frozenset(out)
+
+# %% ../nbs/26_owner_plan.ipynb #1036b692
+def _singled_out(steer:Steer, fields:frozenset, names:frozenset) -> bool:
+    "Is `steer` the one field of its class in `fields` that starts with a name the owner wrote (`owner_names`)?"
+    cls, value = _address_class(steer.forms), _normal_text(steer.value)
+    same = {_field_text(f) for f in fields if _address_class({f}) == cls}
+    starts = lambda w: [c for c in same if c.startswith(w) and not c[len(w):][:1].isalpha()]
+    return any(starts(w) == [value] for w in names if value.startswith(w))
+
+# %% ../nbs/26_owner_plan.ipynb #c62810cf
+def pointed_read_gives(steer:Steer, reads:list, names:frozenset) -> bool:
+    "Does a read the owner pointed at give recipient `steer` unambiguously (a field, or the one e-mail address of its text that starts with a name the owner wrote)?"
+    cls = _address_class(steer.forms)
+    for fields, lone, pointed in reads:
+        if steer.forms & fields:
+            alone = len({f for f in fields if _address_class({f}) == 'name'}) == 1 if cls == 'name' else bool(steer.forms & lone)
+            if (pointed and alone) or _singled_out(steer, fields, names): return True
+        elif pointed and cls == 'email' and steer.forms & lone and _singled_out(steer, lone, names): return True
+    return False
+
+# %% ../nbs/26_owner_plan.ipynb #520bac00
+_VOUCHABLE = frozenset({'recipient', 'destination'})
+
+def _vouched(action:Action, kinds:dict, agent:Agent, transcript:list, session:str) -> dict:
+    "`{argument: {values}}` of `action` that a verbatim link (a fetch) or a read the owner pointed at vouches for."
+    steers = [s for s in steering_values(action, {a: k for a, k in kinds.items() if k in _VOUCHABLE}, agent.world or owner_world())
+              if s.trusted is None and s.value.strip()]
+    if not steers: return {}
+    sv = session_values(transcript, agent, session)
+    flow, out, reads, fetch = flow_of(sv), {}, None, _fetch_only(kinds, action)
+    for s in steers:
+        if untrusted_origin(s, flow, sv)[0] is None or _in_a_span(s, sv): continue       # the owner's or nobody's: not this rule's; or instructed
+        if s.kind == 'destination' and not (fetch and copied_link(s, sv)): continue       # where data goes: only a fetch of a copied link
+        if s.kind == 'recipient':
+            reads = pointed_reads(sv, transcript, flow, agent.world or owner_world()) if reads is None else reads
+            if not pointed_read_gives(s, reads, owner_names(_request(sv, transcript))): continue
+        out.setdefault(s.arg, set()).add(s.value)
+    return out
+
+# %% ../nbs/26_owner_plan.ipynb #8f4f0eb1
+_last_vouched = (None, None, None)   # (action, transcript state, answer): three gates ask about the same call
+
+def vouched(action:Action, ctx:Context) -> dict:
+    "`{argument: {values}}` of a side effect (of a tool that is not built in) that a verbatim link or a read the owner pointed at vouches for."
+    agent, signal = ctx.agent, ctx.signal
+    if not isinstance(agent, Agent) or action.kind != 'tool' or action.tool in BUILTIN_ARGS or not isinstance(action.args, dict): return {}
+    tool = tool_of(action, ctx)
+    kinds = declared_kinds(tool, action)
+    if getattr(tool, 'effect', 'outward') == 'read-only' or not _VOUCHABLE & set(kinds.values()): return {}
+    session = signal.session if signal is not None else 'default'
+    transcript = agent.transcript(session)
+    state, last = (len(transcript), id(transcript[-1]) if transcript else None), _last_vouched
+    if last[0] is action and last[1] == state: return last[2]
+    out = _vouched(action, kinds, agent, transcript, session)
+    globals()['_last_vouched'] = (action, state, out)
+    return out
+
+# %% ../nbs/26_owner_plan.ipynb #5e0644a0
+def _without(value, gone:set):
+    "`value` without the items in `gone` (a list), or None when it is one of them."
+    if isinstance(value, (list, tuple)): return [v for v in value if not (isinstance(v, str) and v in gone)]
+    return None if isinstance(value, str) and value in gone else value
+
+def unless_vouched(check, name:str|None=None):
+    "Wrap gate `check` so that it judges a side effect without the values `vouched` finds in it."
+    def gate(action:Action, ctx:Context) -> Verdict|None:
+        if action.kind == 'tool' and (given := vouched(action, ctx)):
+            args = {a: _without(v, given[a]) if a in given else v for a, v in action.args.items()}
+            action = replace(action, args={a: v for a, v in args.items() if v is not None})
+        return check(action, ctx)
+    gate.__name__ = name or getattr(check, '__name__', 'gate')
+    return gate
 
 # %% ../nbs/26_owner_plan.ipynb #c7f7bb71
 PLAN_DESCRIPTION = (
