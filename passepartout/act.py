@@ -89,11 +89,12 @@ def _scrub(text:str, vault) -> str:
     if vault is None: return text
     return vault.redact(text)
 
-# %% ../nbs/07_act.ipynb #a5940e88
+# %% ../nbs/07_act.ipynb #d8d80527
 def kept_text(result, limit:int, vault) -> str:
     "`format_result(redact(text), limit)`, redacting only the kept part and a margin a secret cut by it could reach into."
     text = result_text(result)
-    reach = secret_reach(vault) if vault is not None else 0
+    if vault is None or len(text) <= limit: return format_result(_scrub(text, vault), limit)   # nothing is cut: one redaction, one look at the vault
+    reach = secret_reach(vault)
     if not reach: return format_result(text, limit)
     window = limit + reach
     while window < len(text):

@@ -309,7 +309,7 @@ def _text_json(self:HTTPProvider, text:str) -> str:
     if kept is None or kept[0] != text: kept = self._text_kept = (text, _encode(text))
     return kept[1]
 
-# %% ../nbs/10_providers.ipynb #87d2d227
+# %% ../nbs/10_providers.ipynb #2efde422
 def _system_first(messages) -> bool:
     "Is the first of `messages` exactly a system message `{'role': 'system', 'content': text}`?"
     first = messages[0] if type(messages) is list and messages else None
@@ -319,17 +319,18 @@ def _system_first(messages) -> bool:
 def _body_json(self:HTTPProvider, body:dict) -> str:
     "`json.dumps(body)`, with the parts that are the same call after call (tools, system prompt) serialised once and kept."
     if any(type(k) is not str for k in body): return _encode(body)
-    out = []
+    out = ['{']                                       # the pieces, joined once at the end: the kept texts are copied once
     for k, v in body.items():
-        if k == 'tools' and v: text = self._tools_json(v)
-        elif k == 'system' and type(v) is str: text = self._text_json(v)   # Anthropic's
-        elif k == 'messages' and _system_first(v):                          # chat completions', Ollama's
+        out += (', ' if len(out) > 1 else '', _encode(k), ': ')
+        if k == 'tools' and v: out.append(self._tools_json(v))
+        elif k == 'system' and type(v) is str: out.append(self._text_json(v))   # Anthropic's
+        elif k == 'messages' and _system_first(v):                               # chat completions', Ollama's
             rest = v[1:]
             rest = ', '.join([m.json for m in rest]) if all(type(m) is _WireMessage for m in rest) else _encode(rest)[1:-1]
-            text = f'[{{"role": "system", "content": {self._text_json(v[0]["content"])}}}{", " if rest else ""}{rest}]'
-        else: text = _encode(v)
-        out.append(f'{_encode(k)}: {text}')
-    return '{' + ', '.join(out) + '}'
+            out += ('[{"role": "system", "content": ', self._text_json(v[0]['content']), '}', ', ' if rest else '', rest, ']')
+        else: out.append(_encode(v))
+    out.append('}')
+    return ''.join(out)
 
 # %% ../nbs/10_providers.ipynb #17c2504c
 @patch

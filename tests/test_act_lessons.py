@@ -76,3 +76,14 @@ def test_the_turn_records_the_handle_never_the_value(vault_agent, tool, leaked):
 def test_a_local_tool_given_a_secret_shows_only_its_outcome(vault_agent):
     fb, _ = _act(vault_agent, 'shout', 'key={{vault:API_KEY}}')
     assert fb.text.split(';')[0] == '[succeeded' and 'API_KEY' in fb.text
+
+
+@pytest.mark.parametrize('size', [0, 50, 100, 101, 5000])
+def test_kept_text_of_an_output_that_fits_looks_at_the_vault_once(vault, size, monkeypatch):
+    "An output that fits is redacted whole with one look at the vault (its file checked once); a longer one is cut as before; the text is whole redaction's either way."
+    text = ('sk-live-0123456789 ' + 'z' * size)[:max(size, 1)]
+    looks = []
+    monkeypatch.setattr(Vault, '_load', lambda self, load=Vault._load: (looks.append(1), load(self))[1])
+    kept, looked = kept_text(text, 100, vault), len(looks)
+    assert kept[:100] == format_result(redact(text, vault), 100)[:100]
+    assert looked == 1 if len(text) <= 100 else looked >= 2
