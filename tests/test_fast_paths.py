@@ -521,7 +521,9 @@ def test_secrets_in_finds_what_a_fresh_vault_finds(steps):
             for v in known[-2:]:
                 text = prefix + _shapes(v)[shape] + ' and more'
                 assert vault_mod.secrets_in(text, mine) == vault_mod.secrets_in(text, vault_mod.Vault(path, key)), (text, steps)
-            if op == 'add' and shape == 0: assert name in vault_mod.secrets_in(prefix + value, mine)   # a secret just added is caught
+            if op == 'add' and shape == 0:                                                  # a secret just added is caught, under its name
+                found = vault_mod.secrets_in(prefix + value, mine)                           # (or another's that holds the same value)
+                assert name in found or (found and all(other.get(n) == value for n in found)), (found, steps)
 
 
 handle_strings = hs.lists(hs.sampled_from(['{{vault:K}}', '{{vault:UNKNOWN}}', '{{vault:', '}}', '{{vault:1bad}}', 'https://api.example.org/',
