@@ -11,7 +11,7 @@ __all__ = ['OWN', 'CONTACT', 'ALLOWED_HOST', 'INFORMATION_FLOW_PRIORITY', 'POSIT
            'instructed', 'instructed_refusal', 'refused_instruction', 'untrusted_origin', 'judge',
            'information_flow_gate', 'with_information_flow', 'pieces', 'prose_of', 'told', 'bare_links',
            'judge_unplanned', 'dictated', 'in_span', 'instructed_call', 'instructed_text', 'field_named',
-           'instructed_disclosure', 'steering_gate']
+           'instructed_disclosure', 'described', 'steering_gate']
 
 # %% ../nbs/25_information_flow.ipynb #43d4fba3
 import re, json, functools, threading
@@ -609,11 +609,9 @@ def in_span(steer:Steer, spans:list) -> str|None:
         if short in said[4] if short else gives(steer, [whole], said[0], said[2]) or _phrase_in(whole, said[2]): return w
     return None
 
-# %% ../nbs/25_information_flow.ipynb #1d1be907
-def instructed_call(steers:list, flow:Flow, sv) -> Verdict|None:
-    "A deny when an instruction span names one steering value of the call and another came from untrusted data: the instruction describes this call."
-    present, spans = _spans(sv)
-    if not spans: return None
+# %% ../nbs/25_information_flow.ipynb #acf036a8
+def instructed_call(steers:list, flow:Flow, sv, spans:list) -> Verdict|None:
+    "A deny when an instruction span (of `spans`, from `_spans`) names one steering value of the call and another came from untrusted data: the instruction describes this call."
     named = next(((s, w) for s in steers if s.value.strip() and (w := in_span(s, spans))), None)
     for steer in steers if named else ():
         if steer is named[0] or steer.trusted or not steer.value.strip(): continue
@@ -640,11 +638,10 @@ def _dictates(text:str, span:str) -> bool:
             if re.fullmatch(rx, text): return True
     return False
 
-# %% ../nbs/25_information_flow.ipynb #e6826c37
-def instructed_text(action:Action, kinds:dict, flow:Flow, sv) -> Verdict|None:
-    "A deny for a short text argument (a title, a subject) that an instruction span dictates and the owner did not write."
-    present, spans = _spans(sv)
-    for arg, kind in kinds.items() if spans else ():
+# %% ../nbs/25_information_flow.ipynb #7e25d517
+def instructed_text(action:Action, kinds:dict, flow:Flow, spans:list) -> Verdict|None:
+    "A deny for a short text argument (a title, a subject) that an instruction span (of `spans`) dictates and the owner did not write."
+    for arg, kind in kinds.items():
         v = action.args.get(arg)
         if kind not in ('content', 'steering') or not isinstance(v, str) or '\n' in v or not 2 <= len(v.split()) <= 20: continue
         text = _normal_text(v)
@@ -668,13 +665,11 @@ def field_named(form:str, present:list, spans:list) -> str|None:
                 return key
     return None
 
-# %% ../nbs/25_information_flow.ipynb #a97975ae
-def instructed_disclosure(action:Action, kinds:dict, steers:list, flow:Flow, sv) -> Verdict|None:
-    "A deny for private data read from a tool in the content of an outward call, when an instruction span names its recipient or the field it came from."
+# %% ../nbs/25_information_flow.ipynb #988c99bd
+def instructed_disclosure(action:Action, kinds:dict, steers:list, flow:Flow, sv, present:list, spans:list) -> Verdict|None:
+    "A deny for private data read from a tool in the content of an outward call, when an instruction span (of `spans`; `present` from `_spans`) names its recipient or the field it came from."
     recipients = [s for s in steers if s.kind in ('recipient', 'destination')]
     if all(s.trusted == OWN for s in recipients): return None                          # to the owner alone (or to nobody): nothing leaves
-    present, spans = _spans(sv)
-    if not spans: return None
     to = next((s for s in recipients if (w := in_span(s, spans))), None)
     for arg, kind in kinds.items():
         for v in _items(action.args.get(arg)) if kind == 'content' else ():
@@ -687,7 +682,13 @@ def instructed_disclosure(action:Action, kinds:dict, steers:list, flow:Flow, sv)
                                 "for it in their next message.")
     return None
 
-# %% ../nbs/25_information_flow.ipynb #e28bea3e
+# %% ../nbs/25_information_flow.ipynb #28850ec1
+def described(action:Action, kinds:dict, steers:list, flow:Flow, sv, effect:str, present:list, spans:list) -> Verdict|None:
+    "The deny of the first of the three checks above that refuses the call (the content check for outward calls only), or None."
+    return (instructed_call(steers, flow, sv, spans) or instructed_text(action, kinds, flow, spans)
+            or (effect == 'outward' and instructed_disclosure(action, kinds, steers, flow, sv, present, spans)) or None)
+
+# %% ../nbs/25_information_flow.ipynb #15ce613f
 STEERING_PRIORITY = 48   # below provenance (50), above recipients (45)
 
 def steering_gate(action:Action, ctx:Context) -> Verdict|None:
@@ -706,8 +707,8 @@ def steering_gate(action:Action, ctx:Context) -> Verdict|None:
     sv = session_values(agent.transcript(session), agent, session)
     if not sv.untrusted and not sv.sources and not any(s.kind in POSITIVE_KINDS for s in steers): return None   # nothing read
     flow = flow_of(sv)
-    if (refused := refused_instruction(steers, flow, sv) or instructed_call(steers, flow, sv) or instructed_text(action, kinds, flow, sv)
-                   or (effect == 'outward' and instructed_disclosure(action, kinds, steers, flow, sv))): return refused
+    if (refused := refused_instruction(steers, flow, sv)): return refused
+    if (spans := _spans(sv))[1] and (refused := described(action, kinds, steers, flow, sv, effect, *spans)): return refused
     for steer in steers:
         if (why := judge_unplanned(steer, flow, sv, action, ctx)): return ask(why)
     return ask(why) if (why := dictated(action, kinds, flow, sv)) else None
