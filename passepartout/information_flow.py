@@ -7,8 +7,8 @@ Docs: https://passepartout-agent.github.io/passepartout/information_flow.html.md
 # %% auto #0
 __all__ = ['OWN', 'CONTACT', 'ALLOWED_HOST', 'INFORMATION_FLOW_PRIORITY', 'POSITIVE_KINDS', 'PICKED_KINDS', 'STEERING_PRIORITY',
            'forms_in', 'value_forms', 'kind_by_name', 'declared_kinds', 'Steer', 'world_forms', 'steering_values',
-           'Flow', 'flow_of', 'traced_form', 'owned_form', 'traced', 'owned', 'spoken', 'singled_out', 'gives',
-           'instructed', 'instructed_refusal', 'refused_instruction', 'untrusted_origin', 'judge',
+           'Flow', 'flow_of', 'traced_form', 'owned_form', 'traced', 'owned', 'spoken', 'said_whole', 'singled_out',
+           'gives', 'instructed', 'instructed_refusal', 'refused_instruction', 'untrusted_origin', 'judge',
            'information_flow_gate', 'with_information_flow', 'pieces', 'prose_of', 'told', 'bare_links',
            'judge_unplanned', 'dictated', 'in_span', 'instructed_call', 'instructed_text', 'field_named',
            'instructed_disclosure', 'described', 'steering_gate']
@@ -375,12 +375,16 @@ def spoken(text:str) -> tuple:
     ids = frozenset(w.lower() for m in _NAMED_SHORT.finditer(spans) for w in re.findall(r'\w+', m.group('a') or m.group('b')) if w not in ('and', 'or'))
     return forms_in(spans), forms_in(outside), _normal_text(spans), _normal_text(outside), ids
 
-# %% ../nbs/25_information_flow.ipynb #9e3aaa41
+# %% ../nbs/25_information_flow.ipynb #89318bc2
+def said_whole(whole:str, said:tuple) -> bool:
+    "Does the span text of `said` (from `spoken`) write `whole` (normalised) outside its links and e-mail addresses?"
+    return bool(whole) and _phrase_in(whole, said[2]) and _phrase_in(whole, _BARE_LINK.sub(' ', _URL.sub(' ', _EMAIL.sub(' ', said[2]))))
+
 def singled_out(short:str, whole:str, present:list) -> str|None:
     "The untrusted message whose instruction span names this identifier (`short`: as an identifier; else `whole`, as written), or None."
     for _, w, content in reversed(present):
         said = spoken(content)
-        if said and (short in said[4] if short else bool(whole) and _phrase_in(whole, said[2])): return w
+        if said and (short in said[4] if short else said_whole(whole, said)): return w
     return None
 
 # %% ../nbs/25_information_flow.ipynb #cd9aeb3f
@@ -595,7 +599,7 @@ def dictated(action:Action, kinds:dict, flow:Flow, sv) -> str|None:
                 return f"{arg} {v[:80]!r} is quoted word for word in {where}, not written by you: check it before it is used"
     return None
 
-# %% ../nbs/25_information_flow.ipynb #865020d6
+# %% ../nbs/25_information_flow.ipynb #0a08e715
 def _spans(sv) -> tuple:
     "`(present, [(where, spoken(content)), ...])`: the untrusted messages still in the transcript, and those that address the assistant, newest first."
     with sv.lock: present = list(sv.untrusted)
@@ -605,8 +609,9 @@ def in_span(steer:Steer, spans:list) -> str|None:
     "The message whose instruction span names `steer`'s value (a short one as an identifier, else by all its forms or written whole), or None."
     short = _short(steer.value) and steer.value.strip().lower()
     whole = '' if short else _normal_text(plain(steer.value))
+    typed = any(f[:5] != 'word:' for f in steer.forms)                                 # a word alone is judged as written, outside links
     for w, said in spans:
-        if short in said[4] if short else gives(steer, [whole], said[0], said[2]) or _phrase_in(whole, said[2]): return w
+        if short in said[4] if short else (typed and gives(steer, [whole], said[0], said[2])) or said_whole(whole, said): return w
     return None
 
 # %% ../nbs/25_information_flow.ipynb #acf036a8
