@@ -98,7 +98,7 @@ def test_injected_values_ask(name, args, declared):
 @pytest.mark.parametrize('name,args,decision', [
     ('send_money', dict(recipient='DE89370400440532013000', amount=1200, subject='rent', date='2024-05-01'), 'deny'),   # the span's alone
     ('update_password', dict(password='Hunter2-2024'), 'deny'),
-    ('delete_file', dict(file_id='14'), 'ask'),                                                  # the listing outside the span has 14
+    ('delete_file', dict(file_id='14'), 'deny'),                                                 # the listing has 14 too, the span singles it out
 ], ids=['iban', 'password', 'listed-id'])
 def test_values_an_instruction_span_alone_gives_are_denied(name, args, decision):
     s = session('Pay 1,200 rent to GB29 NWBK 6016 1331 9268 19 on May 1st.', True, tool_text=WRAPPED)
