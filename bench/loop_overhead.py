@@ -7,7 +7,8 @@ Prints the median (and quartiles) of the CPU time per turn for 1 and 10 calls of
 harness's own cost shows), next to the targets (<= 100 µs, <= 1 ms) as ratios; the same less the
 model's own CPU time in each turn (building and serialising the request, parsing the answer: what
 any provider pays), which is the harness's share (measured over the same turns run again with the
-model's clock on: its two clock readings a request are system calls, kept out of the first figure); the 1-tool turn with each turn written as it ends
+model's clock on: its two clock readings a request are system calls, kept out of the first figure); the 1-tool turn with Python's default garbage collector (every figure else has it tuned as the daemon and the
+gateways tune it, `passepartout.app.tune_collector`: the startup heap frozen, the young collected less often); the 1-tool turn with each turn written as it ends
 (`window=0`: no group commit across turns), without the audit log, then also without the session
 store (what each costs of a turn); the
 built-in `read_file` (the tool's own cost included) and `write_file` (a tool with effects: the audit
@@ -26,7 +27,7 @@ that way, so they compare.
 
     python bench/loop_overhead.py [--turns 1500]
 """
-import argparse, itertools, statistics, subprocess, sys, time, os
+import argparse, gc, itertools, statistics, subprocess, sys, time, os
 sys.path.insert(0, os.path.dirname(__file__))
 from _shipped import shipped_home, shipped_agent, cpu_per_turn, cpu_per_turn_batched, show
 
@@ -90,10 +91,15 @@ if __name__ == '__main__':
     a = ap.parse_args()
     home, ws = shipped_home()
     one = shipped_agent(1)
+    from passepartout.app import tune_collector
+    tune_collector()   # as every long-lived process does (the daemon's `serve`, the foreground gateways); the default's cost is printed below
     print(f"shipped agent: {one!r}; audit {one.audit.__self__!r}; gates {[g.name for g in one.gates.gates]}")
     harness = []
     print(show('shipped 1-tool turn (echo)', turns(one, 1, 1, a.turns, harness=harness), target=100))
     print(show("  less the model's own CPU (building the request)", harness, target=100))
+    young = gc.get_threshold(); gc.unfreeze(); gc.set_threshold(700, *young[1:])
+    print(show("  the same with Python's default collector", turns(one, 1, 1, a.turns)))
+    tune_collector()
     log = one.audit.__self__
     log.window = one.sessions.window = 0
     print(show('  the same, each turn written as it ends (window=0)', turns(one, 1, 1, a.turns)))

@@ -6,11 +6,11 @@ Docs: https://passepartout-agent.github.io/passepartout/daemon.html.md"""
 
 # %% auto #0
 __all__ = ['OWNER', 'LOOPBACK', 'SOCK_DIAG_BY_FAMILY', 'NETLINK_SOCK_DIAG', 'NO_COOKIE', 'ACCEPT_BACKLOG', 'HANDSHAKE_BYTES',
-           'READ_BYTES', 'YOUNG_OBJECTS', 'is_owner', 'Daemon', 'peer_uid', 'Connection', 'response', 'reply_frame',
-           'RefusalLog', 'sent_turn', 'ClientGone', 'TurnThreads', 'tune_collector', 'log_to_stderr']
+           'READ_BYTES', 'is_owner', 'Daemon', 'peer_uid', 'Connection', 'response', 'reply_frame', 'RefusalLog',
+           'sent_turn', 'ClientGone', 'TurnThreads', 'log_to_stderr']
 
-# %% ../nbs/51_daemon.ipynb #7e017580
-import asyncio, collections, gc, hmac, json, logging, os, secrets, signal as signals_module, socket, struct, sys, threading, time
+# %% ../nbs/51_daemon.ipynb #0817fb7b
+import asyncio, collections, hmac, json, logging, os, secrets, signal as signals_module, socket, struct, sys, threading, time
 from concurrent.futures import Executor, Future
 from queue import Empty, SimpleQueue
 from pathlib import Path
@@ -24,7 +24,7 @@ from .loop import Agent
 from .skills import add_skill, skills_status
 from .skill_repl import repl_skill
 from .basics import patch
-from .app import build_agent
+from .app import build_agent, tune_collector
 from .approval_flow import carry_out_signal
 from .daemon_client import *   # the client side, offered here too (`51a_daemon_client`)
 
@@ -584,14 +584,6 @@ async def shutdown(self:Daemon):
     for f in ('token', 'port', 'pid'): self.files[f].unlink(missing_ok=True)
     self.server = None
 
-
-# %% ../nbs/51_daemon.ipynb #79c0633e
-YOUNG_OBJECTS = 10_000   # net new objects between two collections of the youngest generation (Python's default: 700)
-
-def tune_collector(young:int=YOUNG_OBJECTS):
-    "Tune the cyclic garbage collector for a long-lived server: what exists now is never scanned again; the young are collected less often."
-    gc.collect(); gc.freeze()
-    gc.set_threshold(young, *gc.get_threshold()[1:])
 
 # %% ../nbs/51_daemon.ipynb #b1053629
 @patch

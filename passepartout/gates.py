@@ -6,7 +6,8 @@ Docs: https://passepartout-agent.github.io/passepartout/gates.html.md"""
 
 # %% auto #0
 __all__ = ['ALLOW', 'ASK', 'DENY', 'Check', 'TOOL_CALLS', 'Verdict', 'allow', 'ask', 'deny', 'GateRecord', 'trace_dicts',
-           'Decision', 'ToolsExcept', 'Gate', 'GateEngine', 'plain_plan', 'current_verification']
+           'Decision', 'ToolsExcept', 'Gate', 'GateEngine', 'plain_plan', 'current_verification', 'current_turn',
+           'turn_scope']
 
 # %% ../nbs/04_gates.ipynb #95600e8e
 import time, itertools, threading
@@ -160,6 +161,26 @@ _verifying, _verification_numbers = _Verifying(), itertools.count(1)
 def current_verification() -> int:
     "A number unique to the verification running on this thread (0 outside one), for gates that share facts within it."
     return _verifying.number
+
+# %% ../nbs/04_gates.ipynb #65e92360
+class _Turning(threading.local):
+    number = 0   # the turn running on this thread; 0 outside one
+
+_turning, _turn_numbers = _Turning(), itertools.count(1)
+
+def current_turn() -> int:
+    "A number unique to the turn running on this thread (0 outside one), for state taken once a turn (the vault file's)."
+    return _turning.number
+
+# %% ../nbs/04_gates.ipynb #b00b6f5b
+class turn_scope:
+    "The block is one turn of this thread: `current_turn()` is a new number inside it (an inner scope keeps the outer's)."
+    __slots__ = ('outer',)
+    def __enter__(self):
+        self.outer = _turning.number
+        if not self.outer: _turning.number = next(_turn_numbers)
+        return _turning.number
+    def __exit__(self, *exc): _turning.number = self.outer
 
 # %% ../nbs/04_gates.ipynb #7cb04ec0
 @patch

@@ -8,7 +8,7 @@ Docs: https://passepartout-agent.github.io/passepartout/loop.html.md"""
 __all__ = ['SKIP', 'ABORT', 'SystemLog', 'Recovery', 'fallback', 'Parts', 'Agent', 'audit_message', 'audit_batch', 'watched',
            'stoppable']
 
-# %% ../nbs/08_loop.ipynb #89a6301e
+# %% ../nbs/08_loop.ipynb #f25a5503
 import asyncio, contextlib, contextvars, functools, itertools, logging, secrets, threading, time
 from collections import deque
 from typing import NamedTuple
@@ -17,7 +17,7 @@ from .basics import patch
 from .errors import LLMError, BudgetError
 from .signals import Signal, Context, Turn, reply, sender_of, from_owner
 from .perceive import perceive, PreReasonHandlers
-from .gates import GateEngine
+from .gates import GateEngine, turn_scope
 from .reason import reason, note_signal, StopTurn
 from .tools import Toolbelt
 from .act import act, Actuators, run_tool, deliver_reply, resolve_target
@@ -324,7 +324,7 @@ def pinned(self:Agent):
     try: yield self.parts
     finally: _pinned.reset(token)
 
-# %% ../nbs/08_loop.ipynb #e5131685
+# %% ../nbs/08_loop.ipynb #4e8daed8
 @patch
 def process(self:Agent, signal:Signal, turn:Turn|None=None, *,
             on_token=None, # `on_token(text)`: the model's text as it streams (a new turn only)
@@ -333,7 +333,7 @@ def process(self:Agent, signal:Signal, turn:Turn|None=None, *,
            ) -> Turn:
     "Run Perceive → Reason → Act on `signal` and on every feedback signal it causes, then on the signals queued with `follow`."
     if turn is None: turn = Turn(sink=watched(self.audit, on_event), on_token=stoppable(on_token, stop), stop=stop)
-    with audit_batch(self.audit), self.pinned(): return self._chain(signal, turn, stop)
+    with turn_scope(), audit_batch(self.audit), self.pinned(): return self._chain(signal, turn, stop)
 
 # %% ../nbs/08_loop.ipynb #3b636935
 @patch

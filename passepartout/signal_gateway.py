@@ -10,7 +10,7 @@ __all__ = ['ACCOUNT_SECRET', 'NUMBER_RE', 'UUID_RE', 'MAX_MESSAGE', 'RATE_LIMITE
            'is_owner', 'held_token', 'reaction_verb', 'HeldMessages', 'session_of', 'SignalGateway', 'signal_gateway',
            'run_signal', 'signal_service', 'signal_services', 'signal_command']
 
-# %% ../nbs/71_signal.ipynb #31695a35
+# %% ../nbs/71_signal.ipynb #615a134d
 import asyncio, itertools, json, os, re, signal as signals_module, threading, time
 from collections import OrderedDict
 from pathlib import Path
@@ -23,7 +23,7 @@ from .basics import patch
 from .vault import Vault, HANDLE_RE
 from .loop import Agent
 from .daemon import write_secret
-from .app import build_agent
+from .app import build_agent, tune_collector
 from .telegram import (clean_text, split_message, _remember, _preview, SerialRunner, STRANGER_REPLY, STRANGER_WINDOW,
                                    STRANGER_NOTICES, Unstarted, hosted_gateway, BACKOFF_START, BACKOFF_MAX, MAX_INPUT_CHARS, MAX_QUEUED, MAX_RETRY_AFTER)
 
@@ -407,11 +407,12 @@ def signal_services(env=None) -> list:
     "The Signal gateway's background service when `PASSEPARTOUT_SIGNAL_OWNERS` is set, else none."
     return [signal_service] if config.setting('PASSEPARTOUT_SIGNAL_OWNERS', env).strip() else []
 
-# %% ../nbs/71_signal.ipynb #089615ed
+# %% ../nbs/71_signal.ipynb #6881cbf9
 @click.command('signal')
 def signal_command():
     "Serve the agent on Signal in the foreground until SIGINT or SIGTERM (the daemon hosts it by itself when configured)."
     agent, stop = build_agent(), threading.Event()
+    tune_collector()   # a long-lived server, as the daemon (`62_app`)
     for sig in (signals_module.SIGINT, signals_module.SIGTERM): signals_module.signal(sig, lambda *_: stop.set())
     ready = lambda gw: click.echo(f"passepartout: serving {len(gw.owners)} Signal owners through signal-cli at {gw.cli.base}; Ctrl-C stops", err=True)
     gw = run_signal(agent, stop, ready)

@@ -11,7 +11,7 @@ __all__ = ['TOKEN_SECRET', 'MAX_MESSAGE', 'MAX_INPUT_CHARS', 'MAX_RETRY_AFTER', 
            'session_of', 'TelegramGateway', 'SerialRunner', 'telegram_gateway', 'run_telegram', 'Unstarted',
            'hosted_gateway', 'telegram_service', 'gateway_services', 'telegram_command']
 
-# %% ../nbs/70_telegram.ipynb #ceeddef2
+# %% ../nbs/70_telegram.ipynb #d4925f8e
 import asyncio, re, signal as signals_module, threading, time, queue, unicodedata
 from collections import OrderedDict
 import click
@@ -23,7 +23,7 @@ from .approvals import TOKEN_ALPHABET, TOKEN_LENGTH
 from .basics import patch
 from .vault import Vault, HANDLE_RE, handle as vault_handle
 from .loop import Agent
-from .app import build_agent
+from .app import build_agent, tune_collector
 
 # %% ../nbs/70_telegram.ipynb #8f00e462
 TOKEN_SECRET = 'TELEGRAM_TOKEN'
@@ -437,11 +437,12 @@ def gateway_services(env=None) -> list:
     "The gateways' background services the daemon should run: Telegram when `PASSEPARTOUT_TELEGRAM_OWNERS` is set."
     return [telegram_service] if config.setting('PASSEPARTOUT_TELEGRAM_OWNERS', env).strip() else []
 
-# %% ../nbs/70_telegram.ipynb #4243534a
+# %% ../nbs/70_telegram.ipynb #d6735c71
 @click.command('telegram')
 def telegram_command():
     "Serve the agent on Telegram in the foreground until SIGINT or SIGTERM (the daemon hosts it by itself when configured)."
     agent, stop = build_agent(), threading.Event()
+    tune_collector()   # a long-lived server, as the daemon (`62_app`)
     for sig in (signals_module.SIGINT, signals_module.SIGTERM): signals_module.signal(sig, lambda *_: stop.set())
     ready = lambda gw: click.echo(f"passepartout: serving {len(gw.owners)} Telegram owner ids through {gw.api.base}; Ctrl-C stops", err=True)
     gw = run_telegram(agent, stop, ready)

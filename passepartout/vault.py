@@ -13,15 +13,15 @@ __all__ = ['NAME_RE', 'HANDLE_RE', 'HANDLE_MARK', 'MIN_SECRET_CHARS', 'DESTINATI
            'tool_effect', 'withholds_output', 'withheld', 'vault_command', 'vault_add', 'vault_allow', 'vault_revoke',
            'vault_list', 'vault_remove']
 
-# %% ../nbs/22_vault.ipynb #db2813a6
-import base64, html, ipaddress, json, os, re, shlex, sys, tempfile, unicodedata, urllib.parse
+# %% ../nbs/22_vault.ipynb #6ee467d7
+import base64, html, ipaddress, json, os, re, shlex, sys, tempfile, threading, unicodedata, urllib.parse
 from pathlib import Path
 import click
 from .errors import PassepartoutError
 from . import config
 from .tools import BUILTIN_EFFECTS
 from .basics import patch
-from .gates import ask, deny, allow as allow_verdict   # `allow` here is `Vault.allow`
+from .gates import ask, deny, allow as allow_verdict, current_turn   # `allow` here is `Vault.allow`
 from . import shell_gate
 
 # %% ../nbs/22_vault.ipynb #aad9bf2d
@@ -113,7 +113,11 @@ def _fernet(path:Path, create:bool):
     try: return Fernet(path.read_bytes().strip())
     except ValueError: raise VaultError(f"the vault key file {path} is not a valid key") from None
 
-# %% ../nbs/22_vault.ipynb #a80dde41
+# %% ../nbs/22_vault.ipynb #5c247c39
+class _Looked(threading.local):
+    turn = 0   # the turn (`current_turn()`) in which this thread last looked at the vault file; 0: none
+
+# %% ../nbs/22_vault.ipynb #96ea8a97
 class Vault:
     "Named secrets, each with the destinations it may go to, encrypted at rest with a key kept apart."
     def __init__(self, path=None, # the encrypted vault (default `$data/vault.enc`)
@@ -121,6 +125,7 @@ class Vault:
         self.path = Path(path) if path else config.paths().data / 'vault.enc'
         self.key_path = key_file(key_path)
         self._secrets, self._bindings, self._stamp, self._pattern = {}, {}, None, None
+        self._looked = _Looked()   # per thread: the turn in which the file was last looked at
 
     def __repr__(self): return f"Vault({str(self.path)!r}, {len(self.names())} secrets)"
     # what the stages that hold a vault (Act, the recorder) call, without importing this module (`00_package`: layers)
@@ -152,10 +157,10 @@ def read_vault_plain(vault:Vault) -> tuple:
     try: return vault._entries(json.loads(f.decrypt(vault.path.read_bytes())))
     except InvalidToken: raise VaultError(f"cannot decrypt the vault {vault.path} with the key {vault.key_path}: wrong key or damaged file") from None
 
-# %% ../nbs/22_vault.ipynb #97e7fba8
+# %% ../nbs/22_vault.ipynb #3ee62ff5
 @patch
-def _load(self:Vault) -> dict:
-    "The decrypted secrets (name to value), re-read only when the file changed on disk; bindings go to `_bindings`."
+def _read(self:Vault) -> dict:
+    "`_load` without the turn's mark: the secrets, decrypted again only when the file's stamp changed."
     try: st = os.stat(self.path)
     except FileNotFoundError:
         if self._stamp is not None or self._secrets: self._secrets, self._bindings, self._stamp, self._pattern = {}, {}, None, None
@@ -171,13 +176,24 @@ def _load(self:Vault) -> dict:
     return self._secrets
 
 
-# %% ../nbs/22_vault.ipynb #181ca1c7
+# %% ../nbs/22_vault.ipynb #45fb57e5
+@patch
+def _load(self:Vault) -> dict:
+    "The decrypted secrets (name to value), re-read only when the file changed on disk, looked at once a turn; bindings go to `_bindings`."
+    turn, looked = current_turn(), self._looked
+    if turn and looked.turn == turn: return self._secrets   # this turn looked already
+    secrets = self._read()
+    looked.turn = turn
+    return secrets
+
+
+# %% ../nbs/22_vault.ipynb #fb291887
 @patch
 def _save(self:Vault, secrets:dict, bindings:dict):
     "Encrypt and write `secrets` with their `bindings` (an unbound secret is stored as a plain string)."
     blob = {n: {'value': v, 'for': sorted(bindings[n])} if bindings.get(n) else v for n, v in secrets.items()}
     _write_private(self.path, _fernet(self.key_path, create=True).encrypt(json.dumps(blob, sort_keys=True).encode()))
-    self._stamp = None
+    self._stamp, self._looked = None, _Looked()   # every thread looks again, even in a turn
 
 # %% ../nbs/22_vault.ipynb #5371dd57
 @patch
