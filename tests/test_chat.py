@@ -6,7 +6,7 @@ Each test can fail: the streaming test holds the model's stream open until it ha
 on the screen, the approval test judges the file system, the local-command tests count the requests
 the model server received.
 """
-import importlib.util, io, os, re, subprocess, sys, threading, time
+import importlib.util, io, os, re, signal, subprocess, sys, threading, time
 from pathlib import Path
 import pytest
 
@@ -33,8 +33,15 @@ def env(tmp_path, server):
     return loopback_env(tmp_path, server.url, TERM='xterm-256color')
 
 
+def _keys_interrupt():
+    """In the child: Ctrl-C and Ctrl-\\ do what they do at a terminal, even when the tests run with them ignored (a
+    non-interactive shell ignores both in what it starts with `&`, and a Python started so never raises KeyboardInterrupt)."""
+    for sig in (signal.SIGINT, signal.SIGQUIT): signal.signal(sig, signal.SIG_DFL)
+
+
 def spawn(env, **extra):
-    child = pexpect.spawn(CHAT[0], CHAT[1:], env={**env, **extra}, encoding='utf-8', timeout=60, dimensions=(40, 140))   # each expect's hang detector
+    child = pexpect.spawn(CHAT[0], CHAT[1:], env={**env, **extra}, encoding='utf-8', timeout=60, dimensions=(40, 140),   # each expect's hang detector
+                          preexec_fn=_keys_interrupt)
     child.logfile_read = io.StringIO()   # everything the screen received
     child.expect('you> ')
     return child
