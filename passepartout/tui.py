@@ -233,7 +233,7 @@ CSS = """
 .held { color: $warning; } Collapsible { margin: 0; padding: 0; border-top: none; } .trace { color: $text-muted; }
 """
 
-# %% ../nbs/65_tui.ipynb #304624ed
+# %% ../nbs/65_tui.ipynb #df704d6b
 class PassepartoutApp(App):
     "The TUI: sessions and approvals at the side, the conversation, the prompt, the status bar."
     TITLE, CSS = 'Passepartout', CSS
@@ -247,6 +247,7 @@ class PassepartoutApp(App):
         self.conversation, self.widgets, self.usage, self.models, self.model = Conversation(), {}, {}, {}, ''
         self.daemon, self.busy, self.turn_worker, self.client, self.quit_armed, self.pending = '', 'starting the daemon…', None, None, False, []
         self.in_turn = False   # from the line sent to the turn's end (the lists are read again after it)
+        self.ready = False     # the daemon asked for and the session's messages shown: lines typed before wait in the prompt
         self.drawing = asyncio.Lock()
     def compose(self):
         yield Horizontal(Vertical(Label('Sessions  (F2, Enter)', classes='heading'), SessionList(id='sessions'),
@@ -261,18 +262,21 @@ def on_mount(self:PassepartoutApp):
     self.query_one('#prompt').focus(); self.show_status()
     self.run_worker(self.connect(), group='setup')
 
-# %% ../nbs/65_tui.ipynb #72f795c7
+# %% ../nbs/65_tui.ipynb #bc13d038
 @patch
 async def connect(self:PassepartoutApp):
     "Start the daemon if needed, then show the sessions, the approvals and this session's messages."
     try: self.daemon = await asyncio.to_thread(ensure_daemon)
     except (click.ClickException, PassepartoutError, OSError) as e:
         self.busy = 'no daemon'; self.show(self.conversation.add('note', f"the daemon could not start: {getattr(e, 'message', e)}", style='error'))
-    else: self.busy = ''
+    else: self.busy = 'loading the session…'
     try: self.models = await asyncio.to_thread(models)
     except (PassepartoutError, ValueError): self.models = {}
     self.model = next((f"{n}: {m}" for n, m in self.models.items()), '')
-    self.show_status(); await self.load_session(self.session); await self.refresh_lists()
+    self.show_status(); await self.load_session(self.session)
+    self.ready = True
+    if self.daemon: self.busy = ''
+    self.show_status(); await self.refresh_lists()
     self.set_interval(self.poll, self.refresh_approvals)
 
 # %% ../nbs/65_tui.ipynb #2c84c322
@@ -302,10 +306,11 @@ def progress(self:PassepartoutApp, payload:dict):
         self.busy = f"running {(e['action']).get('tool')}…"; self.show_status()
     self.show(*self.conversation.event(e))
 
-# %% ../nbs/65_tui.ipynb #ab93ed4b
+# %% ../nbs/65_tui.ipynb #64ead9f3
 @patch
 def start_turn(self:PassepartoutApp, text:str, session:str) -> bool:
     "Run `text` as a turn in `session` (False: a turn already runs)."
+    if not self.ready: self.notify('still starting: the line waits in the prompt', severity='warning'); return False
     if self.in_turn: self.notify('a turn is running: wait for it, or Ctrl-C to stop it', severity='warning'); return False
     self.in_turn, self.turn_worker = True, self.run_worker(self.turn(text, session), group='turn')
     return True

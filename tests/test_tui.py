@@ -252,6 +252,30 @@ def test_a_failed_turn_is_shown_once_as_an_error(home, server):
     assert blocks[1][0] == 'note' and blocks[1][1].startswith('error: ') and 'the model does not exist' in blocks[1][1], blocks
 
 
+def test_a_line_typed_while_the_session_loads_waits_in_the_prompt(home, server, monkeypatch):
+    """Loading the session's stored messages replaces the conversation shown: a line sent before that is done would
+    vanish from the screen while its turn ran (seen under CPU load). It waits in the prompt, and runs once loaded."""
+    from passepartout.tui import PassepartoutApp
+    server.add(openai_stream(['Hello there.']))
+    gate, load = asyncio.Event(), PassepartoutApp.load_session
+    async def held_load(self, session):
+        await gate.wait(); await load(self, session)
+    monkeypatch.setattr(PassepartoutApp, 'load_session', held_load)
+    async def go():
+        app = PassepartoutApp()
+        async with app.run_test(size=(120, 30)) as pilot:
+            await until(pilot, lambda: app.daemon)
+            await say(pilot, 'hello')
+            early = (app.query_one('#prompt').value, app.in_turn, texts(app))
+            gate.set(); await ready(pilot)
+            await pilot.press('enter')
+            await until(pilot, lambda: 'Hello there.' in texts(app) and not app.in_turn)
+            return early, [(b.kind, b.text) for b in app.conversation.blocks]
+    early, blocks = run(go())
+    assert early == ('hello', False, []), early
+    assert blocks[0] == ('you', 'hello') and ('answer', 'Hello there.') in blocks, blocks
+
+
 def test_an_action_held_from_telegram_is_approved_with_a_key_and_the_chat_hears_the_rest(home, server, monkeypatch):
     """The daemon the TUI starts hosts the Telegram gateway: the owner's chat asks, the gates hold the action, `y` in the
     approvals panel approves it; the model carries on in the Telegram chat, and the audit log says the TUI decided."""
