@@ -39,11 +39,12 @@ refused / with holds approved / benign tasks asking a human, in %):
 | travel, `--plan` | 100 / 14.3 / 14.3 / 0 | 100 / 17.9 / 17.9 / 0 | 100 / 17.9 / 17.9 / 0 |
 | banking, `--plan` | 100 / 0 / 0 / 0 | 93.8 / 0 / 0 / 0 | 93.8 / 0 / 0 / 0 |
 
-Workspace (both modes), banking and travel without a plan: the same figures for both configurations.
-What the outsider still loses comes from declaring free text `content` where ours leaves it undeclared
-(steering): a link written without `https://` in a message body, an event title copied from an
-injection, private data in a mail to a recipient the owner named, and a URL without a scheme that an
-injection gave (asked, not refused, so approving it posts the data); see issue 16's report.
+Those figures are history (before the gates of issue 16's later sessions). Measured again with today's
+gates, all four suites, both versions pooled (utility / attack success refused / approved / benign asking):
+ours 96.9 / 0 / 0 / 3.1 without a plan and 96.9 / 0 / 0 / 0 with one; this outsider 83.5 / 0 / 0 / 16.5
+without a plan and 96.9 / 0 / 0 / 0 with one. Without a plan the outsider asks more because it declares
+fewer contacts (the people of the owner's calendar, shares, payment history and workspace): see "What to
+declare so the gates ask less" in `nbs/26_owner_plan.md`.
 """
 
 # One entry per function that changes something: (effect word, {argument: kind}). The functions that only
