@@ -11,7 +11,7 @@ __all__ = ['OWN', 'CONTACT', 'ALLOWED_HOST', 'INFORMATION_FLOW_PRIORITY', 'POSIT
            'gives', 'instructed', 'instructed_refusal', 'refused_instruction', 'untrusted_origin', 'judge',
            'information_flow_gate', 'with_information_flow', 'pieces', 'prose_of', 'told', 'bare_links',
            'judge_unplanned', 'dictated', 'in_span', 'instructed_call', 'instructed_text', 'field_named',
-           'instructed_disclosure', 'described', 'steering_gate']
+           'instructed_disclosure', 'described', 'instructed_free', 'steering_gate']
 
 # %% ../nbs/25_information_flow.ipynb #43d4fba3
 import re, json, functools, threading
@@ -689,7 +689,21 @@ def described(action:Action, kinds:dict, steers:list, flow:Flow, sv, effect:str,
     return (instructed_call(steers, flow, sv, spans) or instructed_text(action, kinds, flow, spans)
             or (effect == 'outward' and instructed_disclosure(action, kinds, steers, flow, sv, present, spans)) or None)
 
-# %% ../nbs/25_information_flow.ipynb #15ce613f
+# %% ../nbs/25_information_flow.ipynb #6836dcdd
+_FREE_KINDS = frozenset({'content', 'plain'})   # the kinds `steering_values` does not trace: judged here, whole
+
+def instructed_free(action:Action, kinds:dict, flow:Flow, sv, world:World) -> Verdict|None:
+    "A deny for a free value (`content`, `plain`: a street, a body) of a side effect that, whole, only an instruction span gives (`instructed`)."
+    for arg, kind in kinds.items():
+        for v in _items(action.args.get(arg)) if kind in _FREE_KINDS else ():
+            v = v.strip()
+            if _short(v) or v.isalpha() or len(v) > 200 or '\n' in v: continue          # a letter or two, one plain word, or a long text
+            forms = value_forms('object', v)                                               # its typed forms and the value as written
+            steer = Steer(arg, kind, v, forms, _in_world('recipient', value_forms('recipient', v), world))
+            if (where := instructed(steer, flow, sv)): return deny(instructed_refusal(steer, where))
+    return None
+
+# %% ../nbs/25_information_flow.ipynb #76272d2e
 STEERING_PRIORITY = 48   # below provenance (50), above recipients (45)
 
 def steering_gate(action:Action, ctx:Context) -> Verdict|None:
@@ -699,17 +713,18 @@ def steering_gate(action:Action, ctx:Context) -> Verdict|None:
     tool = tool_of(action, ctx)
     effect = getattr(tool, 'effect', 'outward')
     if effect == 'read-only': return None
-    kinds = declared_kinds(tool, action)
+    kinds = every = declared_kinds(tool, action)
     if effect != 'outward': kinds = {k: v for k, v in kinds.items() if v != 'content'}   # links matter in what is sent out
     world = agent.world or owner_world()
     steers = steering_values(action, kinds, world) + bare_links(action, kinds, world)
-    if not steers and not {'content', 'steering'} & set(kinds.values()): return None
+    if not steers and not {'content', 'steering', 'plain'} & set(every.values()): return None
     session = signal.session if signal is not None else 'default'
     sv = session_values(agent.transcript(session), agent, session)
     if not sv.untrusted and not sv.sources and not any(s.kind in POSITIVE_KINDS for s in steers): return None   # nothing read
     flow = flow_of(sv)
     if (refused := refused_instruction(steers, flow, sv)): return refused
-    if (spans := _spans(sv))[1] and (refused := described(action, kinds, steers, flow, sv, effect, *spans)): return refused
+    if (spans := _spans(sv))[1] and (refused := described(action, kinds, steers, flow, sv, effect, *spans)
+                                     or instructed_free(action, every, flow, sv, world)): return refused
     for steer in steers:
         if (why := judge_unplanned(steer, flow, sv, action, ctx)): return ask(why)
     return ask(why) if (why := dictated(action, kinds, flow, sv)) else None

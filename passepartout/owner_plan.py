@@ -10,7 +10,7 @@ __all__ = ['PLAN_TOOL', 'PRIVATE', 'PLAN_DESCRIPTION', 'PlanFrom', 'Source', 'Pl
            'pointed_reads', 'owner_names', 'pointed_read_gives', 'vouched', 'unless_vouched', 'PlanSource', 'PlanStep',
            'plan', 'add_plan_tool', 'with_owner_plan']
 
-# %% ../nbs/26_owner_plan.ipynb #351f9d42
+# %% ../nbs/26_owner_plan.ipynb #0582746c
 import re, json, threading
 from collections import OrderedDict
 from typing import TypedDict, NotRequired, NamedTuple
@@ -26,7 +26,7 @@ from .provenance_gates import session_values
 from .information_flow import (_EMAIL, information_flow_gate, with_information_flow, declared_kinds, steering_values, value_forms,
     forms_in, flow_of, traced_form, owned_form, owned, judge, untrusted_origin, world_forms, Steer, OWN, POSITIVE_KINDS,
     INFORMATION_FLOW_PRIORITY, _WORLDLY, _URL, _items, _phrase_in, _normal_text, _short)
-from .information_flow import refused_instruction
+from .information_flow import refused_instruction, instructed_free
 
 # %% ../nbs/26_owner_plan.ipynb #f83d1582
 PLAN_TOOL = 'plan'
@@ -451,12 +451,12 @@ def _findable(steer:Steer) -> Steer:
     "`steer`, or, for an undeclared argument whose value has no form of its own (a phrase of words: a city), the value as the object it names."
     return steer if steer.kind != 'steering' or steer.forms else steer._replace(forms=value_forms('object', steer.value))
 
-# %% ../nbs/26_owner_plan.ipynb #cbfff513
+# %% ../nbs/26_owner_plan.ipynb #e187e964
 def _held_to(plan:Plan|None, action:Action, ctx:Context, tool, effect:str) -> Verdict|None:
     "A side-effecting call judged against `plan` (rules 3, 5 and 7); with `plan` None, rule 5 alone."
     agent, signal = ctx.agent, ctx.signal
     session = signal.session if signal is not None else 'default'
-    kinds = declared_kinds(tool, action)
+    kinds = every = declared_kinds(tool, action)
     if plan is None and not any(k == 'content' and isinstance(v := action.args.get(a), str) and _PRIVATE_HINT.search(v) for a, k in kinds.items()):
         return None                                                                     # no private data in what is sent: rule 5 has nothing to do
     content = [a for a, k in kinds.items() if k == 'content'] if plan is not None else []   # rule 7: every side effect's content
@@ -464,7 +464,7 @@ def _held_to(plan:Plan|None, action:Action, ctx:Context, tool, effect:str) -> Ve
     world = agent.world or owner_world()
     steers = steering_values(action, kinds, world if any(k in _WORLDLY for k in kinds.values()) else World())
     if plan is not None and effect == 'outward': steers += _content_hosts(action, kinds)
-    if not steers and not content: return None
+    if not steers and not content and not (plan is not None and 'plain' in every.values()): return None   # an option may be instructed too
     transcript = agent.transcript(session)
     sv = session_values(transcript, agent, session)
     flow = flow_of(sv)
@@ -482,6 +482,7 @@ def _held_to(plan:Plan|None, action:Action, ctx:Context, tool, effect:str) -> Ve
             continue
         return deny(_refusal(action, steer, where, plan))
     if content and (verdict := _planned_content(action, content, steers, flow, sv, plan, transcript, effect == 'outward')): return verdict
+    if plan is not None and (refused := instructed_free(action, every, flow, sv, world)): return refused   # a street only an instruction gives (25)
     return _outward_content(action, kinds, steers, flow, sv, plan, transcript) if effect == 'outward' else None
 
 # %% ../nbs/26_owner_plan.ipynb #0910104f
