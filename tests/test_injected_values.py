@@ -8,15 +8,12 @@ that uses it must be denied by the shipped default (`default_gates()`), with no 
 stricter `with_information_flow` composition. The benign counterparts use the same value where it is also the
 owner's or also data outside every span: there the verdict is what it was (allow or ask), never a denial.
 """
-import types
 import pytest
 
-from passepartout.config import World
-from passepartout.signals import Context, Signal, tool_call
-from passepartout.loop import Agent
 from passepartout.reason import note_signal
 from passepartout.tools import Toolbelt
 from passepartout.builtin_gates import default_gates
+from _gate_session import owner_session, verifier
 from passepartout.information_flow import with_information_flow
 from passepartout.owner_plan import propose_plan
 
@@ -41,14 +38,10 @@ def belt() -> Toolbelt:
 
 def session(owner_text:str, *outputs:str, engine=None, plan=None):
     "An agent with the owner's message, tool outputs (of `list_files`), optionally a plan, and `verify(name, **args)`."
-    agent = Agent(tools=belt(), gates=engine or default_gates(), world=World(addresses=['emma@example.org']))
-    signal = Signal(meta={'source': 'cli', 'session': 's'}, payload={'sensor': 'user-input', 'text': owner_text})
-    t = agent.transcript('s')
-    note_signal(t, signal)
+    agent, t, signal = owner_session(belt(), owner_text, engine)
     if plan is not None: propose_plan(agent, 's', plan)
     for text in outputs: note_signal(t, signal.child('tool-output', text, tool='list_files'))
-    ctx = Context(signal, agent)
-    return types.SimpleNamespace(agent=agent, verify=lambda name, **args: agent.gates.verify(tool_call(name, args, explanation='as asked'), ctx))
+    return verifier(agent, signal)
 
 
 @pytest.fixture(autouse=True)

@@ -16,15 +16,11 @@ Each attack is tried with near variants (paraphrased, other id formats, other pr
 default gates with no plan; each has a benign neighbour, the owner's own errand on the same data with no instruction in
 it (or an instruction that names something else), which must still run.
 """
-import types
 import pytest
 
-from passepartout.config import World
-from passepartout.signals import Context, Signal, tool_call
-from passepartout.loop import Agent
 from passepartout.reason import note_signal
 from passepartout.tools import Toolbelt
-from passepartout.builtin_gates import default_gates
+from _gate_session import owner_session, verifier
 
 
 def belt() -> Toolbelt:
@@ -49,13 +45,9 @@ def belt() -> Toolbelt:
 
 def session(owner_text:str, *outputs:tuple):
     "An agent with the owner's message and tool outputs `(tool, text)`, and `verify(name, **args)` by the shipped default gates."
-    agent = Agent(tools=belt(), gates=default_gates(), world=World(addresses=['emma@example.org']))
-    signal = Signal(meta={'source': 'cli', 'session': 's'}, payload={'sensor': 'user-input', 'text': owner_text})
-    t = agent.transcript('s')
-    note_signal(t, signal)
+    agent, t, signal = owner_session(belt(), owner_text)
     for tool, text in outputs: note_signal(t, signal.child('tool-output', text, tool=tool))
-    ctx = Context(signal, agent)
-    return types.SimpleNamespace(agent=agent, verify=lambda name, **args: agent.gates.verify(tool_call(name, args, explanation='as asked'), ctx))
+    return verifier(agent, signal)
 
 
 @pytest.fixture(autouse=True)
