@@ -306,10 +306,10 @@ def progress(self:PassepartoutApp, payload:dict):
         self.busy = f"running {(e['action']).get('tool')}…"; self.show_status()
     self.show(*self.conversation.event(e))
 
-# %% ../nbs/65_tui.ipynb #64ead9f3
+# %% ../nbs/65_tui.ipynb #2b9933e7
 @patch
 def start_turn(self:PassepartoutApp, text:str, session:str) -> bool:
-    "Run `text` as a turn in `session` (False: a turn already runs)."
+    "Run `text` as a turn in `session` (False: still starting, or a turn already runs)."
     if not self.ready: self.notify('still starting: the line waits in the prompt', severity='warning'); return False
     if self.in_turn: self.notify('a turn is running: wait for it, or Ctrl-C to stop it', severity='warning'); return False
     self.in_turn, self.turn_worker = True, self.run_worker(self.turn(text, session), group='turn')
