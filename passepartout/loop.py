@@ -310,19 +310,27 @@ def _chain(self:Agent, signal:Signal, turn:Turn, stop=None) -> Turn:
     finally: stack.pop(); self._save_sessions(touched)
     return turn
 
-# %% ../nbs/08_loop.ipynb #50ed7e64
+# %% ../nbs/08_loop.ipynb #2a037294
+class _Pin:
+    "The block of `Agent.pinned`: the agent's parts held in this context from `__enter__` to `__exit__`."
+    __slots__ = ('agent', 'token')
+    def __init__(self, agent): self.agent, self.token = agent, None
+    def __enter__(self) -> Parts:
+        agent, held = self.agent, _pinned.get()
+        if held is not None and held[0] is agent: return held[1]   # an inner chain keeps the outer one's parts
+        if (skills := agent.parts.skills) is not None:
+            try: skills.refresh(agent)   # a changed user skill is loaded between turns, never during one
+            except Exception as e: agent.syslog.log('ERROR', f"skills: the refresh failed: {type(e).__name__}: {e}")
+        parts = agent.parts
+        self.token = _pinned.set((agent, parts))
+        return parts
+    def __exit__(self, *exc):
+        if self.token is not None: _pinned.reset(self.token); self.token = None
+
 @patch
-@contextlib.contextmanager
-def pinned(self:Agent):
+def pinned(self:Agent) -> _Pin:
     "Hold the agent's parts for the chain run inside (its skills refreshed first): the turn keeps them, whatever is swapped meanwhile."
-    held = _pinned.get()
-    if held is not None and held[0] is self: yield held[1]; return   # an inner chain keeps the outer one's parts
-    if (skills := self.parts.skills) is not None:
-        try: skills.refresh(self)   # a changed user skill is loaded between turns, never during one
-        except Exception as e: self.syslog.log('ERROR', f"skills: the refresh failed: {type(e).__name__}: {e}")
-    token = _pinned.set((self, self.parts))
-    try: yield self.parts
-    finally: _pinned.reset(token)
+    return _Pin(self)
 
 # %% ../nbs/08_loop.ipynb #4e8daed8
 @patch
