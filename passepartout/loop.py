@@ -277,28 +277,30 @@ def _stop(self:Agent, signal:Signal, turn:Turn, unseen:bool=False, # `signal` is
         msgs.append({'role': 'tool', 'call_id': unrun.call_id, 'name': unrun.tool, 'content': 'not run: the owner stopped the turn', 'is_error': True})
     turn.record('stopped', sensor=signal.sensor, depth=signal.depth)
 
-# %% ../nbs/08_loop.ipynb #5e10914d
+# %% ../nbs/08_loop.ipynb #7a559f4f
 _chains = threading.local()   # per thread: the follow-up lists of the `process` calls in progress
 
 @patch
 def _chain(self:Agent, signal:Signal, turn:Turn, stop=None) -> Turn:
     "The loop proper: `signal`, its feedback, then the follow-ups, each chain's first signal handed to the audit log."
     current, later, touched = signal, [], {}
-    stack = _chains.__dict__.setdefault('stack', [])
+    stack = getattr(_chains, 'stack', None)   # a thread-local: unset in a thread that never ran a chain
+    if stack is None: stack = _chains.stack = []
     stack.append(later)
+    limit, interrupted = self.max_depth, self.interrupt.is_set
     try:
         self._begin(current, touched); audit_message(current, turn)
         while current is not None:
-            if current.depth > self.max_depth:
-                self.syslog.log('WARNING', f"dropped a {current.sensor} signal at depth {current.depth} (limit {self.max_depth})")
+            if current.depth > limit:
+                self.syslog.log('WARNING', f"dropped a {current.sensor} signal at depth {current.depth} (limit {limit})")
                 turn.record('dropped', reason='depth limit', depth=current.depth); current = None
-            elif self.interrupt.is_set():
+            elif interrupted():
                 self.syslog.log('INFO', "interrupted: stopping between cycles"); turn.record('interrupted'); break
             elif stop is not None and stop.is_set(): self._stop(current, turn, unseen=True); break
             else:
                 ctx = Context(current, self, turn)
                 try:
-                    settled = reason(perceive(current), ctx)
+                    settled = reason(current, ctx)   # perceived already: at the gateway (`send`), or made by Act as a `Signal`
                     if stop is not None and stop.is_set():
                         self._stop(current, turn, unrun=settled.approved_action if settled.status == 'approved' else None); break
                     current = act(settled, ctx)
