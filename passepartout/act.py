@@ -49,11 +49,11 @@ def set_silent(self:Actuators, names) -> Actuators:
     self.by_name = {n: dataclasses.replace(a, silent=n in names) for n, a in self.by_name.items()}
     return self
 
-# %% ../nbs/07_act.ipynb #79380adc
+# %% ../nbs/07_act.ipynb #3300b6d8
 def resolve_target(action:Action, signal:Signal, actuators:Actuators, default:str) -> str:
     "Explicit target, else the signal's source (if it has an actuator), else the default."
     if action.target: return action.target
-    if signal.source in actuators: return signal.source
+    if signal.source in actuators.by_name: return signal.source
     return default
 
 # %% ../nbs/07_act.ipynb #10a49cfb
@@ -70,11 +70,14 @@ def cut_note(more:int) -> str:
     "The note that ends a cut result."
     return f"\n[... cut: {more} more characters]"
 
-# %% ../nbs/07_act.ipynb #6a45c9da
+# %% ../nbs/07_act.ipynb #f6d78e51
+def _cut(text:str, limit:int) -> str:
+    "`text` cut to `limit` characters, with the note."
+    return text[:limit] + cut_note(len(text) - limit) if len(text) > limit else text
+
 def format_result(result, limit:int=20000) -> str:
     "A tool's result as text for the model, cut to `limit` characters with a note."
-    text = result_text(result)
-    return text[:limit] + cut_note(len(text) - limit) if len(text) > limit else text
+    return _cut(result_text(result), limit)
 
 # %% ../nbs/07_act.ipynb #620503c5
 def secret_reach(vault) -> int:
@@ -89,13 +92,13 @@ def _scrub(text:str, vault) -> str:
     if vault is None: return text
     return vault.redact(text)
 
-# %% ../nbs/07_act.ipynb #d8d80527
+# %% ../nbs/07_act.ipynb #f6f6ce03
 def kept_text(result, limit:int, vault) -> str:
     "`format_result(redact(text), limit)`, redacting only the kept part and a margin a secret cut by it could reach into."
     text = result_text(result)
-    if vault is None or len(text) <= limit: return format_result(_scrub(text, vault), limit)   # nothing is cut: one redaction, one look at the vault
+    if vault is None or len(text) <= limit: return _cut(_scrub(text, vault), limit)   # nothing is cut: one redaction, one look at the vault
     reach = secret_reach(vault)
-    if not reach: return format_result(text, limit)
+    if not reach: return _cut(text, limit)
     window = limit + reach
     while window < len(text):
         safe = window - reach                         # a match starting before this ends inside the window
@@ -104,7 +107,7 @@ def kept_text(result, limit:int, vault) -> str:
         kept = vault.replace_spans(text[:end], spans)
         if len(kept) >= limit: return kept[:limit] + cut_note(len(kept) - limit + len(text) - end)
         window += limit - len(kept) + reach
-    return format_result(_scrub(text, vault), limit)
+    return _cut(_scrub(text, vault), limit)
 
 # %% ../nbs/07_act.ipynb #5c551730
 def run_tool(action:Action, ctx:Context):
@@ -152,7 +155,7 @@ def _withheld(action:Action, ctx:Context, vault, result=None, error=None) -> str
 def _feedback(signal:Signal, action:Action, sensor:str, text:str) -> Signal:
     return signal.child(sensor, text, tool=action.tool, call_id=action.call_id)
 
-# %% ../nbs/07_act.ipynb #58cf3321
+# %% ../nbs/07_act.ipynb #550b3f48
 def act(signal:Signal, ctx:Context, grant:Grant|None=None) -> Signal | None:
     "Check the approved action once more, run it on its actuator, and return the feedback signal (or None); `grant`: the owner approved it."
     action, agent, turn = signal.approved_action, ctx.agent, ctx.turn
@@ -164,10 +167,10 @@ def act(signal:Signal, ctx:Context, grant:Grant|None=None) -> Signal | None:
             if turn is not None: turn.record('last-mile', decision=last.decision, reasons=last.reasons, action=action.to_dict())
             return _feedback(signal, action, 'tool-error', f"refused at the last-mile check: {why}") if action.kind == 'tool' else None
         action = last.action
-    target = resolve_target(action, signal, agent.actuators, agent.default_actuator)
-    if target not in agent.actuators:
-        return _feedback(signal, action, 'tool-error', f"no actuator named {target!r}")
-    actuator, vault = agent.actuators[target], agent.vault
+    actuators = agent.actuators
+    target = resolve_target(action, signal, actuators, agent.default_actuator)
+    actuator, vault = actuators.by_name.get(target), agent.vault   # one look-up: is there one, and which
+    if actuator is None: return _feedback(signal, action, 'tool-error', f"no actuator named {target!r}")
     if actuator.fn is not deliver_reply: _anchor_before_acting(action, agent, turn)   # what leaves the process is on disk first
     ctx.grant = grant if grant is not None and grant.digest == action.digest() else None   # the owner's approval holds for exactly what runs
     try:
