@@ -155,7 +155,7 @@ def _withheld(action:Action, ctx:Context, vault, result=None, error=None) -> str
 def _feedback(signal:Signal, action:Action, sensor:str, text:str) -> Signal:
     return signal.child(sensor, text, tool=action.tool, call_id=action.call_id)
 
-# %% ../nbs/07_act.ipynb #550b3f48
+# %% ../nbs/07_act.ipynb #f06e911f
 def act(signal:Signal, ctx:Context, grant:Grant|None=None) -> Signal | None:
     "Check the approved action once more, run it on its actuator, and return the feedback signal (or None); `grant`: the owner approved it."
     action, agent, turn = signal.approved_action, ctx.agent, ctx.turn
@@ -173,11 +173,13 @@ def act(signal:Signal, ctx:Context, grant:Grant|None=None) -> Signal | None:
     if actuator is None: return _feedback(signal, action, 'tool-error', f"no actuator named {target!r}")
     if actuator.fn is not deliver_reply: _anchor_before_acting(action, agent, turn)   # what leaves the process is on disk first
     ctx.grant = grant if grant is not None and grant.digest == action.digest() else None   # the owner's approval holds for exactly what runs
+    unsealed = None   # the action as run: the very `action` when its arguments held no handle
     try:
-        result = actuator.fn(_unsealed(action, vault), ctx)
-        result = _withheld(action, ctx, vault, result) or result   # a tool that got a secret shows only whether it succeeded
+        unsealed = _unsealed(action, vault)
+        result = actuator.fn(unsealed, ctx)
+        if unsealed is not action: result = _withheld(action, ctx, vault, result) or result   # a tool that got a secret shows only whether it succeeded
     except Exception as e:
-        why = _withheld(action, ctx, vault, error=e) or _scrub(f"{type(e).__name__}: {e}", vault)
+        why = (_withheld(action, ctx, vault, error=e) if unsealed is not action else None) or _scrub(f"{type(e).__name__}: {e}", vault)
         if turn is not None: turn.record('result', actuator=target, action=action.to_dict(), error=why)
         return None if actuator.silent else _feedback(signal, action, 'tool-error', why)
     if actuator.silent: return _audit_delivery(action, target, ctx) if actuator.fn is not deliver_reply else None
