@@ -8,8 +8,8 @@ Docs: https://passepartout-agent.github.io/passepartout/sessions.html.md"""
 __all__ = ['Transcript', 'changes', 'SessionStore', 'new_session_id', 'list_sessions', 'latest_session', 'session_line',
            'message_line', 'sessions_command', 'show_command', 'forget_command']
 
-# %% ../nbs/34_sessions.ipynb #894828a6
-import json, operator, os, secrets, threading, time, weakref
+# %% ../nbs/34_sessions.ipynb #0efbe36c
+import json, mmap, operator, os, secrets, threading, time, weakref
 from collections import namedtuple
 from datetime import datetime
 from pathlib import Path
@@ -57,7 +57,51 @@ def _private(path:Path):
     try: os.fchmod(fd, 0o600)
     finally: os.close(fd)
 
-# %% ../nbs/34_sessions.ipynb #9846b92b
+# %% ../nbs/34_sessions.ipynb #a8f338d3
+_HEADER = 96   # bytes: the WAL index header, two copies, rewritten by every commit of every connection (sqlite.org/walformat.html)
+
+def _wal_index(path:Path) -> mmap.mmap|None:
+    "The first bytes of the database's WAL index (its `-shm` file), mapped read-only, or None when it cannot be."
+    try:
+        fd = os.open(f"{path}-shm", os.O_RDONLY | os.O_CLOEXEC)
+        try: return mmap.mmap(fd, _HEADER, prot=mmap.PROT_READ) if os.fstat(fd).st_size >= 32768 else None
+        finally: os.close(fd)
+    except (OSError, ValueError): return None
+
+# %% ../nbs/34_sessions.ipynb #46f2db2c
+_ASK = object()   # the store's knowledge cannot say: ask SQLite
+_IDS = 50_000     # sessions whose ids a store keeps in memory at most
+
+class _Seen:
+    "What a store knows of its file without asking SQLite, true while the WAL index header is `mark`: rows of sessions, and every session's id (`ids`) or None."
+    __slots__ = ('index', 'mark', 'rows', 'ids', 'lookups', 'size')
+    def __init__(self, index): self.index, self.mark, self.rows, self.ids, self.lookups, self.size = index, None, {}, None, 0, 0
+    def header(self) -> bytes|None: return None if self.index is None else self.index[:_HEADER]
+    def valid(self) -> bool:
+        "Has no connection committed since `mark`? (What was known is dropped when one has.)"
+        if self.mark is None: return False
+        if self.index[:_HEADER] == self.mark: return True
+        self.drop(); return False
+    def drop(self): self.mark, self.rows, self.ids = None, {}, None
+    def row(self, session:str):
+        "While `valid`: the session's `(created, messages, version, title, source)`, None for one not stored, `_ASK` when not known."
+        row = self.rows.get(session, _ASK)
+        return None if row is _ASK and self.ids is not None and session not in self.ids else row
+
+# %% ../nbs/34_sessions.ipynb #4b05ecb1
+@patch
+def learn(self:_Seen, mark:bytes|None, rows:dict, # session -> its row, or None for a session not stored
+          kept:bool=False): # what was known at the old mark still holds (this store's own commit moved the header)
+    "After a read or a write that saw the file as it was at header `mark`: remember `rows`."
+    if mark is None: return
+    if mark != self.mark and not kept: self.drop()
+    self.mark = mark
+    if len(self.rows) > 4096: self.rows = {}   # a cache: the daemon keeps few sessions in memory
+    self.rows.update(rows)
+    if self.ids is not None: self.ids.update(s for s, row in rows.items() if row is not None)
+    if self.ids is not None and len(self.ids) > _IDS: self.ids, self.size = None, float('inf')
+
+# %% ../nbs/34_sessions.ipynb #9473b2b2
 _open_stores = weakref.WeakSet()   # every SessionStore of this process
 
 class SessionStore:
@@ -68,20 +112,25 @@ class SessionStore:
         self.path = Path(path) if path else config.paths().data / 'sessions.db'
         _private(self.path)
         self.db, self.lock, self._vault, self.window, self.deferred = connect(self.path), threading.Lock(), vault, window, 0
-        self.waiting, self.waiting_lock = [], threading.Lock()   # turns waiting for the connection: of threads in `save`, or left to the writer
+        self.waiting, self.waiting_lock, self.unwritten = [], threading.Lock(), {}   # turns waiting for the connection (of threads in `save`, or left to the writer); session -> its turns queued or being written
         for statement in _SCHEMA: self.db.execute(statement)
+        self.seen = _Seen(_wal_index(self.path))       # what it knows without asking SQLite
         for other in list(_open_stores):               # another store on this file in this process: its finished turns first
             if other.waiting and other.path == self.path: other.sync()
         _open_stores.add(self)
     def close(self):
         if self.waiting: self.sync()
+        index, self.seen = self.seen.index, _Seen(None)
+        if index is not None: index.close()
         self.db.close()
     def __repr__(self): return f"SessionStore({str(self.path)!r}, {self.db.execute('SELECT count(*) FROM sessions').fetchone()[0]} sessions)"
 
-# %% ../nbs/34_sessions.ipynb #5a590be5
+# %% ../nbs/34_sessions.ipynb #ae5fabc9
 def _fresh_stores():
     "After a fork: every store of this process starts with no turn waiting and unheld locks (the parent writes its own turns)."
-    for store in list(_open_stores): store.waiting, store.lock, store.waiting_lock = [], threading.Lock(), threading.Lock()
+    for store in list(_open_stores):
+        store.waiting, store.unwritten, store.lock, store.waiting_lock = [], {}, threading.Lock(), threading.Lock()
+        store.seen = _Seen(None)   # the child asks SQLite: its copy of the connection is not one SQLite knows
 
 _after_fork.append(_fresh_stores)
 
@@ -116,54 +165,96 @@ def _title(messages) -> str:
             return line if len(line) <= 80 else line[:79] + '…'
     return ''
 
-# %% ../nbs/34_sessions.ipynb #1b869569
+# %% ../nbs/34_sessions.ipynb #4b199957
 _SAVE_ROW = ('INSERT INTO sessions VALUES (?,?,?,?,?,?,?) ON CONFLICT (id) DO UPDATE SET '   # a row updated in place: its index entries by id stay
              'used = excluded.used, messages = excluded.messages, version = excluded.version, title = excluded.title')
+
+class _Rows:
+    "The rows a group of turns inserts, gathered to be written by one `executemany` per table; `known`: each session's row as the group left it."
+    __slots__ = ('db', 'messages', 'sessions', 'known', 'seen')
+    def __init__(self, db, seen:_Seen|None=None): # seen: the store's knowledge, when it holds for this transaction
+        self.db, self.messages, self.sessions, self.known, self.seen = db, [], [], {}, seen
+    def flush(self):
+        "Insert the gathered rows, in the order they came."
+        if self.messages: self.db.executemany('INSERT INTO messages VALUES (?,?,?)', self.messages); self.messages = []
+        if self.sessions: self.db.executemany(_SAVE_ROW, self.sessions); self.sessions = []
 
 @patch
 def _write(self:SessionStore, t:Transcript, replaced:list, bodies:list, source:str,
            plain:list|None=None,   # the added messages, when redaction left them as they are
-           new:float|None=None) -> tuple: # the creation time of a session not stored yet (default: now)
+           new:float|None=None,    # the creation time of a session not stored yet (default: now)
+           rows:_Rows|None=None) -> tuple: # the group's rows, written by `_commit` (None: this turn's, written now)
     "One turn's statements (inside `_commit`'s transaction): replace in place, append after the last stored message, move the version; `(created, version, in_step)`."
-    row = self.db.execute('SELECT created, messages, version, title, source FROM sessions WHERE id = ?', (t.session,)).fetchone()
+    group, rows = rows is not None, rows if rows is not None else _Rows(self.db)
+    row = rows.known.get(t.session) or (rows.seen.row(t.session) if rows.seen is not None else _ASK)
+    if row is _ASK: row = self.db.execute('SELECT created, messages, version, title, source FROM sessions WHERE id = ?', (t.session,)).fetchone()
     created, count, version, title, began = row or (new or time.time(), 0, 0, '', source)
     if replaced and row is not None and created == t.created:   # the same session (not forgotten and begun again): replace in place
+        rows.flush()                                  # after the messages of the turns before it
         self.db.executemany('UPDATE messages SET body = ? WHERE session = ? AND seq = ?', [(b, t.session, s) for b, s in replaced])
-    self.db.executemany('INSERT INTO messages VALUES (?,?,?)', [(t.session, count + i, b) for i, b in enumerate(bodies)])
-    self.db.execute(_SAVE_ROW, (t.session, created, time.time(), count + len(bodies),
-                    version + 1, title or _title(plain if plain is not None else (json.loads(b) for b in bodies)), began))
+    rows.messages += [(t.session, count + i, b) for i, b in enumerate(bodies)]
+    stored = rows.known[t.session] = (created, count + len(bodies), version + 1,
+                                      title or _title(plain if plain is not None else (json.loads(b) for b in bodies)), began)
+    rows.sessions.append((t.session, created, time.time(), *stored[1:]))
+    if not group: rows.flush()
     return created, version + 1, ((created, version) == (t.created, t.version) if row else t.created is None)
 
-# %% ../nbs/34_sessions.ipynb #d95ee18c
+# %% ../nbs/34_sessions.ipynb #851a6d7f
 @patch
 def _commit(self:SessionStore, group:list):
     "Write the turns of `group` (tickets of `save`) in one transaction, in the order they came; callers hold `lock`."
+    seen = self.seen
     try:
         self.db.execute('BEGIN IMMEDIATE')
         try:
-            outcomes = [self._write(*ticket[0]) for ticket in group]
+            kept = seen.valid()   # nobody committed since the store learnt what it knows; holding the write lock, nobody will
+            others = self.db.execute('PRAGMA data_version').fetchone()[0] if seen.index is not None else None
+            rows = _Rows(self.db, seen if kept else None)
+            outcomes = [self._write(*ticket[0], rows=rows) for ticket in group]
+            rows.flush()
             self.db.execute('COMMIT')
         except BaseException: self.db.execute('ROLLBACK'); raise
     except BaseException as e:
+        seen.drop()
         for ticket in group: ticket[2] = e
         return
+    if others is not None:
+        mark = seen.header()   # then: did another connection commit since ours (and so perhaps before this reading)?
+        if self.db.execute('PRAGMA data_version').fetchone()[0] == others: seen.learn(mark, rows.known, kept)
+        else: seen.drop()
     for ticket, outcome in zip(group, outcomes): ticket[1] = outcome
 
-# %% ../nbs/34_sessions.ipynb #0b9f6ad8
+# %% ../nbs/34_sessions.ipynb #6788530b
 @patch
 def _commit_waiting(self:SessionStore) -> BaseException|None:
     "Write every waiting turn in one transaction; a turn left to the writer learns whether it was in step (`stale`), or waits again if the write failed (its error returned). Callers hold `lock`."
-    with self.waiting_lock: group, self.waiting = self.waiting, []
+    with self.waiting_lock: group, self.waiting = self.waiting, []   # still `unwritten` (`_waits`) until committed
     if not group: return None
-    self._commit(group)
+    try: self._commit(group)
+    except BaseException: self._written(group); raise
     again = [w for w in group if w[2] is not None and len(w) > 3]
     for w in group:
         if len(w) > 3 and w[2] is None and not w[1][2]: w[3].stale = True   # another writer's turn came first: read the session again
-    if not again: return None
-    error = again[0][2]
     for w in again: w[1] = w[2] = None
     with self.waiting_lock: self.waiting[:0] = again
-    return error
+    self._written([w for w in group if w[1] is not None or w[2] is not None])   # written, or failed for a thread that waits for it
+    return again[0][2] if again else None
+
+@patch
+def _queued(self:SessionStore, ticket:list) -> int:
+    "Put `ticket` in the queue and count its session as unwritten (callers hold `waiting_lock`); how many turns wait now."
+    self.waiting.append(ticket); session = ticket[0][0].session
+    self.unwritten[session] = self.unwritten.get(session, 0) + 1
+    return len(self.waiting)
+
+@patch
+def _written(self:SessionStore, tickets:list):
+    "The turns of `tickets` left the queue for good: their sessions no longer wait for them."
+    with self.waiting_lock:
+        for w in tickets:
+            session = w[0][0].session
+            if (n := self.unwritten[session] - 1): self.unwritten[session] = n
+            else: del self.unwritten[session]
 
 # %% ../nbs/34_sessions.ipynb #622c14f5
 @patch
@@ -179,20 +270,20 @@ def _drain(self:SessionStore):
     try: self.sync()
     except BaseException: Later.ask(self._drain, max(self.window, 1.0)); raise
 
-# %% ../nbs/34_sessions.ipynb #d459ce07
+# %% ../nbs/34_sessions.ipynb #9c938397
 _Step = namedtuple('_Step', 'session created version')   # a transcript's session row as it expects the store to hold it
 
 @patch
 def _leave(self:SessionStore, t:Transcript, args:tuple) -> bool:
     "Leave a finished turn to the writer thread; the transcript takes the version its write will give, and learns later if it was not in step."
-    with self.waiting_lock: self.waiting.append([args, None, None, t]); many = len(self.waiting) >= 64
+    with self.waiting_lock: many = self._queued([args, None, None, t]) >= 64
     t.saved, t.created, t.version = list(t), args[5], t.version + 1
     self.deferred += 1
     if many: self.sync()
     else: Later.ask(self._drain, self.window)
     return True
 
-# %% ../nbs/34_sessions.ipynb #834a6996
+# %% ../nbs/34_sessions.ipynb #f1e80a6b
 @patch
 def save(self:SessionStore, t:Transcript, source:str='') -> bool:
     "Write what `t` added or replaced since it was loaded or saved (left to the writer thread unless it holds an action for approval); False when another writer had moved the session."
@@ -204,34 +295,54 @@ def save(self:SessionStore, t:Transcript, source:str='') -> bool:
     args = (_Step(t.session, t.created, t.version), replaced, bodies, source, None if secrets else added, t.created or time.time())
     if self.window > 0 and not any('held' in m for m in added): return self._leave(t, args)
     ticket = [args, None, None]   # the turn, its outcome, the error if it failed
-    with self.waiting_lock: self.waiting.append(ticket)
+    with self.waiting_lock: self._queued(ticket)
     try:
         with self.lock:
             if ticket[1] is None and ticket[2] is None: self._commit_waiting()   # not written yet by the thread that held the lock before us
     except BaseException:                             # interrupted while waiting: the turn stays unsaved, for the next save
-        with self.waiting_lock: self.waiting = [w for w in self.waiting if w is not ticket]
+        with self.waiting_lock: gone, self.waiting = any(w is ticket for w in self.waiting), [w for w in self.waiting if w is not ticket]
+        if gone: self._written([ticket])
         raise
     if ticket[2] is not None: raise ticket[2]
     created, version, in_step = ticket[1]
     if in_step: t.saved, t.created, t.version = list(t), created, version
     return in_step and not t.stale
 
-# %% ../nbs/34_sessions.ipynb #45ecf5af
+# %% ../nbs/34_sessions.ipynb #8ebfeabd
 @patch
 def _waits(self:SessionStore, session:str) -> bool:
-    "Does a turn of `session` wait to be written?"
-    with self.waiting_lock: return any(w[0][0].session == session for w in self.waiting)
+    "Does a turn of `session` wait to be written, or is it being written?"
+    return session in self.unwritten
 
-# %% ../nbs/34_sessions.ipynb #1918a15e
-_LOAD = """SELECT s.created, s.messages, s.version, m.seq, m.body FROM sessions s
+# %% ../nbs/34_sessions.ipynb #be1c6f7a
+@patch
+def _known(self:SessionStore, session:str):
+    "The session's row as the store knows it (None: not stored), or `_ASK`; after a few loads of sessions it did not know, it reads every session's id. Callers hold `lock`."
+    seen = self.seen
+    if seen.valid() and seen.ids is not None: return seen.row(session)
+    if seen.index is None: return _ASK
+    seen.lookups += 1
+    if seen.lookups < 2 or seen.lookups * 64 < seen.size: return seen.row(session) if seen.valid() else _ASK
+    mark = seen.header()
+    ids = {s for s, in self.db.execute('SELECT id FROM sessions')}
+    seen.lookups, seen.size = 0, len(ids)
+    seen.learn(mark, {}, kept=seen.valid()); seen.ids = ids
+    seen.learn(mark, {})                     # drops the ids again beyond `_IDS`
+    return seen.row(session)
+
+# %% ../nbs/34_sessions.ipynb #3f8b1880
+_LOAD = """SELECT s.created, s.messages, s.version, s.title, s.source, m.seq, m.body FROM sessions s
            LEFT JOIN messages m ON m.session = s.id AND m.seq >= max(0, s.messages - ?) WHERE s.id = ? ORDER BY m.seq"""
 
 @patch
 def load(self:SessionStore, session:str, limit:int=200) -> Transcript:
     "The last `limit` messages of `session` (at most), starting at a user message; empty for a session not stored."
     with self.lock:
-        if self.waiting and self._waits(session) and (error := self._commit_waiting()) is not None: raise error   # its own turns first
+        if self._waits(session) and (error := self._commit_waiting()) is not None: raise error   # its own turns first
+        if self._known(session) is None: return Transcript(session=session)   # known not to be stored: no read
+        mark = self.seen.header()
         rows = self.db.execute(_LOAD, (max(0, limit), session)).fetchall()
+        self.seen.learn(mark, {session: rows[0][:5] if rows else None})
     if not rows: return Transcript(session=session)
     created, count, version = rows[0][:3]
     rows = [(seq, body) for *_, seq, body in rows if seq is not None]
@@ -239,15 +350,16 @@ def load(self:SessionStore, session:str, limit:int=200) -> Transcript:
     cut = next((i for i, m in enumerate(messages) if m['role'] == 'user'), len(messages))
     return Transcript(messages[cut:], session, rows[cut][0] if cut < len(rows) else count, created, version)
 
-# %% ../nbs/34_sessions.ipynb #cd0747fb
+# %% ../nbs/34_sessions.ipynb #2d9211cd
 @patch
 def current(self:SessionStore, t:Transcript) -> bool:
     "Has nobody else written `t`'s session since `t` was loaded or saved?"
     with self.lock:
         if t.stale: return False                      # a left turn found another writer's first
-        if self.waiting and self._waits(t.session): return True   # its own turn waits: the writer will tell
-        row = self.db.execute('SELECT created, version FROM sessions WHERE id = ?', (t.session,)).fetchone()
-    return (row is None and t.created is None) or (row is not None and (row[0], row[1]) == (t.created, t.version))
+        if self._waits(t.session): return True        # its own turn waits: the writer will tell
+        if (row := self.seen.row(t.session) if self.seen.valid() else _ASK) is _ASK:
+            row = self.db.execute('SELECT created, messages, version FROM sessions WHERE id = ?', (t.session,)).fetchone()
+    return (row is None and t.created is None) or (row is not None and (row[0], row[2]) == (t.created, t.version))
 
 # %% ../nbs/34_sessions.ipynb #5b4054db
 _LISTED = ('id', 'created', 'used', 'messages', 'title', 'source')
@@ -277,7 +389,7 @@ def messages(self:SessionStore, session:str) -> list:
     with self.lock: rows = self.db.execute('SELECT body FROM messages WHERE session = ? ORDER BY seq', (session,)).fetchall()
     return [_message(b) for b, in rows]
 
-# %% ../nbs/34_sessions.ipynb #f9e4245e
+# %% ../nbs/34_sessions.ipynb #63accec0
 @patch
 def forget(self:SessionStore, session:str) -> bool:
     "Delete `session` and all its messages; False if there was no such session."
@@ -289,6 +401,7 @@ def forget(self:SessionStore, session:str) -> bool:
             self.db.execute('DELETE FROM messages WHERE session = ?', (session,))
             self.db.execute('COMMIT')
         except BaseException: self.db.execute('ROLLBACK'); raise
+        finally: self.seen.drop()   # read again what is stored
     return gone == 1
 
 # %% ../nbs/34_sessions.ipynb #58ca5004

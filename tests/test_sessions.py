@@ -243,8 +243,22 @@ def test_a_save_interrupted_while_it_waits_leaves_nothing_queued(tmp_path):
     real, store.lock = store.lock, Interrupted()
     with pytest.raises(KeyboardInterrupt): store.save(t)
     store.lock = real
-    assert store.waiting == [] and store.save(t) is True
-    assert [m['content'] for m in store.messages('s')] == ['hi', 'hello']
+    assert store.waiting == [] and store.unwritten == {} and store.save(t) is True
+    assert [m['content'] for m in store.messages('s')] == ['hi', 'hello'] and store.unwritten == {}
+
+
+def test_a_turn_being_written_counts_as_unwritten_until_it_is_committed(tmp_path):
+    "A turn the writer took from the queue is still its session's (so `load` waits for it) until its transaction commits, then no longer."
+    from passepartout.sessions import SessionStore
+    store = SessionStore(tmp_path / 'sessions.db', vault=False, window=1000)   # left to the writer: `sync` writes it here
+    seen, commit = [], store._commit
+    store._commit = lambda group: (seen.append((store.waiting, store._waits('a'), store._waits('b'))), commit(group))
+    a, b = store.load('a'), store.load('b')
+    for t in (a, a, b): t.append({'role': 'user', 'content': f"to {t.session}", 'owner': True}); store.save(t)   # two turns of `a`
+    assert store.unwritten == {'a': 2, 'b': 1} and store.waiting and store._commit is not commit
+    assert [m['content'] for m in store.load('a')] == ['to a', 'to a']   # its own turns first, through the write lock
+    assert seen == [([], True, True)]                          # while writing: the queue empty, both sessions still unwritten
+    assert store.unwritten == {} and store.waiting == []
 
 
 def test_a_daemon_with_many_sessions_keeps_few_in_memory_and_restores_them(tmp_path):
@@ -325,3 +339,60 @@ def test_a_session_forgotten_elsewhere_is_not_remembered_by_the_daemon(tmp_path)
         assert SessionStore(tmp_path / 'sessions.db', vault=False).forget('private')   # `passepartout sessions forget`, another process
         assert client_send('what do you know?', session='private', state_dir=state)['reply'] == 'what do you know?'
     assert [m['content'] for m in SessionStore(tmp_path / 'sessions.db', vault=False).messages('private')] == ['what do you know?', 'what do you know?']
+
+
+def test_a_group_writes_what_its_turns_written_one_by_one_would(tmp_path):
+    "Turns gathered into one group's inserts: a second turn of a session continues the first, and a replacement waits for the row it replaces."
+    from passepartout.sessions import SessionStore
+    kept, alone = SessionStore(tmp_path / 'group.db', vault=False, window=1000), SessionStore(tmp_path / 'alone.db', vault=False, window=0)
+    for store in (kept, alone):
+        t, other = store.load('a'), store.load('b')
+        t += [{'role': 'user', 'content': 'tidy', 'owner': True}, {'role': 'assistant', 'content': 'on it'}, {'role': 'tool', 'content': 'running'}]
+        store.save(t, 'cli')
+        other.append({'role': 'user', 'content': 'b first', 'owner': True}); store.save(other, 'cli')
+        t[2] = {'role': 'tool', 'content': 'done'}; t.append({'role': 'assistant', 'content': 'tidied'}); store.save(t, 'cli')   # replaces a message of the turn before
+        other.append({'role': 'assistant', 'content': 'b second'}); store.save(other, 'cli')
+    assert kept.deferred == 4 and len(kept.waiting) == 4
+    kept.sync()
+    for name in ('a', 'b'):
+        assert [m['content'] for m in kept.messages(name)] == [m['content'] for m in alone.messages(name)]
+        assert ({k: v for k, v in kept.get(name).items() if k not in ('created', 'used')}
+                == {k: v for k, v in alone.get(name).items() if k not in ('created', 'used')})
+    assert [m['content'] for m in kept.messages('a')] == ['tidy', 'on it', 'done', 'tidied']
+    assert kept.db.execute("SELECT version FROM sessions WHERE id = 'a'").fetchone()[0] == 2
+
+
+def test_what_a_store_knows_without_reading_gives_way_to_another_connections_commit(tmp_path):
+    "A store that knows a session is not stored (or its row) answers from memory only until another connection commits."
+    from passepartout.sessions import SessionStore, _ASK
+    here, there = SessionStore(tmp_path / 's.db', vault=False, window=0), SessionStore(tmp_path / 's.db', vault=False, window=0)
+    for name in ('a', 'b', 'c'): assert list(here.load(name)) == []          # the second unknown load reads every id
+    assert here.seen.valid() and here.seen.ids == set() and here._known('new') is None
+    t = there.load('new'); t.append({'role': 'user', 'content': 'from elsewhere', 'owner': True}); assert there.save(t, 'cli')
+    assert not here.seen.valid() and [m['content'] for m in here.load('new')] == ['from elsewhere']
+    mine = here.load('new'); mine.append({'role': 'assistant', 'content': 'noted'}); assert here.save(mine)
+    assert here.seen.valid() and here.seen.row('new')[1:3] == (2, 2) and here.current(mine)   # its own commit: still known
+    held = there.load('new'); held.append({'role': 'user', 'content': 'and more', 'owner': True}); assert there.save(held)
+    assert here.current(mine) is False and not here.seen.valid()   # the other's commit moved the header: read again
+    assert here.forget('new') and here.seen.mark is None and list(here.load('new')) == []
+
+
+def test_a_store_that_cannot_map_the_wal_index_asks_sqlite_every_time(tmp_path):
+    "Without the WAL index mapped the store knows nothing and every answer is read."
+    from passepartout.sessions import SessionStore, _Seen
+    store = SessionStore(tmp_path / 's.db', vault=False, window=0)
+    store.seen = _Seen(None)
+    for _ in range(3): assert list(store.load('x')) == []
+    t = store.load('x'); t.append({'role': 'user', 'content': 'hi', 'owner': True}); assert store.save(t)
+    assert store.seen.mark is None and store.current(t) and [m['content'] for m in store.load('x')] == ['hi']
+
+
+def test_the_ids_a_store_keeps_are_bounded(tmp_path, monkeypatch):
+    "Beyond `_IDS` sessions the store stops keeping ids (its memory does not grow with the file) and still answers right."
+    import passepartout.sessions as sessions
+    monkeypatch.setattr(sessions, '_IDS', 3)
+    store = sessions.SessionStore(tmp_path / 's.db', vault=False, window=0)
+    for name in 'abcde':
+        t = store.load(name); t.append({'role': 'user', 'content': name, 'owner': True}); assert store.save(t)
+    assert store.seen.ids is None and store.seen.size == float('inf')
+    assert [m['content'] for m in store.load('c')] == ['c'] and list(store.load('z')) == []
