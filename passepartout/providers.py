@@ -403,15 +403,15 @@ def _unchanged(sent:_Sent, messages:list) -> int:
     if not any(map(is_not, seen, messages)) and sent.copies[:n] == messages[:n]: return n   # in C: the usual request only appends
     return next((i for i in range(n) if seen[i] is not messages[i] or sent.copies[i] != messages[i]), 0)
 
-# %% ../nbs/10_providers.ipynb #24b1f1fc
+# %% ../nbs/10_providers.ipynb #f365e540
 @patch
 def _wire_messages(self:HTTPProvider, system:str, messages:list, one) -> _WireList:
     "`[system message, *map(one, messages)]`, each message converted by `one` and serialised once while the transcript grows by appending."
     with self._sent_lock:
-        sent = self._sent.get(id(messages))
-        if sent is None or sent.one is not one:
-            if len(self._sent) >= 256: del self._sent[next(iter(self._sent))]   # bounded: the transcript first seen longest ago goes
-            sent = self._sent[id(messages)] = _Sent(one)
+        sent = self._sent.pop(id(messages), None)
+        if sent is None or sent.one is not one: sent = _Sent(one)
+        self._sent[id(messages)] = sent                                  # the transcripts sent most recently last
+        if len(self._sent) > 64: del self._sent[next(iter(self._sent))]  # bounded: the one sent longest ago is let go
         if len(sent.seen): sent.cut(_unchanged(sent, messages))
         for m in messages[len(sent.seen):]:
             wire = one(m); text = (', ' + _encode(wire)).encode()     # a message that JSON cannot carry fails here, as it always did

@@ -121,3 +121,14 @@ def test_the_shipped_agent_sends_the_plain_build():
             assert provider._prepare(request, None, False)[2] == plain(kind, provider, request, False), (kind, i)
         note_action(t, tool_call('list_dir', {'path': '.'}, explanation='Looking.', call_id=f'call_{i}'))
         t.append(result(i, '["a.txt", "b.txt"]', name='list_dir'))
+
+
+def test_a_provider_keeps_a_bounded_number_of_conversations():
+    "Seventy conversations sent in turn: the provider keeps the 64 most recent, and one let go is sent right when it comes back."
+    provider = OpenAIProvider('m', base_url='http://127.0.0.1:9/v1')
+    talks = [[{'role': 'user', 'content': f'conversation {i}', 'owner': True}] for i in range(70)]
+    for talk in talks + talks[:1]:
+        request = SimpleNamespace(system='S', messages=talk, tools=TOOLS, agent=None)
+        assert provider._prepare(request, None, False)[2] == plain('openai', provider, request, False)
+        talk.append(result(len(talk)))
+    assert len(provider._sent) == 64
