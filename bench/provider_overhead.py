@@ -74,9 +74,13 @@ def per_call_us(fn, calls):
 
 def plain_body(provider, request, model) -> bytes:
     "The body of `request` as the public converters and `json.dumps` build it: no part kept from an earlier request."
-    from passepartout.providers import openai_messages, openai_tools
-    b = {'model': model, 'messages': openai_messages(request.system, request.messages), 'max_tokens': provider.max_tokens}
-    if request.tools: b['tools'] = openai_tools(request.tools)
+    from passepartout.providers import AnthropicProvider, anthropic_messages, anthropic_tools, openai_messages, openai_tools
+    if isinstance(provider, AnthropicProvider):
+        b = {'model': model, 'max_tokens': provider.max_tokens, 'system': request.system, 'messages': anthropic_messages(request.messages)}
+        if request.tools: b['tools'] = anthropic_tools(request.tools)
+    else:
+        b = {'model': model, 'messages': openai_messages(request.system, request.messages), 'max_tokens': provider.max_tokens}
+        if request.tools: b['tools'] = openai_tools(request.tools)
     return json.dumps(b, ensure_ascii=False).encode()
 
 
@@ -110,14 +114,20 @@ def request_building(turns:int, repeat:int):
     from _shipped import shipped_home, shipped_agent
     from passepartout.app import tune_collector
     shipped_home()
+    from passepartout.providers import AnthropicProvider
     agent = shipped_agent(1); tune_collector()
-    provider = OpenAIProvider('bench-model', base_url='http://127.0.0.1:9/v1')
-    kept = lambda r: provider._prepare(r, None, False)
-    plain = lambda r: plain_body(provider, r, 'bench-model')
     history = []
     for i in range(200):
         history += [{'role': 'user', 'content': f'question {i}', 'owner': True}, {'role': 'assistant', 'content': f'answer {i} ' * 20}]
-    print(f"request building (CPU per request, median of {repeat}; shipped prompt and belt):")
+    for provider in (OpenAIProvider('bench-model', base_url='http://127.0.0.1:9/v1'), AnthropicProvider('bench-model', base_url='http://127.0.0.1:9')):
+        print(f"request building with {type(provider).__name__} (CPU per request, median of {repeat}; shipped prompt and belt):")
+        building(agent, provider, history, turns, repeat)
+
+
+def building(agent, provider, history, turns, repeat):
+    "The request-building lines of one provider."
+    kept = lambda r: provider._prepare(r, None, False)
+    plain = lambda r: plain_body(provider, r, 'bench-model')
     for label, calls, runs in (('1-tool turn', 1, turns), ('10-tool turn', 10, max(1, turns // 5))):
         for f in (kept, plain): turn_requests(agent, calls, f)
         k, p = (cpu_per_request(lambda: turn_requests(agent, calls, f), runs, repeat) for f in (kept, plain))

@@ -10,8 +10,8 @@ __all__ = ['TEXT_MODE_RULES', 'TEXT_MODE_WHY', 'ProviderError', 'retry_after_sec
            'anthropic_messages', 'HTTPProvider', 'openai_tools', 'OpenAIProvider', 'OpenAIStream', 'OllamaProvider',
            'OllamaStream', 'anthropic_tools', 'AnthropicProvider', 'AnthropicStream']
 
-# %% ../nbs/10_providers.ipynb #314bee8c
-import copy, dataclasses, json, re, threading, time, email.utils
+# %% ../nbs/10_providers.ipynb #84ce8a8e
+import copy, dataclasses, json, operator, re, threading, time, email.utils
 from operator import is_not
 from dataclasses import dataclass, field
 from .basics import patch
@@ -190,21 +190,26 @@ def _ollama_text_message(m:dict) -> dict:
     "One neutral message as an Ollama message in text mode."
     return _ollama_message(_text_mode_message(m))
 
-# %% ../nbs/10_providers.ipynb #c10f5c08
+# %% ../nbs/10_providers.ipynb #c66a71b4
+def _anthropic_blocks(m:dict) -> tuple:
+    "One neutral message as `(role, content blocks)` of an Anthropic turn (`anthropic_messages`)."
+    if m['role'] == 'tool':
+        return 'user', [{'type': 'tool_result', 'tool_use_id': m.get('call_id') or '', 'content': str(m.get('content', '')), 'is_error': bool(m.get('is_error'))}]
+    text = m.get('content') or ''
+    blocks = [{'type': 'text', 'text': text}] if text else []
+    return m['role'], blocks + [{'type': 'tool_use', 'id': c.get('id') or '', 'name': c['name'], 'input': c['args']} for c in m.get('tool_calls') or ()]
+
 def anthropic_messages(messages:list) -> list:
     "The neutral transcript as Anthropic content blocks, consecutive turns of one role merged."
     out = []
-    for m in messages:
-        if m['role'] == 'tool':
-            role, blocks = 'user', [{'type': 'tool_result', 'tool_use_id': m.get('call_id') or '',
-                                     'content': str(m.get('content', '')), 'is_error': bool(m.get('is_error'))}]
-        else:
-            role, text = m['role'], m.get('content') or ''
-            blocks = [{'type': 'text', 'text': text}] if text else []
-            blocks += [{'type': 'tool_use', 'id': c.get('id') or '', 'name': c['name'], 'input': c['args']} for c in m.get('tool_calls') or ()]
+    for role, blocks in map(_anthropic_blocks, messages):
         if out and out[-1]['role'] == role: out[-1]['content'].extend(blocks)
         else: out.append({'role': role, 'content': blocks})
     return out
+
+def _anthropic_text_blocks(m:dict) -> tuple:
+    "One neutral message as the blocks of an Anthropic turn in text mode."
+    return _anthropic_blocks(_text_mode_message(m))
 
 # %% ../nbs/10_providers.ipynb #28e82b8b
 def _snippet(r) -> str:
@@ -327,10 +332,14 @@ def _key_json(key:str) -> bytes:
         if len(_KEY_JSON) < 64: _KEY_JSON[key] = text
     return text
 
-# %% ../nbs/10_providers.ipynb #21722ae4
+# %% ../nbs/10_providers.ipynb #4074d201
 class _WireList(list):
     "The wire messages of one request: the system message, then the transcript's as last sent (`_wire_messages`), with their JSON; nothing edits them."
     __slots__ = ('sent', 'json')   # sent: the messages after the system one as made; json: theirs as UTF-8 pieces, each after ', '
+
+class _WireTurns(list):
+    "Anthropic's turns of one request as made (`_anthropic_turns`), with the JSON of each; nothing edits them."
+    __slots__ = ('sent', 'json')   # sent: the turns as made; json: each turn's JSON as UTF-8
 
 def _system_first(messages) -> bool:
     "Is the first of `messages` exactly a system message `{'role': 'system', 'content': text}`?"
@@ -344,7 +353,7 @@ def _rest_json(messages:list) -> tuple:
     rest = _encode(messages[1:])[1:-1]
     return (b', ' + rest.encode(),) if rest else ()
 
-# %% ../nbs/10_providers.ipynb #061ec466
+# %% ../nbs/10_providers.ipynb #85d7fc08
 @patch
 def _body_bytes(self:HTTPProvider, body:dict) -> bytes:
     "`json.dumps(body).encode()`, the parts that are the same call after call (tools, system prompt, the messages sent before) serialised once."
@@ -356,6 +365,8 @@ def _body_bytes(self:HTTPProvider, body:dict) -> bytes:
         elif k == 'system' and type(v) is str: out.append(self._text_json(v))   # Anthropic's
         elif k == 'messages' and _system_first(v):                               # chat completions', Ollama's
             out += (b'[{"role": "system", "content": ', self._text_json(v[0]['content']), b'}', *_rest_json(v), b']')
+        elif k == 'messages' and type(v) is _WireTurns and len(v) == len(v.sent) and not any(map(is_not, v.sent, v)):   # Anthropic's
+            out += (b'[', b', '.join(v.json), b']')
         else: out.append(_scalar_json.get(v) if type(v) is bool else str(v).encode() if type(v) is int else _encode(v).encode())
     out.append(b'}')
     return b''.join(out)
@@ -382,14 +393,16 @@ def _copied(value):
     if t is list: return [v if type(v) in _ATOMS else _copied(v) for v in value]
     return copy.deepcopy(value)
 
-# %% ../nbs/10_providers.ipynb #899590b8
+# %% ../nbs/10_providers.ipynb #602cf2c0
 class _Sent:
     "One transcript as a provider last sent it: each message (the very object, and a copy of it), its wire form, that form's JSON."
-    __slots__ = ('one', 'seen', 'copies', 'wire', 'json')
-    def __init__(self, one): self.one, self.seen, self.copies, self.wire, self.json = one, [], [], [], []
+    __slots__ = ('one', 'seen', 'copies', 'wire', 'json', 'groups')   # groups: Anthropic's turns (`_anthropic_turns`)
+    def __init__(self, one): self.one, self.seen, self.copies, self.wire, self.json, self.groups = one, [], [], [], [], []
     def cut(self, start:int, stop:int|None=None):
-        "Forget the entries from `start` to `stop`."
+        "Forget the entries from `start` to `stop`, and the turns made of them."
         for entries in (self.seen, self.copies, self.wire, self.json): del entries[start:stop]
+        if stop is not None: self.groups.clear()                                 # cut at the front: every turn moved
+        while self.groups and self.groups[-1][2] > start: self.groups.pop()
 
 # %% ../nbs/10_providers.ipynb #768d18a7
 def _unchanged(sent:_Sent, messages:list) -> int:
@@ -403,22 +416,32 @@ def _unchanged(sent:_Sent, messages:list) -> int:
     if not any(map(is_not, seen, messages)) and sent.copies[:n] == messages[:n]: return n   # in C: the usual request only appends
     return next((i for i in range(n) if seen[i] is not messages[i] or sent.copies[i] != messages[i]), 0)
 
-# %% ../nbs/10_providers.ipynb #f365e540
+# %% ../nbs/10_providers.ipynb #8fcc8d2c
 @patch
 def _wire_messages(self:HTTPProvider, system:str, messages:list, one) -> _WireList:
     "`[system message, *map(one, messages)]`, each message converted by `one` and serialised once while the transcript grows by appending."
     with self._sent_lock:
-        sent = self._sent.pop(id(messages), None)
-        if sent is None or sent.one is not one: sent = _Sent(one)
-        self._sent[id(messages)] = sent                                  # the transcripts sent most recently last
-        if len(self._sent) > 64: del self._sent[next(iter(self._sent))]  # bounded: the one sent longest ago is let go
-        if len(sent.seen): sent.cut(_unchanged(sent, messages))
-        for m in messages[len(sent.seen):]:
-            wire = one(m); text = (', ' + _encode(wire)).encode()     # a message that JSON cannot carry fails here, as it always did
-            sent.seen.append(m); sent.copies.append(_copied(m)); sent.wire.append(wire); sent.json.append(text)
+        sent = self._caught_up(messages, one, _json_after_comma)
         out = _WireList([{'role': 'system', 'content': system}, *sent.wire])
         out.sent, out.json = tuple(sent.wire), tuple(sent.json)
     return out
+
+def _json_after_comma(wire) -> bytes:
+    "`', '` and the JSON of one wire message, as UTF-8."
+    return (', ' + _encode(wire)).encode()
+
+@patch
+def _caught_up(self:HTTPProvider, messages:list, one, serialise) -> _Sent:
+    "What this provider keeps of `messages`, every message in it converted by `one` and serialised by `serialise` (under `_sent_lock`)."
+    sent = self._sent.pop(id(messages), None)
+    if sent is None or sent.one is not one: sent = _Sent(one)
+    self._sent[id(messages)] = sent                                  # the transcripts sent most recently last
+    if len(self._sent) > 64: del self._sent[next(iter(self._sent))]  # bounded: the one sent longest ago is let go
+    if len(sent.seen): sent.cut(_unchanged(sent, messages))
+    for m in messages[len(sent.seen):]:
+        wire = one(m); text = serialise(wire)                        # a message that JSON cannot carry fails here, as it always did
+        sent.seen.append(m); sent.copies.append(_copied(m)); sent.wire.append(wire); sent.json.append(text)
+    return sent
 
 # %% ../nbs/10_providers.ipynb #f6c8c2af
 @patch
@@ -632,7 +655,7 @@ def anthropic_tools(tools:list) -> list:
     "Tool schemas in the Anthropic Messages `tools` shape."
     return [{'name': t['name'], 'description': t.get('description', ''), 'input_schema': t.get('parameters') or {'type': 'object'}} for t in tools]
 
-# %% ../nbs/10_providers.ipynb #5762c42e
+# %% ../nbs/10_providers.ipynb #fc81db1f
 class AnthropicProvider(HTTPProvider):
     "Anthropic Messages: `x-api-key`, `anthropic-version`, content blocks, `tool_use` and `tool_result`."
     kind, path, key_env, version = 'anthropic', '/v1/messages', 'ANTHROPIC_API_KEY', '2023-06-01'
@@ -642,12 +665,42 @@ class AnthropicProvider(HTTPProvider):
     def auth_headers(self):
         return {'anthropic-version': self.version, **({'x-api-key': self._key} if self._key else {})}
     def body(self, request, model, stream) -> dict:
-        system, msgs = (text_mode_prompt(request.system, request.tools), text_mode_messages(request.messages)) if self.text_mode else (request.system, request.messages)
-        b = {'model': model, 'max_tokens': self.max_tokens, 'system': system, 'messages': anthropic_messages(msgs)}
+        system, one = (text_mode_prompt(request.system, request.tools), _anthropic_text_blocks) if self.text_mode else (request.system, _anthropic_blocks)
+        b = {'model': model, 'max_tokens': self.max_tokens, 'system': system, 'messages': self._anthropic_turns(request.messages, one)}
         if request.tools and not self.text_mode:
             b['tools'] = self._tools_for(request.tools, anthropic_tools)
         if stream: b['stream'] = True
         return b
+
+# %% ../nbs/10_providers.ipynb #d2ecd599
+_TURN, _TURN_JSON = operator.itemgetter(0), operator.itemgetter(3)   # of a turn kept: the turn, its JSON
+
+def _blocks_json(entry:tuple) -> bytes:
+    "The JSON of a message's content blocks (`_anthropic_blocks`), each after `', '`, as UTF-8."
+    return (', ' + _encode(entry[1])[1:-1]).encode() if entry[1] else b''
+
+def _turns_of(sent:_Sent) -> list:
+    "`sent`'s messages merged into Anthropic turns `(turn, first, end, JSON)`: those kept, and the last one made again if it grew."
+    turns, wire, pieces = sent.groups, sent.wire, sent.json
+    i, n = (turns[-1][2] if turns else 0), len(wire)
+    if turns and i < n and wire[i][0] == turns[-1][0]['role']: i = turns.pop()[1]   # the next message joins the last turn
+    while i < n:
+        role, j = wire[i][0], i + 1
+        while j < n and wire[j][0] == role: j += 1
+        turn = {'role': role, 'content': [block for _, blocks in wire[i:j] for block in blocks]}
+        turns.append((turn, i, j, b'{"role": ' + _encode(role).encode() + b', "content": [' + b''.join(pieces[i:j])[2:] + b']}'))
+        i = j
+    return turns
+
+# %% ../nbs/10_providers.ipynb #bc944e00
+@patch
+def _anthropic_turns(self:AnthropicProvider, messages:list, one) -> _WireTurns:
+    "`anthropic_messages(messages)`, each message converted by `one` and serialised once, each finished turn merged once."
+    with self._sent_lock:
+        turns = _turns_of(self._caught_up(messages, one, _blocks_json))
+        out = _WireTurns(map(_TURN, turns))
+        out.sent, out.json = tuple(out), tuple(map(_TURN_JSON, turns))
+    return out
 
 # %% ../nbs/10_providers.ipynb #a61a3541
 @patch
