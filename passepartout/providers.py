@@ -416,16 +416,7 @@ def _unchanged(sent:_Sent, messages:list) -> int:
     if not any(map(is_not, seen, messages)) and sent.copies[:n] == messages[:n]: return n   # in C: the usual request only appends
     return next((i for i in range(n) if seen[i] is not messages[i] or sent.copies[i] != messages[i]), 0)
 
-# %% ../nbs/10_providers.ipynb #8fcc8d2c
-@patch
-def _wire_messages(self:HTTPProvider, system:str, messages:list, one) -> _WireList:
-    "`[system message, *map(one, messages)]`, each message converted by `one` and serialised once while the transcript grows by appending."
-    with self._sent_lock:
-        sent = self._caught_up(messages, one, _json_after_comma)
-        out = _WireList([{'role': 'system', 'content': system}, *sent.wire])
-        out.sent, out.json = tuple(sent.wire), tuple(sent.json)
-    return out
-
+# %% ../nbs/10_providers.ipynb #5d10ec86
 def _json_after_comma(wire) -> bytes:
     "`', '` and the JSON of one wire message, as UTF-8."
     return (', ' + _encode(wire)).encode()
@@ -442,6 +433,16 @@ def _caught_up(self:HTTPProvider, messages:list, one, serialise) -> _Sent:
         wire = one(m); text = serialise(wire)                        # a message that JSON cannot carry fails here, as it always did
         sent.seen.append(m); sent.copies.append(_copied(m)); sent.wire.append(wire); sent.json.append(text)
     return sent
+
+# %% ../nbs/10_providers.ipynb #42a3f794
+@patch
+def _wire_messages(self:HTTPProvider, system:str, messages:list, one) -> _WireList:
+    "`[system message, *map(one, messages)]`, each message converted by `one` and serialised once while the transcript grows by appending."
+    with self._sent_lock:
+        sent = self._caught_up(messages, one, _json_after_comma)
+        out = _WireList([{'role': 'system', 'content': system}, *sent.wire])
+        out.sent, out.json = tuple(sent.wire), tuple(sent.json)
+    return out
 
 # %% ../nbs/10_providers.ipynb #f6c8c2af
 @patch
