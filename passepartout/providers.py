@@ -382,14 +382,16 @@ def _tools_for(self:HTTPProvider, tools:list, shape) -> list:
         self._shaped = kept
     return kept
 
-# %% ../nbs/10_providers.ipynb #f5f22c75
+# %% ../nbs/10_providers.ipynb #602db0dc
 _ATOMS = frozenset({str, int, float, bool, type(None)})   # what a copy can share: nothing edits them
 
 def _copied(value):
     "A deep copy of a JSON-like `value` (dicts, lists, strings, numbers), six times faster than `copy.deepcopy`; anything else by `deepcopy`."
     t = type(value)
     if t in _ATOMS: return value
-    if t is dict: return {k: v if type(v) in _ATOMS else _copied(v) for k, v in value.items()}
+    if t is dict:
+        if _ATOMS.issuperset(map(type, value.values())): return value.copy()   # in C: a user's message, a tool's result
+        return {k: v if type(v) in _ATOMS else _copied(v) for k, v in value.items()}
     if t is list: return [v if type(v) in _ATOMS else _copied(v) for v in value]
     return copy.deepcopy(value)
 
