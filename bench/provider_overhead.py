@@ -10,9 +10,20 @@ repeated runs:
 
 Prints µs per call and the differences provider - floor and cascade - provider (what our code adds).
 
-    python bench/provider_overhead.py [--calls 500] [--repeat 5]
+Then what building the requests of a turn costs (`OpenAIProvider._prepare`: URL, headers, body bytes), CPU time
+per request, median over repeated runs, with the shipped agent's system prompt and tool belt
+(`build_agent()`, bench/_shipped.py), each turn in a new conversation as the loop grows it:
+
+  1-tool turn    the two requests of a user message -> one call -> a reply
+  10-tool turn   the eleven requests of a user message -> ten calls -> a reply (per request)
+  at message N   one request of a conversation N messages long (what each message sent before still costs)
+
+each next to the plain build of the same bodies: the public converters (`openai_messages`, `openai_tools`) and
+`json.dumps(...).encode()`, as a provider without any kept part would build them.
+
+    python bench/provider_overhead.py [--calls 500] [--repeat 5] [--turns 300]
 """
-import argparse, json, socket, statistics, threading, time
+import argparse, json, os, socket, statistics, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
@@ -61,10 +72,81 @@ def per_call_us(fn, calls):
     return (time.perf_counter() - t0) / calls * 1e6
 
 
+def plain_body(provider, request, model) -> bytes:
+    "The body of `request` as the public converters and `json.dumps` build it: no part kept from an earlier request."
+    from passepartout.providers import AnthropicProvider, anthropic_messages, anthropic_tools, openai_messages, openai_tools
+    if isinstance(provider, AnthropicProvider):
+        b = {'model': model, 'max_tokens': provider.max_tokens, 'system': request.system, 'messages': anthropic_messages(request.messages)}
+        if request.tools: b['tools'] = anthropic_tools(request.tools)
+    else:
+        b = {'model': model, 'messages': openai_messages(request.system, request.messages), 'max_tokens': provider.max_tokens}
+        if request.tools: b['tools'] = openai_tools(request.tools)
+    return json.dumps(b, ensure_ascii=False).encode()
+
+
+def turn_requests(agent, calls:int, build) -> int:
+    "Build the requests of one turn of `calls` tool calls in a new conversation, as the loop grows it; the number of requests."
+    from passepartout.reason import note_action, note_signal
+    from passepartout.signals import tool_call
+    signal, transcript = perceive('go'), []
+    note_signal(transcript, signal)
+    for i in range(calls + 1):
+        build(ProposalRequest(agent, signal, transcript, [], ''))
+        if i < calls:
+            note_action(transcript, tool_call('echo', {'text': 'hi'}, explanation='Doing what you asked.', call_id=f"call_{i}"))
+            transcript.append({'role': 'tool', 'call_id': f"call_{i}", 'name': 'echo', 'content': 'hi', 'is_error': False})
+    return calls + 1
+
+
+def cpu_per_request(fn, runs:int, repeat:int) -> float:
+    "Median over `repeat` runs of the CPU µs per request of `runs` calls of `fn()` (each returns its number of requests)."
+    out = []
+    for _ in range(repeat):
+        t0, n = time.process_time(), 0
+        for _ in range(runs): n += fn()
+        out.append((time.process_time() - t0) / n * 1e6)
+    return statistics.median(out)
+
+
+def request_building(turns:int, repeat:int):
+    "CPU per request of building the requests of shipped turns, kept parts against the plain build."
+    sys.path.insert(0, os.path.dirname(__file__))
+    from _shipped import shipped_home, shipped_agent
+    from passepartout.app import tune_collector
+    shipped_home()
+    from passepartout.providers import AnthropicProvider
+    agent = shipped_agent(1); tune_collector()
+    history = []
+    for i in range(200):
+        history += [{'role': 'user', 'content': f'question {i}', 'owner': True}, {'role': 'assistant', 'content': f'answer {i} ' * 20}]
+    for provider in (OpenAIProvider('bench-model', base_url='http://127.0.0.1:9/v1'), AnthropicProvider('bench-model', base_url='http://127.0.0.1:9')):
+        print(f"request building with {type(provider).__name__} (CPU per request, median of {repeat}; shipped prompt and belt):")
+        building(agent, provider, history, turns, repeat)
+
+
+def building(agent, provider, history, turns, repeat):
+    "The request-building lines of one provider."
+    kept = lambda r: provider._prepare(r, None, False)
+    plain = lambda r: plain_body(provider, r, 'bench-model')
+    for label, calls, runs in (('1-tool turn', 1, turns), ('10-tool turn', 10, max(1, turns // 5))):
+        for f in (kept, plain): turn_requests(agent, calls, f)
+        k, p = (cpu_per_request(lambda: turn_requests(agent, calls, f), runs, repeat) for f in (kept, plain))
+        print(f"  {label:24} kept {k:7.1f} µs   plain build {p:7.1f} µs   kept/plain {k / p:.2f}")
+    signal = perceive('go')
+    for n in (10, 100, 400):
+        transcript = history[:n]
+        def grow(build):   # one more message, then the request: as a conversation goes on
+            transcript.append({'role': 'user', 'content': 'and?', 'owner': True})
+            build(ProposalRequest(agent, signal, transcript, [], '')); transcript.pop(); return 1
+        k, p = (cpu_per_request(lambda: grow(f), turns, repeat) for f in (kept, plain))
+        print(f"  {f'at message {n}':24} kept {k:7.1f} µs   plain build {p:7.1f} µs   kept/plain {k / p:.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--calls', type=int, default=500)
     ap.add_argument('--repeat', type=int, default=5)
+    ap.add_argument('--turns', type=int, default=300)
     args = ap.parse_args()
     httpd = ThreadingHTTPServer(('127.0.0.1', 0), Handler); httpd.daemon_threads = True
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
@@ -93,6 +175,7 @@ def main():
     print(f"client + cascade on top of the server's time: {med['cascade'] - server_us:.1f} µs/call "
           f"(of which httpx + loopback: {med['floor'] - server_us:.1f})")
     httpd.shutdown()
+    request_building(args.turns, args.repeat)
 
 
 if __name__ == '__main__':

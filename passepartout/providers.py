@@ -10,8 +10,9 @@ __all__ = ['TEXT_MODE_RULES', 'TEXT_MODE_WHY', 'ProviderError', 'retry_after_sec
            'anthropic_messages', 'HTTPProvider', 'openai_tools', 'OpenAIProvider', 'OpenAIStream', 'OllamaProvider',
            'OllamaStream', 'anthropic_tools', 'AnthropicProvider', 'AnthropicStream']
 
-# %% ../nbs/10_providers.ipynb #2a18dc5c
-import copy, dataclasses, json, re, time, email.utils
+# %% ../nbs/10_providers.ipynb #84ce8a8e
+import copy, dataclasses, json, operator, re, threading, time, email.utils
+from operator import is_not
 from dataclasses import dataclass, field
 from .basics import patch
 from .errors import LLMError
@@ -122,21 +123,21 @@ def parse_text_action(text:str, provider:str='') -> Action:
     explanation = _first(d, 'explanation', 'reason', 'why', 'thought')
     return tool_call(tool, args, explanation=str(explanation) if explanation is not None else None)
 
-# %% ../nbs/10_providers.ipynb #8e458ba9
+# %% ../nbs/10_providers.ipynb #383400b8
+def _text_mode_message(m:dict) -> dict:
+    "One neutral message as plain user/assistant text (`text_mode_messages`)."
+    if m['role'] == 'tool':
+        return {'role': 'user', 'content': f"Tool {m.get('name')} {'failed' if m.get('is_error') else 'returned'}:\n{m.get('content', '')}"}
+    if m.get('tool_calls'):
+        c = m['tool_calls'][0]
+        return {'role': 'assistant', 'content': json.dumps({'action': 'tool', 'tool': c['name'], 'args': c['args'],
+                                                            'explanation': m.get('content') or ''}, ensure_ascii=False)}
+    if m['role'] == 'assistant': return {'role': 'assistant', 'content': json.dumps({'action': 'reply', 'text': m['content']}, ensure_ascii=False)}
+    return {'role': m['role'], 'content': m['content']}
+
 def text_mode_messages(messages:list) -> list:
     "The neutral transcript as plain user/assistant text, for a model without tool calling."
-    out = []
-    for m in messages:
-        if m['role'] == 'tool':
-            status = 'failed' if m.get('is_error') else 'returned'
-            out.append({'role': 'user', 'content': f"Tool {m.get('name')} {status}:\n{m.get('content', '')}"})
-        elif m.get('tool_calls'):
-            c = m['tool_calls'][0]
-            out.append({'role': 'assistant', 'content': json.dumps({'action': 'tool', 'tool': c['name'], 'args': c['args'],
-                                                                     'explanation': m.get('content') or ''}, ensure_ascii=False)})
-        elif m['role'] == 'assistant': out.append({'role': 'assistant', 'content': json.dumps({'action': 'reply', 'text': m['content']}, ensure_ascii=False)})
-        else: out.append({'role': m['role'], 'content': m['content']})
-    return out
+    return [_text_mode_message(m) for m in messages]
 
 # %% ../nbs/10_providers.ipynb #ae0aa53d
 def _unencodable(value):
@@ -153,50 +154,62 @@ def _encode(value) -> str:
     try: return ''.join(_encoder(value, 0))
     except RecursionError: return _dumps(value)   # a value that holds itself: the error `json.dumps` gives (it looks for cycles)
 
-# %% ../nbs/10_providers.ipynb #c04b9f5d
-def openai_messages(system:str, messages:list) -> list:
-    "The neutral transcript as OpenAI chat messages (also Ollama's, with `ollama=True` arguments as objects)."
-    out = [{'role': 'system', 'content': system}]
-    for m in messages:
-        if m['role'] == 'tool':
-            content = ('Error: ' if m.get('is_error') else '') + str(m.get('content', ''))
-            out.append({'role': 'tool', 'tool_call_id': m.get('call_id') or '', 'content': content})
-        elif m.get('tool_calls'):
-            out.append({'role': 'assistant', 'content': m.get('content') or None, 'tool_calls': [
-                {'id': c.get('id') or '', 'type': 'function', 'function': {'name': c['name'], 'arguments': _encode(c['args'])}}
-                for c in m['tool_calls']]})
-        else: out.append({'role': m['role'], 'content': m['content']})
-    return out
+# %% ../nbs/10_providers.ipynb #a8237a4f
+def _openai_message(m:dict) -> dict:
+    "One neutral message as a chat-completions message (`openai_messages`)."
+    if m['role'] == 'tool':
+        return {'role': 'tool', 'tool_call_id': m.get('call_id') or '', 'content': ('Error: ' if m.get('is_error') else '') + str(m.get('content', ''))}
+    if m.get('tool_calls'):
+        return {'role': 'assistant', 'content': m.get('content') or None, 'tool_calls': [
+            {'id': c.get('id') or '', 'type': 'function', 'function': {'name': c['name'], 'arguments': _encode(c['args'])}} for c in m['tool_calls']]}
+    return {'role': m['role'], 'content': m['content']}
 
-# %% ../nbs/10_providers.ipynb #8578f90e
+def openai_messages(system:str, messages:list) -> list:
+    "The neutral transcript as OpenAI chat messages, after the system prompt."
+    return [{'role': 'system', 'content': system}, *map(_openai_message, messages)]
+
+def _openai_text_message(m:dict) -> dict:
+    "One neutral message as a chat-completions message in text mode."
+    return _openai_message(_text_mode_message(m))
+
+# %% ../nbs/10_providers.ipynb #959087be
+def _ollama_message(m:dict) -> dict:
+    "One neutral message as an Ollama `/api/chat` message (`ollama_messages`)."
+    if m['role'] == 'tool':
+        return {'role': 'tool', 'tool_name': m.get('name') or '', 'content': ('Error: ' if m.get('is_error') else '') + str(m.get('content', ''))}
+    if m.get('tool_calls'):
+        return {'role': 'assistant', 'content': m.get('content') or '',
+                'tool_calls': [{'function': {'name': c['name'], 'arguments': c['args']}} for c in m['tool_calls']]}
+    return {'role': m['role'], 'content': m['content']}
+
 def ollama_messages(system:str, messages:list) -> list:
     "The neutral transcript as Ollama `/api/chat` messages: arguments are objects, results name their tool."
-    out = [{'role': 'system', 'content': system}]
-    for m in messages:
-        if m['role'] == 'tool':
-            out.append({'role': 'tool', 'tool_name': m.get('name') or '',
-                        'content': ('Error: ' if m.get('is_error') else '') + str(m.get('content', ''))})
-        elif m.get('tool_calls'):
-            out.append({'role': 'assistant', 'content': m.get('content') or '',
-                        'tool_calls': [{'function': {'name': c['name'], 'arguments': c['args']}} for c in m['tool_calls']]})
-        else: out.append({'role': m['role'], 'content': m['content']})
-    return out
+    return [{'role': 'system', 'content': system}, *map(_ollama_message, messages)]
 
-# %% ../nbs/10_providers.ipynb #c10f5c08
+def _ollama_text_message(m:dict) -> dict:
+    "One neutral message as an Ollama message in text mode."
+    return _ollama_message(_text_mode_message(m))
+
+# %% ../nbs/10_providers.ipynb #c66a71b4
+def _anthropic_blocks(m:dict) -> tuple:
+    "One neutral message as `(role, content blocks)` of an Anthropic turn (`anthropic_messages`)."
+    if m['role'] == 'tool':
+        return 'user', [{'type': 'tool_result', 'tool_use_id': m.get('call_id') or '', 'content': str(m.get('content', '')), 'is_error': bool(m.get('is_error'))}]
+    text = m.get('content') or ''
+    blocks = [{'type': 'text', 'text': text}] if text else []
+    return m['role'], blocks + [{'type': 'tool_use', 'id': c.get('id') or '', 'name': c['name'], 'input': c['args']} for c in m.get('tool_calls') or ()]
+
 def anthropic_messages(messages:list) -> list:
     "The neutral transcript as Anthropic content blocks, consecutive turns of one role merged."
     out = []
-    for m in messages:
-        if m['role'] == 'tool':
-            role, blocks = 'user', [{'type': 'tool_result', 'tool_use_id': m.get('call_id') or '',
-                                     'content': str(m.get('content', '')), 'is_error': bool(m.get('is_error'))}]
-        else:
-            role, text = m['role'], m.get('content') or ''
-            blocks = [{'type': 'text', 'text': text}] if text else []
-            blocks += [{'type': 'tool_use', 'id': c.get('id') or '', 'name': c['name'], 'input': c['args']} for c in m.get('tool_calls') or ()]
+    for role, blocks in map(_anthropic_blocks, messages):
         if out and out[-1]['role'] == role: out[-1]['content'].extend(blocks)
         else: out.append({'role': role, 'content': blocks})
     return out
+
+def _anthropic_text_blocks(m:dict) -> tuple:
+    "One neutral message as the blocks of an Anthropic turn in text mode."
+    return _anthropic_blocks(_text_mode_message(m))
 
 # %% ../nbs/10_providers.ipynb #28e82b8b
 def _snippet(r) -> str:
@@ -209,7 +222,7 @@ def _snippet(r) -> str:
     text = ' '.join(str(text).split())
     return text[:200] + ('…' if len(text) > 200 else '')
 
-# %% ../nbs/10_providers.ipynb #dab0d19c
+# %% ../nbs/10_providers.ipynb #5cc1ebba
 class HTTPProvider:
     "A model behind an HTTP API: clients, timeouts, error mapping, streaming; one subclass per wire format."
     kind, path, key_env = 'http', '', ''
@@ -226,6 +239,7 @@ class HTTPProvider:
         self.text_mode, self.timeout, self.max_tokens, self.on_token = text_mode, timeout, max_tokens, on_token
         self._client, self._aclient, self._transport, self._atransport = client, async_client, transport, async_transport
         self.extra_headers, self._own_client = dict(headers or {}), client is None
+        self._sent, self._sent_lock = {}, threading.Lock()   # each transcript as last sent (`_wire_messages`)
     @property
     def url(self) -> str: return self.base_url + self.path
     def __repr__(self): return f"{type(self).__name__}({self.name!r}, model={self.model!r}, url={self.url!r}{', text mode' if self.text_mode else ''})"
@@ -274,96 +288,162 @@ def _parsed(self:HTTPProvider, r) -> Answer:
     answer.raw = r.text
     return answer
 
-# %% ../nbs/10_providers.ipynb #b04b3dc7
+# %% ../nbs/10_providers.ipynb #f1ab5761
 @patch
 def _prepare(self:HTTPProvider, request, model:str|None, stream:bool) -> tuple:
     "URL, headers and JSON bytes for one call; refuses early when a needed key is missing."
     if self.key_env and not self._key and self._needs_key():
         raise self._fail(f"no API key (set {self.key_env})")
     headers = {'content-type': 'application/json', **self.extra_headers, **self.auth_headers()}
-    return self.url, headers, self._body_json(self.body(request, model or self.model, stream)).encode()
+    return self.url, headers, self._body_bytes(self.body(request, model or self.model, stream))
 
-# %% ../nbs/10_providers.ipynb #587fb16b
-class _WireMessage(dict):
-    "One message of the transcript in a provider's wire form, with its JSON (`_wire_messages`); nothing edits it."
-    __slots__ = ('json',)
-
+# %% ../nbs/10_providers.ipynb #67f50587
 class _ShapedTools(list):
-    "A provider's own deep copy of the tool schemas in its wire shape, with their JSON (`_tools_for`); nothing edits it."
+    "A provider's own deep copy of the tool schemas in its wire shape, with their JSON as UTF-8 (`_tools_for`); nothing edits it."
     __slots__ = ('source', 'json')
 
 @patch
-def _tools_json(self:HTTPProvider, tools:list) -> str:
-    "`json.dumps(tools)`, serialised once and kept while they compare equal (the provider's own shaped copy, `_tools_for`: its JSON as made)."
+def _tools_json(self:HTTPProvider, tools:list) -> bytes:
+    "`json.dumps(tools)` as UTF-8, serialised once and kept while they compare equal (the provider's own shaped copy, `_tools_for`: its JSON as made)."
     if type(tools) is _ShapedTools: return tools.json
     kept = self.__dict__.get('_tools_kept')
     if kept is None or kept[0] != tools:   # comparing is ~25× cheaper than serialising again
-        kept = self._tools_kept = (copy.deepcopy(tools), _encode(tools))
+        kept = self._tools_kept = (copy.deepcopy(tools), _encode(tools).encode())
     return kept[1]
 
-# %% ../nbs/10_providers.ipynb #fa7dbcba
+# %% ../nbs/10_providers.ipynb #87d21581
 @patch
-def _text_json(self:HTTPProvider, text:str) -> str:
-    "`json.dumps(text)` for the system prompt, escaped once and kept while the prompt stays the same (escaping costs ~4 ns a character)."
+def _text_json(self:HTTPProvider, text:str) -> bytes:
+    "`json.dumps(text)` as UTF-8 for the system prompt, escaped once and kept while the prompt stays the same (escaping costs ~4 ns a character)."
     kept = self.__dict__.get('_text_kept')
-    if kept is None or kept[0] != text: kept = self._text_kept = (text, _encode(text))
+    if kept is None or kept[0] != text: kept = self._text_kept = (text, _encode(text).encode())   # the same object: equal at once
     return kept[1]
 
-# %% ../nbs/10_providers.ipynb #2efde422
+# %% ../nbs/10_providers.ipynb #0130ac16
+_KEY_JSON = {}   # a body's field name -> its JSON as UTF-8 (model, messages, tools, max_tokens, ...: a handful)
+
+_scalar_json = {True: b'true', False: b'false'}
+
+def _key_json(key:str) -> bytes:
+    "`json.dumps(key).encode()` for a field name of a body, kept."
+    text = _KEY_JSON.get(key)
+    if text is None:
+        text = _encode(key).encode()
+        if len(_KEY_JSON) < 64: _KEY_JSON[key] = text
+    return text
+
+# %% ../nbs/10_providers.ipynb #4074d201
+class _WireList(list):
+    "The wire messages of one request: the system message, then the transcript's as last sent (`_wire_messages`), with their JSON; nothing edits them."
+    __slots__ = ('sent', 'json')   # sent: the messages after the system one as made; json: theirs as UTF-8 pieces, each after ', '
+
+class _WireTurns(list):
+    "Anthropic's turns of one request as made (`_anthropic_turns`), with the JSON of each; nothing edits them."
+    __slots__ = ('sent', 'json')   # sent: the turns as made; json: each turn's JSON as UTF-8
+
 def _system_first(messages) -> bool:
     "Is the first of `messages` exactly a system message `{'role': 'system', 'content': text}`?"
-    first = messages[0] if type(messages) is list and messages else None
-    return type(first) is dict and len(first) == 2 and list(first) == ['role', 'content'] and first['role'] == 'system' and type(first['content']) is str
+    first = messages[0] if isinstance(messages, list) and messages else None
+    return type(first) is dict and tuple(first) == ('role', 'content') and first['role'] == 'system' and type(first['content']) is str
 
+def _rest_json(messages:list) -> tuple:
+    "The JSON of `messages` after the first, as UTF-8 pieces each after ', ': as made, if they are still the messages made."
+    if type(messages) is _WireList and len(messages) == len(messages.sent) + 1 and not any(map(is_not, messages.sent, messages[1:])):
+        return messages.json
+    rest = _encode(messages[1:])[1:-1]
+    return (b', ' + rest.encode(),) if rest else ()
+
+# %% ../nbs/10_providers.ipynb #85d7fc08
 @patch
-def _body_json(self:HTTPProvider, body:dict) -> str:
-    "`json.dumps(body)`, with the parts that are the same call after call (tools, system prompt) serialised once and kept."
-    if any(type(k) is not str for k in body): return _encode(body)
-    out = ['{']                                       # the pieces, joined once at the end: the kept texts are copied once
+def _body_bytes(self:HTTPProvider, body:dict) -> bytes:
+    "`json.dumps(body).encode()`, the parts that are the same call after call (tools, system prompt, the messages sent before) serialised once."
+    out = [b'{']                                      # the pieces, joined once at the end: every kept text is copied once
     for k, v in body.items():
-        out += (', ' if len(out) > 1 else '', _encode(k), ': ')
+        if type(k) is not str: return _encode(body).encode()   # keys JSON writes otherwise (numbers, None): all of it as `json.dumps` does
+        out += (b', ' if len(out) > 1 else b'', _key_json(k), b': ')
         if k == 'tools' and v: out.append(self._tools_json(v))
         elif k == 'system' and type(v) is str: out.append(self._text_json(v))   # Anthropic's
         elif k == 'messages' and _system_first(v):                               # chat completions', Ollama's
-            rest = v[1:]
-            rest = ', '.join([m.json for m in rest]) if all(type(m) is _WireMessage for m in rest) else _encode(rest)[1:-1]
-            out += ('[{"role": "system", "content": ', self._text_json(v[0]['content']), '}', ', ' if rest else '', rest, ']')
-        else: out.append(_encode(v))
-    out.append('}')
-    return ''.join(out)
+            out += (b'[{"role": "system", "content": ', self._text_json(v[0]['content']), b'}', *_rest_json(v), b']')
+        elif k == 'messages' and type(v) is _WireTurns and len(v) == len(v.sent) and not any(map(is_not, v.sent, v)):   # Anthropic's
+            out += (b'[', b', '.join(v.json), b']')
+        else: out.append(_scalar_json.get(v) if type(v) is bool else str(v).encode() if type(v) is int else _encode(v).encode())
+    out.append(b'}')
+    return b''.join(out)
 
-# %% ../nbs/10_providers.ipynb #17c2504c
+# %% ../nbs/10_providers.ipynb #701ed6b3
 @patch
 def _tools_for(self:HTTPProvider, tools:list, shape) -> list:
     "`shape(tools)`, the wire form of the request's tool schemas, made (copied, serialised) once while the request offers the same list."
     kept = self.__dict__.get('_shaped')
     if kept is None or kept.source is not tools or len(kept) != len(tools):
         kept = _ShapedTools(copy.deepcopy(shape(tools)))
-        kept.source, kept.json = tools, json.dumps(kept, ensure_ascii=False)
+        kept.source, kept.json = tools, json.dumps(kept, ensure_ascii=False).encode()
         self._shaped = kept
     return kept
 
-# %% ../nbs/10_providers.ipynb #c7e27c73
+# %% ../nbs/10_providers.ipynb #602db0dc
+_ATOMS = frozenset({str, int, float, bool, type(None)})   # what a copy can share: nothing edits them
+
 def _copied(value):
-    "A deep copy of a JSON-like `value` (dicts, lists, strings, numbers), four times faster than `copy.deepcopy`; anything else by `deepcopy`."
+    "A deep copy of a JSON-like `value` (dicts, lists, strings, numbers), six times faster than `copy.deepcopy`; anything else by `deepcopy`."
     t = type(value)
-    if t is str or t is int or t is float or t is bool or value is None: return value
-    if t is dict: return {k: _copied(v) for k, v in value.items()}
-    if t is list: return [_copied(v) for v in value]
+    if t in _ATOMS: return value
+    if t is dict:
+        if _ATOMS.issuperset(map(type, value.values())): return value.copy()   # in C: a user's message, a tool's result
+        return {k: v if type(v) in _ATOMS else _copied(v) for k, v in value.items()}
+    if t is list: return [v if type(v) in _ATOMS else _copied(v) for v in value]
     return copy.deepcopy(value)
 
-# %% ../nbs/10_providers.ipynb #d4831faa
+# %% ../nbs/10_providers.ipynb #602cf2c0
+class _Sent:
+    "One transcript as a provider last sent it: each message (the very object, and a copy of it), its wire form, that form's JSON."
+    __slots__ = ('one', 'seen', 'copies', 'wire', 'json', 'groups')   # groups: Anthropic's turns (`_anthropic_turns`)
+    def __init__(self, one): self.one, self.seen, self.copies, self.wire, self.json, self.groups = one, [], [], [], [], []
+    def cut(self, start:int, stop:int|None=None):
+        "Forget the entries from `start` to `stop`, and the turns made of them."
+        for entries in (self.seen, self.copies, self.wire, self.json): del entries[start:stop]
+        if stop is not None: self.groups.clear()                                 # cut at the front: every turn moved
+        while self.groups and self.groups[-1][2] > start: self.groups.pop()
+
+# %% ../nbs/10_providers.ipynb #768d18a7
+def _unchanged(sent:_Sent, messages:list) -> int:
+    "How many of `messages`, from the first, are the very messages `sent` holds and equal to their copies (what was trimmed off the front is forgotten)."
+    seen = sent.seen
+    if not seen: return 0
+    if messages and seen[0] is not messages[0]:                     # trimmed at the front (`Agent.transcript`), or another list
+        first = messages[0]
+        sent.cut(0, next((i for i, m in enumerate(seen) if m is first), len(seen)))
+    n = min(len(seen), len(messages))
+    if not any(map(is_not, seen, messages)) and sent.copies[:n] == messages[:n]: return n   # in C: the usual request only appends
+    return next((i for i in range(n) if seen[i] is not messages[i] or sent.copies[i] != messages[i]), 0)
+
+# %% ../nbs/10_providers.ipynb #5d10ec86
+def _json_after_comma(wire) -> bytes:
+    "`', '` and the JSON of one wire message, as UTF-8."
+    return (', ' + _encode(wire)).encode()
+
 @patch
-def _wire_messages(self:HTTPProvider, system:str, messages:list, convert) -> list:
-    "`convert(system, messages)` (one wire message for each), each message converted and serialised once while it is the same dict, equal to what it was."
-    kept, out = self.__dict__.get('_wire_kept'), convert(system, [])
-    if kept is None or len(kept) > 2 * max(len(messages), 128): kept = self._wire_kept = {}   # bounded: a message no longer sent is dropped here
-    for m in messages:
-        hit = kept.get(id(m))
-        if hit is None or hit[0] is not m or hit[1] != m:   # another message, or this one changed in place since
-            wire = _WireMessage(convert('', [m])[-1]); wire.json = _encode(wire)   # a message that JSON cannot carry fails here, as it always did
-            hit = kept[id(m)] = (m, _copied(m), wire)
-        out.append(hit[2])
+def _caught_up(self:HTTPProvider, messages:list, one, serialise) -> _Sent:
+    "What this provider keeps of `messages`, every message in it converted by `one` and serialised by `serialise` (under `_sent_lock`)."
+    sent = self._sent.pop(id(messages), None)
+    if sent is None or sent.one is not one: sent = _Sent(one)
+    self._sent[id(messages)] = sent                                  # the transcripts sent most recently last
+    if len(self._sent) > 64: del self._sent[next(iter(self._sent))]  # bounded: the one sent longest ago is let go
+    if len(sent.seen): sent.cut(_unchanged(sent, messages))
+    for m in messages[len(sent.seen):]:
+        wire = one(m); text = serialise(wire)                        # a message that JSON cannot carry fails here, as it always did
+        sent.seen.append(m); sent.copies.append(_copied(m)); sent.wire.append(wire); sent.json.append(text)
+    return sent
+
+# %% ../nbs/10_providers.ipynb #42a3f794
+@patch
+def _wire_messages(self:HTTPProvider, system:str, messages:list, one) -> _WireList:
+    "`[system message, *map(one, messages)]`, each message converted by `one` and serialised once while the transcript grows by appending."
+    with self._sent_lock:
+        sent = self._caught_up(messages, one, _json_after_comma)
+        out = _WireList([{'role': 'system', 'content': system}, *sent.wire])
+        out.sent, out.json = tuple(sent.wire), tuple(sent.json)
     return out
 
 # %% ../nbs/10_providers.ipynb #f6c8c2af
@@ -449,7 +529,7 @@ def openai_tools(tools:list) -> list:
     return [{'type': 'function', 'function': {'name': t['name'], 'description': t.get('description', ''),
                                               'parameters': t.get('parameters') or {'type': 'object', 'properties': {}}}} for t in tools]
 
-# %% ../nbs/10_providers.ipynb #0707e5f9
+# %% ../nbs/10_providers.ipynb #2c8623f9
 class OpenAIProvider(HTTPProvider):
     "OpenAI chat completions, and every server speaking it (OpenRouter, vLLM, llama.cpp, LM Studio)."
     kind, path, key_env = 'openai', '/chat/completions', 'OPENAI_API_KEY'
@@ -458,8 +538,8 @@ class OpenAIProvider(HTTPProvider):
     def _needs_key(self): return 'api.openai.com' in self.base_url or 'openrouter.ai' in self.base_url
     def auth_headers(self): return {'authorization': f"Bearer {self._key}"} if self._key else {}
     def body(self, request, model, stream) -> dict:
-        system, msgs = (text_mode_prompt(request.system, request.tools), text_mode_messages(request.messages)) if self.text_mode else (request.system, request.messages)
-        b = {'model': model, 'messages': self._wire_messages(system, msgs, openai_messages), 'max_tokens': self.max_tokens}
+        system, one = (text_mode_prompt(request.system, request.tools), _openai_text_message) if self.text_mode else (request.system, _openai_message)
+        b = {'model': model, 'messages': self._wire_messages(system, request.messages, one), 'max_tokens': self.max_tokens}
         if request.tools and not self.text_mode: b['tools'] = self._tools_for(request.tools, openai_tools)
         if stream: b.update(stream=True, stream_options={'include_usage': True})
         return b
@@ -518,7 +598,7 @@ def finish(self:OpenAIStream, provider) -> Answer:
 @patch
 def stream_parser(self:OpenAIProvider): return OpenAIStream()
 
-# %% ../nbs/10_providers.ipynb #fac103cc
+# %% ../nbs/10_providers.ipynb #532650c0
 class OllamaProvider(HTTPProvider):
     "Ollama's `/api/chat`: tool calls with object arguments, NDJSON streaming, token counts."
     kind, path = 'ollama', '/api/chat'
@@ -526,8 +606,8 @@ class OllamaProvider(HTTPProvider):
         super().__init__(model, host if '://' in host else f"http://{host}", None, **kw)
     def auth_headers(self): return {}
     def body(self, request, model, stream) -> dict:
-        system, msgs = (text_mode_prompt(request.system, request.tools), text_mode_messages(request.messages)) if self.text_mode else (request.system, request.messages)
-        b = {'model': model, 'messages': self._wire_messages(system, msgs, ollama_messages), 'stream': stream, 'options': {'num_predict': self.max_tokens}}
+        system, one = (text_mode_prompt(request.system, request.tools), _ollama_text_message) if self.text_mode else (request.system, _ollama_message)
+        b = {'model': model, 'messages': self._wire_messages(system, request.messages, one), 'stream': stream, 'options': {'num_predict': self.max_tokens}}
         if request.tools and not self.text_mode: b['tools'] = self._tools_for(request.tools, openai_tools)
         return b
 
@@ -578,7 +658,7 @@ def anthropic_tools(tools:list) -> list:
     "Tool schemas in the Anthropic Messages `tools` shape."
     return [{'name': t['name'], 'description': t.get('description', ''), 'input_schema': t.get('parameters') or {'type': 'object'}} for t in tools]
 
-# %% ../nbs/10_providers.ipynb #5762c42e
+# %% ../nbs/10_providers.ipynb #fc81db1f
 class AnthropicProvider(HTTPProvider):
     "Anthropic Messages: `x-api-key`, `anthropic-version`, content blocks, `tool_use` and `tool_result`."
     kind, path, key_env, version = 'anthropic', '/v1/messages', 'ANTHROPIC_API_KEY', '2023-06-01'
@@ -588,12 +668,42 @@ class AnthropicProvider(HTTPProvider):
     def auth_headers(self):
         return {'anthropic-version': self.version, **({'x-api-key': self._key} if self._key else {})}
     def body(self, request, model, stream) -> dict:
-        system, msgs = (text_mode_prompt(request.system, request.tools), text_mode_messages(request.messages)) if self.text_mode else (request.system, request.messages)
-        b = {'model': model, 'max_tokens': self.max_tokens, 'system': system, 'messages': anthropic_messages(msgs)}
+        system, one = (text_mode_prompt(request.system, request.tools), _anthropic_text_blocks) if self.text_mode else (request.system, _anthropic_blocks)
+        b = {'model': model, 'max_tokens': self.max_tokens, 'system': system, 'messages': self._anthropic_turns(request.messages, one)}
         if request.tools and not self.text_mode:
             b['tools'] = self._tools_for(request.tools, anthropic_tools)
         if stream: b['stream'] = True
         return b
+
+# %% ../nbs/10_providers.ipynb #d2ecd599
+_TURN, _TURN_JSON = operator.itemgetter(0), operator.itemgetter(3)   # of a turn kept: the turn, its JSON
+
+def _blocks_json(entry:tuple) -> bytes:
+    "The JSON of a message's content blocks (`_anthropic_blocks`), each after `', '`, as UTF-8."
+    return (', ' + _encode(entry[1])[1:-1]).encode() if entry[1] else b''
+
+def _turns_of(sent:_Sent) -> list:
+    "`sent`'s messages merged into Anthropic turns `(turn, first, end, JSON)`: those kept, and the last one made again if it grew."
+    turns, wire, pieces = sent.groups, sent.wire, sent.json
+    i, n = (turns[-1][2] if turns else 0), len(wire)
+    if turns and i < n and wire[i][0] == turns[-1][0]['role']: i = turns.pop()[1]   # the next message joins the last turn
+    while i < n:
+        role, j = wire[i][0], i + 1
+        while j < n and wire[j][0] == role: j += 1
+        turn = {'role': role, 'content': [block for _, blocks in wire[i:j] for block in blocks]}
+        turns.append((turn, i, j, b'{"role": ' + _encode(role).encode() + b', "content": [' + b''.join(pieces[i:j])[2:] + b']}'))
+        i = j
+    return turns
+
+# %% ../nbs/10_providers.ipynb #bc944e00
+@patch
+def _anthropic_turns(self:AnthropicProvider, messages:list, one) -> _WireTurns:
+    "`anthropic_messages(messages)`, each message converted by `one` and serialised once, each finished turn merged once."
+    with self._sent_lock:
+        turns = _turns_of(self._caught_up(messages, one, _blocks_json))
+        out = _WireTurns(map(_TURN, turns))
+        out.sent, out.json = tuple(out), tuple(map(_TURN_JSON, turns))
+    return out
 
 # %% ../nbs/10_providers.ipynb #a61a3541
 @patch

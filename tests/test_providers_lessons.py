@@ -70,7 +70,7 @@ def _requests():
 
 @pytest.mark.parametrize('kind', ['openai', 'ollama', 'anthropic'])
 @pytest.mark.parametrize('stream', [False, True])
-def test_body_json_is_json_dumps(kind, stream):
+def test_body_bytes_is_json_dumps(kind, stream):
     "The kept tools and system prompt change nothing: every body is the very JSON `json.dumps` writes, request after request, also once the belt changes."
     import json
     from passepartout.providers import OpenAIProvider, OllamaProvider, AnthropicProvider, openai_messages, ollama_messages
@@ -85,10 +85,10 @@ def test_body_json_is_json_dumps(kind, stream):
             msgs[0]['content'] += ' again'; msgs[1]['tool_calls'][0]['args']['path'] = 'c.txt'; msgs[2]['is_error'] = True
         for request in requests:
             body = provider.body(request, 'm', stream)
-            assert provider._body_json(body) == json.dumps(body, ensure_ascii=False)
+            assert provider._body_bytes(body) == json.dumps(body, ensure_ascii=False).encode()
             if reference is not None: assert body['messages'] == reference(request.system, request.messages)
             request._fixed = None
-    sent = json.loads(provider._body_json(provider.body(requests[0], 'm', stream)))['tools']
+    sent = json.loads(provider._body_bytes(provider.body(requests[0], 'm', stream)))['tools']
     read_file = next(t.get('function', t) for t in sent if t.get('function', t)['name'] == 'read_file')
     assert 'why' in (read_file.get('parameters') or read_file.get('input_schema'))['properties']
 
