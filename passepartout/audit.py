@@ -10,8 +10,8 @@ __all__ = ['GENESIS', 'HEAD_SIZE', 'COLUMNS', 'OUTCOMES', 'WRITE_AHEAD', 'canoni
            'overwrite_head', 'anchor_files', 'connect', 'Later', 'AuditLog', 'chain_hash', 'compact_trace', 'describe',
            'audit_command', 'audit_verify', 'audit_reanchor']
 
-# %% ../nbs/33_audit.ipynb #50c1a9bd
-import atexit, contextlib, fcntl, hashlib, hmac, json, logging, math, os, re, secrets, sqlite3, tempfile, threading, time, weakref
+# %% ../nbs/33_audit.ipynb #e757f2a7
+import atexit, contextlib, fcntl, hashlib, hmac, itertools, json, logging, math, os, re, secrets, sqlite3, tempfile, threading, time, weakref
 from pathlib import Path
 import click
 from . import config
@@ -321,7 +321,37 @@ def _keyed(key:bytes):
     keyed = hmac.new(key, b'record:', 'sha256')
     return getattr(keyed, '_hmac', None) or keyed   # OpenSSL's object under `hmac`'s wrapper where there is one
 
-# %% ../nbs/33_audit.ipynb #d669923e
+# %% ../nbs/33_audit.ipynb #8fb75eac
+_KIND_TEXT = {}   # a record kind to its JSON text: a handful of kinds, each written many times
+
+def _chained(items:list, seq:int, prev:str, keyed) -> list:
+    "The rows of `items` (time, kind, canonical data text) chained after record `seq` (hash `prev`), each with its MAC if `keyed` (`_keyed`)."
+    rows, sha, finite = [], hashlib.sha256, math.isfinite
+    for at, kind, text in items:
+        seq += 1
+        kind_text = _KIND_TEXT.get(kind) or _kind_text(kind)
+        at_text = repr(at) if type(at) is float and finite(at) else canonical_json(at)
+        h = sha(f'{prev}{{"data":{text},"kind":{kind_text},"prev_hash":"{prev}","seq":{seq},"time":{at_text}}}'.encode()).hexdigest()
+        if keyed is None: mac = None
+        else: mac = keyed.copy(); mac.update(h.encode()); mac = mac.hexdigest()
+        rows.append((seq, at, kind, text, prev, h, mac)); prev = h
+    return rows
+
+def _kind_text(kind:str) -> str:
+    text = canonical_json(kind)
+    if len(_KIND_TEXT) < 256: _KIND_TEXT[kind] = text   # kinds come from code; a flood of odd ones is not kept
+    return text
+
+# %% ../nbs/33_audit.ipynb #22a6a424
+_INSERTS = ['INSERT INTO audit VALUES ' + ','.join(['(?,?,?,?,?,?,?)'] * n) for n in range(33)]
+
+def _insert(db:sqlite3.Connection, rows:list):
+    "Insert `rows` (the audit table's columns), one statement for each 32 of them."
+    for i in range(0, len(rows), 32):
+        chunk = rows[i:i + 32]
+        db.execute(_INSERTS[len(chunk)], list(itertools.chain.from_iterable(chunk)))
+
+# %% ../nbs/33_audit.ipynb #c33d37b6
 @patch
 def _commit(self:AuditLog, group:list, key:bytes|None):
     "Redact and write every ticket of `group` in one transaction (each ticket's records together, in the order they came); callers hold `lock`."
@@ -333,13 +363,10 @@ def _commit(self:AuditLog, group:list, key:bytes|None):
             seq, prev = last if last else (0, GENESIS)
             written, keyed = [], _keyed(key) if key else None   # keyed once: a copy per record
             for ticket in group:
-                rows = ticket[1] = []
-                for at, kind, text in ticket[0]:
-                    seq, h = seq + 1, chain_hash(seq + 1, at, kind, text, prev)
-                    if keyed: mac = keyed.copy(); mac.update(h.encode())
-                    rows.append((seq, at, kind, text, prev, h, mac.hexdigest() if keyed else None)); prev = h
+                rows = ticket[1] = _chained(ticket[0], seq, prev, keyed)
+                if rows: seq, prev = rows[-1][0], rows[-1][5]
                 written += rows
-            self.db.executemany('INSERT INTO audit VALUES (?,?,?,?,?,?,?)', written)
+            _insert(self.db, written)
             self.db.execute('COMMIT')
         except BaseException: self.db.execute('ROLLBACK'); raise
     except BaseException as e:
