@@ -404,15 +404,17 @@ def _write(self:AuditLog, items:list) -> list:
     if ticket[2] is not None: raise ticket[2]
     return ticket[1]
 
-# %% ../nbs/33_audit.ipynb #7c6b9ef4
+# %% ../nbs/33_audit.ipynb #e192f014
 def _same_step(proposal:dict, verdict:dict) -> bool:
     "Is `verdict` the gates' verdict on `proposal` as proposed: the same action (given its call id since, at most) and the same value of every other field they share?"
     a, b = proposal.get('action'), verdict.get('action')
     if type(a) is not dict or type(b) is not dict: return False
-    if 'call_id' in b and 'call_id' not in a: a = {**a, 'call_id': b['call_id']}
-    return a == b and all(verdict[k] == v for k, v in proposal.items() if k in verdict and k != 'action')
+    if a != b and not ('call_id' in b and 'call_id' not in a and {**a, 'call_id': b['call_id']} == b): return False
+    for k, v in proposal.items():
+        if k != 'action' and k in verdict and verdict[k] != v: return False
+    return True
 
-# %% ../nbs/33_audit.ipynb #432e76f3
+# %% ../nbs/33_audit.ipynb #729e5b92
 OUTCOMES = {'result': 'actuator', 'reply': 'text'}   # what a verdict record may hold of its action's outcome, and the field that says it does
 _OUTCOME_FIELDS = frozenset(OUTCOMES.values())
 
@@ -421,38 +423,43 @@ def _outcome_of(verdict:dict, kind:str, data:dict) -> bool:
     action = verdict.get('action')
     if verdict.get('decision') != ALLOW or type(action) is not dict or not _OUTCOME_FIELDS.isdisjoint(verdict): return False
     if kind == 'result': return 'actuator' in data and _same_step(verdict, data)
-    return kind == 'reply' and list(data) == ['text'] and action.get('kind') == 'reply' and action.get('text') == data['text']
+    return kind == 'reply' and len(data) == 1 and 'text' in data and action.get('kind') == 'reply' and action.get('text') == data['text']
 
-# %% ../nbs/33_audit.ipynb #1cc71b18
-@patch
-def _queue(self:AuditLog, kind:str, data:dict):
-    "Queue a record of this thread's batch, serialised; a proposal waits for its verdict and an allowing verdict for its outcome, to be one record with it."
-    b = self.batches; held = getattr(b, 'held', None)
-    if held is not None:
-        b.held = None
-        at, was, past = held
-        if was == 'proposal' and kind == 'verdict' and _same_step(past, data): data = {**past, **data}
-        elif was == 'verdict' and _outcome_of(past, kind, data): kind, data = 'verdict', {**past, **data}
-        else: b.queue.append((at, was, canonical_json(past)))
-    if kind == 'proposal' or kind == 'verdict' and data.get('decision') == ALLOW and _OUTCOME_FIELDS.isdisjoint(data):
-        b.held = (time.time(), kind, data)
-    else: b.queue.append((time.time(), kind, canonical_json(data)))
+# %% ../nbs/33_audit.ipynb #85b639fd
+def compact_trace(trace:list) -> list:
+    "A gate trace as the log keeps it: the name of a gate that allowed without a word, `[gate, decision, reason]` for one with an opinion, no timings; anything else as it is."
+    try:
+        if trace and type(trace[0]) is dict:   # any entry that is not a dict with these keys raises
+            return [t['gate'] if t['decision'] == ALLOW and not t['reason'] else [t['gate'], t['decision'], t['reason']] for t in trace]
+    except (KeyError, TypeError): return trace
+    if all(type(t) is GateRecord for t in trace): return [g if d == ALLOW and not r else [g, d, r] for g, d, r, _ in trace]
+    return trace
 
-@patch
-def _release(self:AuditLog, queue:list):
-    "Queue, serialised, the record this thread holds back for the one that completes it, if any: the batch ends, or a barrier writes what is queued."
-    held = getattr(self.batches, 'held', None)
-    if held is not None: self.batches.held = None; queue.append((held[0], held[1], canonical_json(held[2])))
+# %% ../nbs/33_audit.ipynb #8ad58fd4
+def _steps(events:list) -> list:
+    "The records of a batch's events, `(time, kind, canonical data text)` each, serialised once: a proposal and the verdict on it are one record, an allowing verdict and what came of it one."
+    out, held = [], None
+    for at, data in events:                             # data: the batch's own copy of the event
+        kind = str(data.pop('kind', 'event'))
+        if type(data.get('trace')) is list: data['trace'] = compact_trace(data['trace'])
+        if held is not None:
+            past_at, was, past = held; held = None
+            if was == 'proposal' and kind == 'verdict' and _same_step(past, data): data = {**past, **data}
+            elif was == 'verdict' and _outcome_of(past, kind, data): kind, data = 'verdict', {**past, **data}
+            else: out.append((past_at, was, canonical_json(past)))
+        if kind == 'proposal' or kind == 'verdict' and data.get('decision') == ALLOW and _OUTCOME_FIELDS.isdisjoint(data): held = (at, kind, data)
+        else: out.append((at, kind, canonical_json(data)))
+    if held is not None: out.append((held[0], held[1], canonical_json(held[2])))
+    return out
 
-# %% ../nbs/33_audit.ipynb #83c6534d
+# %% ../nbs/33_audit.ipynb #f730eedb
 @patch
 def flush(self:AuditLog):
-    "Write the records this thread's batch has queued and every finished turn left to the writer thread, in one transaction."
-    queue = getattr(self.batches, 'queue', None)
-    if queue is not None: self._release(queue)       # a proposal still waiting for its verdict (`_queue`, below) too
-    if queue:
-        self.batches.queue = []
-        self._write(queue)                            # with whatever else waits
+    "Write the records of this thread's batch so far and every finished turn left to the writer thread, in one transaction."
+    events = getattr(self.batches, 'events', None)
+    if events:                                        # a proposal still waiting for its verdict (`_steps`, above) too
+        self.batches.events = []
+        self._write(_steps(events))                   # with whatever else waits
     elif self.waiting:
         with self.lock: error = self._commit_waiting(self.key or self.begin_anchoring())
         if error is not None: raise error
@@ -525,41 +532,28 @@ def _anchor(self:AuditLog):
         except OSError as e:
             logging.getLogger('passepartout').error(f"audit log: the head checkpoint {self.head_file} could not be moved: {e}")
 
-# %% ../nbs/33_audit.ipynb #85b639fd
-def compact_trace(trace:list) -> list:
-    "A gate trace as the log keeps it: the name of a gate that allowed without a word, `[gate, decision, reason]` for one with an opinion, no timings; anything else as it is."
-    try:
-        if trace and type(trace[0]) is dict:   # any entry that is not a dict with these keys raises
-            return [t['gate'] if t['decision'] == ALLOW and not t['reason'] else [t['gate'], t['decision'], t['reason']] for t in trace]
-    except (KeyError, TypeError): return trace
-    if all(type(t) is GateRecord for t in trace): return [g if d == ALLOW and not r else [g, d, r] for g, d, r, _ in trace]
-    return trace
-
-# %% ../nbs/33_audit.ipynb #5e5db34f
+# %% ../nbs/33_audit.ipynb #a086dafa
 @patch
 def append(self:AuditLog, event:dict) -> dict|None:
     "Append `event` (a dict with a `kind`) as the next chained, MAC'd record, serialised once (a gate `trace` in its compact form); inside a batch it is queued (None) and written when the batch ends or `checkpoint()` runs."
-    data = dict(event); kind = str(data.pop('kind', 'event'))
-    if type(data.get('trace')) is list: data['trace'] = compact_trace(data['trace'])
-    if getattr(self.batches, 'depth', 0): return self._queue(kind, data)
-    item = (time.time(), kind, canonical_json(data))
-    record = dict(zip(COLUMNS, self._write([item])[-1]))
+    b = self.batches
+    if getattr(b, 'depth', 0): b.events.append((time.time(), dict(event))); return None   # made a record when the batch ends (`_steps`)
+    record = dict(zip(COLUMNS, self._write(_steps([(time.time(), dict(event))]))[-1]))
     self.checkpoint()
     record['data'] = json.loads(record['data'])
     return record
 
-# %% ../nbs/33_audit.ipynb #045c569c
+# %% ../nbs/33_audit.ipynb #f6ecf2f9
 WRITE_AHEAD = frozenset({'pending', 'owner-notice', 'approval', 'approval-refused'})   # kinds whose turn is written before it ends
 
 @patch
 def _end_batch(self:AuditLog):
     "The end of a thread's outermost batch: its records are left to the writer thread, or written and anchored now (no window, or a record of a `WRITE_AHEAD` kind)."
-    queue = self.batches.queue
-    self._release(queue)
-    if not queue: return
-    if self.window > 0 and not any(kind in WRITE_AHEAD for _, kind, _ in queue):
-        self.batches.queue = []; self._defer(queue)
-    else: self.checkpoint()
+    b = self.batches
+    if not b.events: return
+    items, b.events = _steps(b.events), []
+    if self.window > 0 and WRITE_AHEAD.isdisjoint([kind for _, kind, _ in items]): self._defer(items)
+    else: self._write(items); self._anchor()          # `checkpoint()`: this turn and every turn waiting, anchored
 
 # %% ../nbs/33_audit.ipynb #8f386ee6
 @patch
@@ -586,14 +580,14 @@ def _drain(self:AuditLog):
     try: self.sync()
     except BaseException: Later.ask(self._drain, max(self.window, 1.0)); raise
 
-# %% ../nbs/33_audit.ipynb #d0c3f4a5
+# %% ../nbs/33_audit.ipynb #a9e91786
 class _Batch:
     "What `AuditLog.batch()` returns: a context that counts this thread's nesting in the log's thread-local state."
     __slots__ = ('log',)
     def __init__(self, log): self.log = log
     def __enter__(self):
         b = self.log.batches; depth = getattr(b, 'depth', 0)
-        if depth == 0: b.queue, b.held = [], None
+        if depth == 0: b.events = []
         b.depth = depth + 1
         return self.log
     def __exit__(self, *exc):
