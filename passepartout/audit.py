@@ -351,12 +351,23 @@ def _insert(db:sqlite3.Connection, rows:list):
         chunk = rows[i:i + 32]
         db.execute(_INSERTS[len(chunk)], list(itertools.chain.from_iterable(chunk)))
 
-# %% ../nbs/33_audit.ipynb #c33d37b6
+# %% ../nbs/33_audit.ipynb #fbef2e19
+@patch
+def _made(self:AuditLog, group:list):
+    "Make the records of every ticket of `group` that holds a turn's events (`_defer`); events that cannot be made records leave a record saying so."
+    for ticket in group:
+        if len(ticket) > 3 and ticket[3] == 'events':
+            try: ticket[0] = _steps(ticket[0])
+            except Exception as e: ticket[0] = [(time.time(), 'unrecordable', canonical_json({'events': len(ticket[0]), 'error': f"{type(e).__name__}: {e}"}))]
+            ticket[3] = 'left'
+
+# %% ../nbs/33_audit.ipynb #ce21b31d
 @patch
 def _commit(self:AuditLog, group:list, key:bytes|None):
     "Redact and write every ticket of `group` in one transaction (each ticket's records together, in the order they came); callers hold `lock`."
+    self._made(group)                                  # before the write lock: other processes need not wait for it
     try:
-        self._redact(group)                            # before the write lock: other processes need not wait for it
+        self._redact(group)
         self.db.execute('BEGIN IMMEDIATE')
         try:
             last = self.db.execute('SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1').fetchone()   # the head, under the write lock
@@ -435,7 +446,7 @@ def compact_trace(trace:list) -> list:
     if all(type(t) is GateRecord for t in trace): return [g if d == ALLOW and not r else [g, d, r] for g, d, r, _ in trace]
     return trace
 
-# %% ../nbs/33_audit.ipynb #8ad58fd4
+# %% ../nbs/33_audit.ipynb #f60fc5d8
 def _steps(events:list) -> list:
     "The records of a batch's events, `(time, kind, canonical data text)` each, serialised once: a proposal and the verdict on it are one record, an allowing verdict and what came of it one."
     out, held = [], None
@@ -443,14 +454,24 @@ def _steps(events:list) -> list:
         kind = str(data.pop('kind', 'event'))
         if type(data.get('trace')) is list: data['trace'] = compact_trace(data['trace'])
         if held is not None:
-            past_at, was, past = held; held = None
+            was, past = held[1], held[2]
             if was == 'proposal' and kind == 'verdict' and _same_step(past, data): data = {**past, **data}
             elif was == 'verdict' and _outcome_of(past, kind, data): kind, data = 'verdict', {**past, **data}
-            else: out.append((past_at, was, canonical_json(past)))
+            else: out.append(held)
+            held = None
         if kind == 'proposal' or kind == 'verdict' and data.get('decision') == ALLOW and _OUTCOME_FIELDS.isdisjoint(data): held = (at, kind, data)
-        else: out.append((at, kind, canonical_json(data)))
-    if held is not None: out.append((held[0], held[1], canonical_json(held[2])))
-    return out
+        else: out.append((at, kind, data))
+    if held is not None: out.append(held)
+    try: return [(at, kind, canonical_json(data)) for at, kind, data in out]
+    except (TypeError, ValueError, RecursionError): return [(at, kind, _lenient_json(data)) for at, kind, data in out]
+
+def _lenient_json(data:dict) -> str:
+    "`canonical_json(data)`, or, for data JSON cannot hold (a key that is not text, a cycle), what it can of it and why the rest is missing."
+    try: return canonical_json(data)
+    except (TypeError, ValueError, RecursionError) as e: why = f"{type(e).__name__}: {e}"
+    try: kept = json.loads(json.dumps(data, default=str, skipkeys=True))
+    except (TypeError, ValueError, RecursionError): kept = {}
+    return canonical_json({**kept, 'unrecordable': why})
 
 # %% ../nbs/33_audit.ipynb #f730eedb
 @patch
@@ -543,23 +564,23 @@ def append(self:AuditLog, event:dict) -> dict|None:
     record['data'] = json.loads(record['data'])
     return record
 
-# %% ../nbs/33_audit.ipynb #f6ecf2f9
+# %% ../nbs/33_audit.ipynb #eb5176c6
 WRITE_AHEAD = frozenset({'pending', 'owner-notice', 'approval', 'approval-refused'})   # kinds whose turn is written before it ends
 
 @patch
 def _end_batch(self:AuditLog):
-    "The end of a thread's outermost batch: its records are left to the writer thread, or written and anchored now (no window, or a record of a `WRITE_AHEAD` kind)."
+    "The end of a thread's outermost batch: its events are left to the writer thread, or made records, written and anchored now (no window, or an event of a `WRITE_AHEAD` kind)."
     b = self.batches
     if not b.events: return
-    items, b.events = _steps(b.events), []
-    if self.window > 0 and WRITE_AHEAD.isdisjoint([kind for _, kind, _ in items]): self._defer(items)
-    else: self._write(items); self._anchor()          # `checkpoint()`: this turn and every turn waiting, anchored
+    events, b.events = b.events, []
+    if self.window > 0 and WRITE_AHEAD.isdisjoint([str(e.get('kind')) for _, e in events]): self._defer(events)
+    else: self._write(_steps(events)); self._anchor()   # `checkpoint()`: this turn and every turn waiting, anchored
 
-# %% ../nbs/33_audit.ipynb #8f386ee6
+# %% ../nbs/33_audit.ipynb #0158f720
 @patch
-def _defer(self:AuditLog, items:list):
-    "Leave a finished turn's records to the writer thread (`Later`), which writes them with every other turn of the next `window` seconds."
-    ticket = [items, None, None, 'left']           # like `_write`'s, marked as nobody's to wait for
+def _defer(self:AuditLog, events:list):
+    "Leave a finished turn's events to the writer thread (`Later`), which makes them records and writes them with every other turn of the next `window` seconds."
+    ticket = [events, None, None, 'events']        # like `_write`'s, marked as nobody's to wait for, its records still to make (`_made`)
     with self.waiting_lock: self.waiting.append(ticket); many = len(self.waiting) >= 64
     self.deferred += 1
     if many: self.sync()                              # a full batch is written now, by the thread that filled it
