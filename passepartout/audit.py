@@ -10,13 +10,13 @@ __all__ = ['GENESIS', 'HEAD_SIZE', 'COLUMNS', 'OUTCOMES', 'WRITE_AHEAD', 'canoni
            'overwrite_head', 'anchor_files', 'connect', 'Later', 'AuditLog', 'chain_hash', 'compact_trace', 'describe',
            'audit_command', 'audit_verify', 'audit_reanchor']
 
-# %% ../nbs/33_audit.ipynb #e757f2a7
+# %% ../nbs/33_audit.ipynb #fdc38e01
 import atexit, contextlib, fcntl, hashlib, hmac, itertools, json, logging, math, os, re, secrets, sqlite3, tempfile, threading, time, weakref
 from pathlib import Path
 import click
 from . import config
 from .basics import patch
-from .gates import ALLOW, GateRecord
+from .gates import ALLOW, GateRecord, turn_scope
 from .vault import Vault, redact
 
 # %% ../nbs/33_audit.ipynb #fee8acba
@@ -303,17 +303,19 @@ def chain_hash(seq:int, at:float, kind:str, data_text:str, prev_hash:str) -> str
 
 _PLAIN = re.compile(r'[\w .:-]*', re.ASCII)   # text JSON writes as it is, between quotes
 
-# %% ../nbs/33_audit.ipynb #8d97daf2
+# %% ../nbs/33_audit.ipynb #32db61f8
 @patch
 def _redact(self:AuditLog, group:list):
     "Replace secrets by their handles in the records of every ticket of `group`; one look at the vault, and nothing more while it is empty."
-    if self.vault is None or not self.vault.names(): return
-    for ticket in group:
-        out = []
-        for at, kind, text in ticket[0]:
-            clean = redact(text, self.vault)
-            out.append((at, kind, text if clean == text else canonical_json(json.loads(clean))))
-        ticket[0] = out
+    if self.vault is None: return
+    with turn_scope():                                 # the vault's file looked at once for the whole group (`Vault._load`)
+        if not self.vault.names(): return
+        for ticket in group:
+            out = []
+            for at, kind, text in ticket[0]:
+                clean = redact(text, self.vault)
+                out.append((at, kind, text if clean == text else canonical_json(json.loads(clean))))
+            ticket[0] = out
 
 # %% ../nbs/33_audit.ipynb #23d610e5
 def _keyed(key:bytes):
