@@ -10,13 +10,13 @@ __all__ = ['GENESIS', 'HEAD_SIZE', 'COLUMNS', 'OUTCOMES', 'WRITE_AHEAD', 'canoni
            'overwrite_head', 'anchor_files', 'connect', 'Later', 'AuditLog', 'chain_hash', 'compact_trace', 'describe',
            'audit_command', 'audit_verify', 'audit_reanchor']
 
-# %% ../nbs/33_audit.ipynb #50c1a9bd
-import atexit, contextlib, fcntl, hashlib, hmac, json, logging, math, os, re, secrets, sqlite3, tempfile, threading, time, weakref
+# %% ../nbs/33_audit.ipynb #fdc38e01
+import atexit, contextlib, fcntl, hashlib, hmac, itertools, json, logging, math, os, re, secrets, sqlite3, tempfile, threading, time, weakref
 from pathlib import Path
 import click
 from . import config
 from .basics import patch
-from .gates import ALLOW, GateRecord
+from .gates import ALLOW, GateRecord, turn_scope
 from .vault import Vault, redact
 
 # %% ../nbs/33_audit.ipynb #fee8acba
@@ -303,17 +303,19 @@ def chain_hash(seq:int, at:float, kind:str, data_text:str, prev_hash:str) -> str
 
 _PLAIN = re.compile(r'[\w .:-]*', re.ASCII)   # text JSON writes as it is, between quotes
 
-# %% ../nbs/33_audit.ipynb #8d97daf2
+# %% ../nbs/33_audit.ipynb #32db61f8
 @patch
 def _redact(self:AuditLog, group:list):
     "Replace secrets by their handles in the records of every ticket of `group`; one look at the vault, and nothing more while it is empty."
-    if self.vault is None or not self.vault.names(): return
-    for ticket in group:
-        out = []
-        for at, kind, text in ticket[0]:
-            clean = redact(text, self.vault)
-            out.append((at, kind, text if clean == text else canonical_json(json.loads(clean))))
-        ticket[0] = out
+    if self.vault is None: return
+    with turn_scope():                                 # the vault's file looked at once for the whole group (`Vault._load`)
+        if not self.vault.names(): return
+        for ticket in group:
+            out = []
+            for at, kind, text in ticket[0]:
+                clean = redact(text, self.vault)
+                out.append((at, kind, text if clean == text else canonical_json(json.loads(clean))))
+            ticket[0] = out
 
 # %% ../nbs/33_audit.ipynb #23d610e5
 def _keyed(key:bytes):
@@ -321,25 +323,63 @@ def _keyed(key:bytes):
     keyed = hmac.new(key, b'record:', 'sha256')
     return getattr(keyed, '_hmac', None) or keyed   # OpenSSL's object under `hmac`'s wrapper where there is one
 
-# %% ../nbs/33_audit.ipynb #d669923e
+# %% ../nbs/33_audit.ipynb #8fb75eac
+_KIND_TEXT = {}   # a record kind to its JSON text: a handful of kinds, each written many times
+
+def _chained(items:list, seq:int, prev:str, keyed) -> list:
+    "The rows of `items` (time, kind, canonical data text) chained after record `seq` (hash `prev`), each with its MAC if `keyed` (`_keyed`)."
+    rows, sha, finite = [], hashlib.sha256, math.isfinite
+    for at, kind, text in items:
+        seq += 1
+        kind_text = _KIND_TEXT.get(kind) or _kind_text(kind)
+        at_text = repr(at) if type(at) is float and finite(at) else canonical_json(at)
+        h = sha(f'{prev}{{"data":{text},"kind":{kind_text},"prev_hash":"{prev}","seq":{seq},"time":{at_text}}}'.encode()).hexdigest()
+        if keyed is None: mac = None
+        else: mac = keyed.copy(); mac.update(h.encode()); mac = mac.hexdigest()
+        rows.append((seq, at, kind, text, prev, h, mac)); prev = h
+    return rows
+
+def _kind_text(kind:str) -> str:
+    text = canonical_json(kind)
+    if len(_KIND_TEXT) < 256: _KIND_TEXT[kind] = text   # kinds come from code; a flood of odd ones is not kept
+    return text
+
+# %% ../nbs/33_audit.ipynb #22a6a424
+_INSERTS = ['INSERT INTO audit VALUES ' + ','.join(['(?,?,?,?,?,?,?)'] * n) for n in range(33)]
+
+def _insert(db:sqlite3.Connection, rows:list):
+    "Insert `rows` (the audit table's columns), one statement for each 32 of them."
+    for i in range(0, len(rows), 32):
+        chunk = rows[i:i + 32]
+        db.execute(_INSERTS[len(chunk)], list(itertools.chain.from_iterable(chunk)))
+
+# %% ../nbs/33_audit.ipynb #fbef2e19
+@patch
+def _made(self:AuditLog, group:list):
+    "Make the records of every ticket of `group` that holds a turn's events (`_defer`); events that cannot be made records leave a record saying so."
+    for ticket in group:
+        if len(ticket) > 3 and ticket[3] == 'events':
+            try: ticket[0] = _steps(ticket[0])
+            except Exception as e: ticket[0] = [(time.time(), 'unrecordable', canonical_json({'events': len(ticket[0]), 'error': f"{type(e).__name__}: {e}"}))]
+            ticket[3] = 'left'
+
+# %% ../nbs/33_audit.ipynb #ce21b31d
 @patch
 def _commit(self:AuditLog, group:list, key:bytes|None):
     "Redact and write every ticket of `group` in one transaction (each ticket's records together, in the order they came); callers hold `lock`."
+    self._made(group)                                  # before the write lock: other processes need not wait for it
     try:
-        self._redact(group)                            # before the write lock: other processes need not wait for it
+        self._redact(group)
         self.db.execute('BEGIN IMMEDIATE')
         try:
             last = self.db.execute('SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1').fetchone()   # the head, under the write lock
             seq, prev = last if last else (0, GENESIS)
             written, keyed = [], _keyed(key) if key else None   # keyed once: a copy per record
             for ticket in group:
-                rows = ticket[1] = []
-                for at, kind, text in ticket[0]:
-                    seq, h = seq + 1, chain_hash(seq + 1, at, kind, text, prev)
-                    if keyed: mac = keyed.copy(); mac.update(h.encode())
-                    rows.append((seq, at, kind, text, prev, h, mac.hexdigest() if keyed else None)); prev = h
+                rows = ticket[1] = _chained(ticket[0], seq, prev, keyed)
+                if rows: seq, prev = rows[-1][0], rows[-1][5]
                 written += rows
-            self.db.executemany('INSERT INTO audit VALUES (?,?,?,?,?,?,?)', written)
+            _insert(self.db, written)
             self.db.execute('COMMIT')
         except BaseException: self.db.execute('ROLLBACK'); raise
     except BaseException as e:
@@ -377,15 +417,17 @@ def _write(self:AuditLog, items:list) -> list:
     if ticket[2] is not None: raise ticket[2]
     return ticket[1]
 
-# %% ../nbs/33_audit.ipynb #7c6b9ef4
+# %% ../nbs/33_audit.ipynb #e192f014
 def _same_step(proposal:dict, verdict:dict) -> bool:
     "Is `verdict` the gates' verdict on `proposal` as proposed: the same action (given its call id since, at most) and the same value of every other field they share?"
     a, b = proposal.get('action'), verdict.get('action')
     if type(a) is not dict or type(b) is not dict: return False
-    if 'call_id' in b and 'call_id' not in a: a = {**a, 'call_id': b['call_id']}
-    return a == b and all(verdict[k] == v for k, v in proposal.items() if k in verdict and k != 'action')
+    if a != b and not ('call_id' in b and 'call_id' not in a and {**a, 'call_id': b['call_id']} == b): return False
+    for k, v in proposal.items():
+        if k != 'action' and k in verdict and verdict[k] != v: return False
+    return True
 
-# %% ../nbs/33_audit.ipynb #432e76f3
+# %% ../nbs/33_audit.ipynb #729e5b92
 OUTCOMES = {'result': 'actuator', 'reply': 'text'}   # what a verdict record may hold of its action's outcome, and the field that says it does
 _OUTCOME_FIELDS = frozenset(OUTCOMES.values())
 
@@ -394,38 +436,53 @@ def _outcome_of(verdict:dict, kind:str, data:dict) -> bool:
     action = verdict.get('action')
     if verdict.get('decision') != ALLOW or type(action) is not dict or not _OUTCOME_FIELDS.isdisjoint(verdict): return False
     if kind == 'result': return 'actuator' in data and _same_step(verdict, data)
-    return kind == 'reply' and list(data) == ['text'] and action.get('kind') == 'reply' and action.get('text') == data['text']
+    return kind == 'reply' and len(data) == 1 and 'text' in data and action.get('kind') == 'reply' and action.get('text') == data['text']
 
-# %% ../nbs/33_audit.ipynb #1cc71b18
-@patch
-def _queue(self:AuditLog, kind:str, data:dict):
-    "Queue a record of this thread's batch, serialised; a proposal waits for its verdict and an allowing verdict for its outcome, to be one record with it."
-    b = self.batches; held = getattr(b, 'held', None)
-    if held is not None:
-        b.held = None
-        at, was, past = held
-        if was == 'proposal' and kind == 'verdict' and _same_step(past, data): data = {**past, **data}
-        elif was == 'verdict' and _outcome_of(past, kind, data): kind, data = 'verdict', {**past, **data}
-        else: b.queue.append((at, was, canonical_json(past)))
-    if kind == 'proposal' or kind == 'verdict' and data.get('decision') == ALLOW and _OUTCOME_FIELDS.isdisjoint(data):
-        b.held = (time.time(), kind, data)
-    else: b.queue.append((time.time(), kind, canonical_json(data)))
+# %% ../nbs/33_audit.ipynb #85b639fd
+def compact_trace(trace:list) -> list:
+    "A gate trace as the log keeps it: the name of a gate that allowed without a word, `[gate, decision, reason]` for one with an opinion, no timings; anything else as it is."
+    try:
+        if trace and type(trace[0]) is dict:   # any entry that is not a dict with these keys raises
+            return [t['gate'] if t['decision'] == ALLOW and not t['reason'] else [t['gate'], t['decision'], t['reason']] for t in trace]
+    except (KeyError, TypeError): return trace
+    if all(type(t) is GateRecord for t in trace): return [g if d == ALLOW and not r else [g, d, r] for g, d, r, _ in trace]
+    return trace
 
-@patch
-def _release(self:AuditLog, queue:list):
-    "Queue, serialised, the record this thread holds back for the one that completes it, if any: the batch ends, or a barrier writes what is queued."
-    held = getattr(self.batches, 'held', None)
-    if held is not None: self.batches.held = None; queue.append((held[0], held[1], canonical_json(held[2])))
+# %% ../nbs/33_audit.ipynb #f60fc5d8
+def _steps(events:list) -> list:
+    "The records of a batch's events, `(time, kind, canonical data text)` each, serialised once: a proposal and the verdict on it are one record, an allowing verdict and what came of it one."
+    out, held = [], None
+    for at, data in events:                             # data: the batch's own copy of the event
+        kind = str(data.pop('kind', 'event'))
+        if type(data.get('trace')) is list: data['trace'] = compact_trace(data['trace'])
+        if held is not None:
+            was, past = held[1], held[2]
+            if was == 'proposal' and kind == 'verdict' and _same_step(past, data): data = {**past, **data}
+            elif was == 'verdict' and _outcome_of(past, kind, data): kind, data = 'verdict', {**past, **data}
+            else: out.append(held)
+            held = None
+        if kind == 'proposal' or kind == 'verdict' and data.get('decision') == ALLOW and _OUTCOME_FIELDS.isdisjoint(data): held = (at, kind, data)
+        else: out.append((at, kind, data))
+    if held is not None: out.append(held)
+    try: return [(at, kind, canonical_json(data)) for at, kind, data in out]
+    except (TypeError, ValueError, RecursionError): return [(at, kind, _lenient_json(data)) for at, kind, data in out]
 
-# %% ../nbs/33_audit.ipynb #83c6534d
+def _lenient_json(data:dict) -> str:
+    "`canonical_json(data)`, or, for data JSON cannot hold (a key that is not text, a cycle), what it can of it and why the rest is missing."
+    try: return canonical_json(data)
+    except (TypeError, ValueError, RecursionError) as e: why = f"{type(e).__name__}: {e}"
+    try: kept = json.loads(json.dumps(data, default=str, skipkeys=True))
+    except (TypeError, ValueError, RecursionError): kept = {}
+    return canonical_json({**kept, 'unrecordable': why})
+
+# %% ../nbs/33_audit.ipynb #f730eedb
 @patch
 def flush(self:AuditLog):
-    "Write the records this thread's batch has queued and every finished turn left to the writer thread, in one transaction."
-    queue = getattr(self.batches, 'queue', None)
-    if queue is not None: self._release(queue)       # a proposal still waiting for its verdict (`_queue`, below) too
-    if queue:
-        self.batches.queue = []
-        self._write(queue)                            # with whatever else waits
+    "Write the records of this thread's batch so far and every finished turn left to the writer thread, in one transaction."
+    events = getattr(self.batches, 'events', None)
+    if events:                                        # a proposal still waiting for its verdict (`_steps`, above) too
+        self.batches.events = []
+        self._write(_steps(events))                   # with whatever else waits
     elif self.waiting:
         with self.lock: error = self._commit_waiting(self.key or self.begin_anchoring())
         if error is not None: raise error
@@ -498,47 +555,34 @@ def _anchor(self:AuditLog):
         except OSError as e:
             logging.getLogger('passepartout').error(f"audit log: the head checkpoint {self.head_file} could not be moved: {e}")
 
-# %% ../nbs/33_audit.ipynb #85b639fd
-def compact_trace(trace:list) -> list:
-    "A gate trace as the log keeps it: the name of a gate that allowed without a word, `[gate, decision, reason]` for one with an opinion, no timings; anything else as it is."
-    try:
-        if trace and type(trace[0]) is dict:   # any entry that is not a dict with these keys raises
-            return [t['gate'] if t['decision'] == ALLOW and not t['reason'] else [t['gate'], t['decision'], t['reason']] for t in trace]
-    except (KeyError, TypeError): return trace
-    if all(type(t) is GateRecord for t in trace): return [g if d == ALLOW and not r else [g, d, r] for g, d, r, _ in trace]
-    return trace
-
-# %% ../nbs/33_audit.ipynb #5e5db34f
+# %% ../nbs/33_audit.ipynb #a086dafa
 @patch
 def append(self:AuditLog, event:dict) -> dict|None:
     "Append `event` (a dict with a `kind`) as the next chained, MAC'd record, serialised once (a gate `trace` in its compact form); inside a batch it is queued (None) and written when the batch ends or `checkpoint()` runs."
-    data = dict(event); kind = str(data.pop('kind', 'event'))
-    if type(data.get('trace')) is list: data['trace'] = compact_trace(data['trace'])
-    if getattr(self.batches, 'depth', 0): return self._queue(kind, data)
-    item = (time.time(), kind, canonical_json(data))
-    record = dict(zip(COLUMNS, self._write([item])[-1]))
+    b = self.batches
+    if getattr(b, 'depth', 0): b.events.append((time.time(), dict(event))); return None   # made a record when the batch ends (`_steps`)
+    record = dict(zip(COLUMNS, self._write(_steps([(time.time(), dict(event))]))[-1]))
     self.checkpoint()
     record['data'] = json.loads(record['data'])
     return record
 
-# %% ../nbs/33_audit.ipynb #045c569c
+# %% ../nbs/33_audit.ipynb #eb5176c6
 WRITE_AHEAD = frozenset({'pending', 'owner-notice', 'approval', 'approval-refused'})   # kinds whose turn is written before it ends
 
 @patch
 def _end_batch(self:AuditLog):
-    "The end of a thread's outermost batch: its records are left to the writer thread, or written and anchored now (no window, or a record of a `WRITE_AHEAD` kind)."
-    queue = self.batches.queue
-    self._release(queue)
-    if not queue: return
-    if self.window > 0 and not any(kind in WRITE_AHEAD for _, kind, _ in queue):
-        self.batches.queue = []; self._defer(queue)
-    else: self.checkpoint()
+    "The end of a thread's outermost batch: its events are left to the writer thread, or made records, written and anchored now (no window, or an event of a `WRITE_AHEAD` kind)."
+    b = self.batches
+    if not b.events: return
+    events, b.events = b.events, []
+    if self.window > 0 and WRITE_AHEAD.isdisjoint([str(e.get('kind')) for _, e in events]): self._defer(events)
+    else: self._write(_steps(events)); self._anchor()   # `checkpoint()`: this turn and every turn waiting, anchored
 
-# %% ../nbs/33_audit.ipynb #8f386ee6
+# %% ../nbs/33_audit.ipynb #0158f720
 @patch
-def _defer(self:AuditLog, items:list):
-    "Leave a finished turn's records to the writer thread (`Later`), which writes them with every other turn of the next `window` seconds."
-    ticket = [items, None, None, 'left']           # like `_write`'s, marked as nobody's to wait for
+def _defer(self:AuditLog, events:list):
+    "Leave a finished turn's events to the writer thread (`Later`), which makes them records and writes them with every other turn of the next `window` seconds."
+    ticket = [events, None, None, 'events']        # like `_write`'s, marked as nobody's to wait for, its records still to make (`_made`)
     with self.waiting_lock: self.waiting.append(ticket); many = len(self.waiting) >= 64
     self.deferred += 1
     if many: self.sync()                              # a full batch is written now, by the thread that filled it
@@ -559,14 +603,14 @@ def _drain(self:AuditLog):
     try: self.sync()
     except BaseException: Later.ask(self._drain, max(self.window, 1.0)); raise
 
-# %% ../nbs/33_audit.ipynb #d0c3f4a5
+# %% ../nbs/33_audit.ipynb #a9e91786
 class _Batch:
     "What `AuditLog.batch()` returns: a context that counts this thread's nesting in the log's thread-local state."
     __slots__ = ('log',)
     def __init__(self, log): self.log = log
     def __enter__(self):
         b = self.log.batches; depth = getattr(b, 'depth', 0)
-        if depth == 0: b.queue, b.held = [], None
+        if depth == 0: b.events = []
         b.depth = depth + 1
         return self.log
     def __exit__(self, *exc):

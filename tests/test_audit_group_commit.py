@@ -197,3 +197,43 @@ def test_a_process_that_ends_normally_writes_every_waiting_turn(tmp_path, monkey
     assert [r['data']['text'] for r in AuditLog(vault=False).recent(10)] == [f"turn {n}" for n in range(5)]
     assert CliRunner().invoke(audit_command, ['verify']).exit_code == 0
     assert sqlite3.connect(tmp_path / 'sessions.db').execute('SELECT count(*) FROM messages').fetchone()[0] == 5
+
+
+def _shipped_turn(log, n):
+    "The events of a shipped 1-tool turn, as the loop hands them to the log, inside a batch."
+    act = {'kind': 'tool', 'tool': 'echo', 'args': {'text': f"hi {n}"}, 'target': 'tool', 'explanation': 'asked', 'call_id': f"c{n}"}
+    trace = [{'gate': g, 'decision': 'allow', 'reason': '', 'us': 1.5} for g in ('validator', 'paths', 'secrets')]
+    with log.batch():
+        log.append({'kind': 'message', 'sensor': 'user-input', 'source': 'cli', 'payload': {'text': f"go {n}"}})
+        log.append({'kind': 'proposal', 'action': act, 'attempt': 1, 'provider': 'openai'})
+        log.append({'kind': 'verdict', 'decision': 'allow', 'action': act, 'trace': trace, 'attempt': 1})
+        log.append({'kind': 'result', 'actuator': 'tool', 'action': act, 'output': f"hi {n}"})
+        log.append({'kind': 'proposal', 'action': {'kind': 'reply', 'text': 'done'}, 'attempt': 1, 'provider': 'openai'})
+        log.append({'kind': 'verdict', 'decision': 'allow', 'action': {'kind': 'reply', 'text': 'done'}, 'trace': trace, 'attempt': 1})
+        log.append({'kind': 'reply', 'text': 'done'})
+
+
+def test_records_the_writer_makes_are_the_records_a_turn_makes_as_it_ends(tmp_path, monkeypatch):
+    "A turn left to the writer thread (its events made records there) and one written as it ends give the same records, byte for byte."
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    left, now = AuditLog(tmp_path / 'left.db', vault=False), AuditLog(tmp_path / 'now.db', vault=False, window=0)
+    for n in range(3): _shipped_turn(left, n); _shipped_turn(now, n)
+    assert left.deferred == 3 and now.deferred == 0
+    left.sync()
+    rows = [[(kind, data) for kind, data in log.db.execute('SELECT kind, data FROM audit ORDER BY seq')] for log in (left, now)]
+    assert rows[0] == rows[1] and [k for k, _ in rows[0][:3]] == ['message', 'verdict', 'verdict']
+    assert all(log.verify() == (True, []) for log in (left, now))
+
+
+def test_a_turn_whose_events_cannot_be_made_records_blocks_no_other_turn(tmp_path, monkeypatch):
+    "Events the writer cannot make into records become a record saying so; the turns after them are written, the chain verifies."
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    log = AuditLog(tmp_path / 'audit.db', vault=False)
+    with log.lock:                                                            # both turns in one group of the writer
+        with log.batch(): log.append({'kind': 'result', 'output': 'odd', (1, 2): 'a key JSON cannot hold'})
+        log.waiting.append([[('not an event',)], None, None, 'events'])     # a ticket no code could make records of
+        _shipped_turn(log, 1)
+    log.sync()
+    kinds = [(r['kind'], sorted(r['data'])) for r in log.recent(10)]
+    assert kinds[0] == ('result', ['output', 'unrecordable']) and kinds[1] == ('unrecordable', ['error', 'events'])
+    assert [k for k, _ in kinds[2:]] == ['message', 'verdict', 'verdict'] and not log.waiting and log.verify() == (True, [])
