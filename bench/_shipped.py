@@ -6,7 +6,8 @@ PASSEPARTOUT_HOME and workspace, driven by a model that reads its request as a r
 before and after the network: it builds the request body from the system prompt, the transcript and
 the tool schemas (`OpenAIProvider._prepare`: `body()` then `json.dumps`), and reads its scripted answer
 from a chat-completions response as bytes (`json.loads`, `OpenAIProvider.parse`, `_proposal`). Only
-the HTTP round trip is left out.
+the HTTP round trip is left out, and the server's own work: an answer's bytes are encoded once, only
+its usage figures filled in per request.
 """
 import json, os, statistics, tempfile, time
 from pathlib import Path
@@ -28,10 +29,15 @@ class WireModel:
         self.calls, self.tool, self.args, self.left, self.sent = calls, tool, args or {}, calls, 0
         self.wire = OpenAIProvider('bench-model', base_url='http://127.0.0.1:9/v1')   # local URL: no key needed, never contacted
         self.budget, self.cpu = None, 0.0       # cpu: seconds this model spent, for the benchmarks to subtract
+        self._answers = {}                      # a message's encoded answer, less its usage
         self.timed = False                      # count `cpu` (two clock readings a request, each a system call: off unless asked for)
-    def _answer(self, message:dict) -> bytes:
-        return json.dumps({'id': 'x', 'object': 'chat.completion', 'choices': [{'index': 0, 'message': message, 'finish_reason': 'stop'}],
-                           'usage': {'prompt_tokens': self.sent // 4, 'completion_tokens': 12}}).encode()
+    def _answer(self, key, message) -> bytes:
+        "The server's answer as bytes: its fixed part encoded once per `key` (a server's work, not the harness's; `message()` builds it), the usage filled in."
+        head = self._answers.get(key)
+        if head is None:
+            head = self._answers[key] = json.dumps({'id': 'x', 'object': 'chat.completion', 'choices': [
+                {'index': 0, 'message': message(), 'finish_reason': 'stop'}]})[:-1]
+        return f'{head}, "usage": {{"prompt_tokens": {self.sent // 4}, "completion_tokens": 12}}}}'.encode()
     def propose(self, request):
         if not self.timed: return self._propose(request)
         t0 = time.process_time()
@@ -43,9 +49,9 @@ class WireModel:
         if request.signal.sensor == 'user-input': self.left = self.calls
         if self.left:
             self.left -= 1
-            call = {'id': f"call_{self.left}", 'type': 'function', 'function': {'name': self.tool, 'arguments': json.dumps(self.args)}}
-            raw = self._answer({'role': 'assistant', 'content': 'Doing what you asked.', 'tool_calls': [call]})
-        else: raw = self._answer({'role': 'assistant', 'content': 'done'})
+            call = lambda: {'id': f"call_{self.left}", 'type': 'function', 'function': {'name': self.tool, 'arguments': json.dumps(self.args)}}
+            raw = self._answer(self.left, lambda: {'role': 'assistant', 'content': 'Doing what you asked.', 'tool_calls': [call()]})
+        else: raw = self._answer(None, lambda: {'role': 'assistant', 'content': 'done'})
         return self.wire._proposal(self.wire.parse(json.loads(raw)))
 
 
