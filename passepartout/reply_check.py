@@ -18,12 +18,13 @@ from .signals import Action, Context
 from .loop import Agent
 from .provenance_gates import session_values
 
-# %% ../nbs/26a_reply_check.ipynb #199651e8
+# %% ../nbs/26a_reply_check.ipynb #b305c4b2
 _ESCAPED = re.compile(r"\\[nrt]|\\(?=['\"])")                               # a dict's repr or a YAML dump writes a line break as \n
 _INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")   # soft hyphen, zero-width and direction marks
 
 def plain(text:str) -> str:
     "`text` as a reader sees it: escaped line breaks as line breaks, invisible characters gone, Unicode folded (NFKC)."
+    if text.isascii() and '\\' not in text: return text   # nothing to do: no escape, and every invisible or foldable character is beyond ASCII
     text = _ESCAPED.sub(lambda m: '\n' if m.group() == '\\n' else ' ' if len(m.group()) == 2 else '', text)
     return unicodedata.normalize('NFKC', _INVISIBLE.sub('', text))
 
