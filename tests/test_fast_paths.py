@@ -26,7 +26,7 @@ from hypothesis import given, settings, assume, strategies as hs, HealthCheck
 
 from passepartout import gates, path_gates, self_protection_gates as spg, permission_gates as pg, network_gates as ng
 from passepartout import provenance_gates as prov, validation_gates as vg, vault as vault_mod
-from passepartout.gates import Gate, GateEngine, TOOL_CALLS, ToolsExcept, plain_plan, allow
+from passepartout.gates import Gate, GateEngine, TOOL_CALLS, ToolsExcept, ChangesExcept, plain_plan, allow
 from passepartout.signals import Action, Context, tool_call, reply
 from passepartout.loop import Agent
 
@@ -102,24 +102,33 @@ def test_every_change_of_the_watched_state_moves_the_generation(file, ops):
 
 TOOLS = ['read_file', 'READ_FILE', 'shell', 'http_fetch', 'send_message', 'mystery', '']
 scopes = hs.one_of(hs.none(), hs.just(TOOL_CALLS), hs.frozensets(hs.sampled_from(TOOLS[:-1]), max_size=3),
-                   hs.frozensets(hs.sampled_from(TOOLS[:-1]), max_size=3).map(ToolsExcept))
+                   hs.frozensets(hs.sampled_from(TOOLS[:-1]), max_size=3).map(ToolsExcept),
+                   hs.frozensets(hs.sampled_from(TOOLS[:-1]), max_size=3).map(ChangesExcept))
 actions = hs.one_of(hs.sampled_from(TOOLS).map(lambda t: tool_call(t, {})), hs.just(reply('hi')), hs.just(Action('note')),
                     hs.just(tool_call(['read_file'], {})), hs.just(Action('tool', tool=None)))
-engine_steps = hs.lists(hs.tuples(hs.sampled_from(['add', 'remove', 'ask']), hs.sampled_from('abcd'), hs.integers(0, 3), scopes, actions),
-                        min_size=1, max_size=20)
+effects = hs.sampled_from([None, 'read-only', 'local-write', 'outward'])   # None: the belt has no such tool
+engine_steps = hs.lists(hs.tuples(hs.sampled_from(['add', 'remove', 'ask', 'declare', 'other agent']), hs.sampled_from('abcd'), hs.integers(0, 3),
+                                  scopes, actions, hs.sampled_from(TOOLS[:-1]), effects), min_size=1, max_size=20)
 
 
 @FAST
 @given(steps=engine_steps)
 def test_the_remembered_plan_is_the_plain_plan(steps):
-    "Across gates added and removed, `GateEngine.plan` always gives `plain_plan`'s list."
-    engine = GateEngine()
-    check = lambda action, ctx: None
-    for op, name, priority, scope, action in steps:
+    "Across gates added and removed and tools declared read-only or not, `GateEngine.plan` always gives `plain_plan`'s list."
+    from types import SimpleNamespace
+    engine, belts = GateEngine(), [{}, {}]
+    ctxs = [Context(agent=SimpleNamespace(tools=SimpleNamespace(by_name=b))) for b in belts] + [Context(), None]
+    check, ctx = (lambda action, ctx: None), ctxs[0]
+    for op, name, priority, scope, action, tool, effect in steps:
         if op == 'add': engine.add(name, check, priority, scope)
         elif op == 'remove': engine.remove(name)
+        elif op == 'declare':                                   # a declaration changes while plans are remembered
+            if effect is None: belts[0].pop(tool, None)
+            else: belts[0][tool] = SimpleNamespace(effect=effect)
+        elif op == 'other agent': ctx = ctxs[(ctxs.index(ctx) + 1) % len(ctxs)]
+        assert engine.plan(action, ctx) == plain_plan(engine, action, ctx)
+        assert engine.plan(action, ctx) == plain_plan(engine, action, ctx)   # now remembered
         assert engine.plan(action) == plain_plan(engine, action)
-        assert engine.plan(action) == plain_plan(engine, action)   # now remembered
 
 
 # ---- 20b: the schema fast path ------------------------------------------------------------------------
