@@ -75,10 +75,13 @@ class ToolsExcept(frozenset):
     "The scope of a gate that judges every tool call except calls to the tools named."
     def __repr__(self): return f"ToolsExcept({sorted(self)!r})"
 
-# %% ../nbs/04_gates.ipynb #31ddde03
+# %% ../nbs/04_gates.ipynb #df75b9c8
 class ChangesExcept(frozenset):
-    "The scope of a gate that judges every tool call that may change something (a `shell` command, or a tool not declared read-only) except calls to the tools named."
-    def __repr__(self): return f"ChangesExcept({sorted(self)!r})"
+    "The scope of a gate that judges every tool call that may change something (a `shell` command, a tool in `always`, or a tool not declared read-only) except calls to the tools named."
+    __slots__ = ('always',)
+    def __new__(cls, names=(), always=()):  # always: tools judged even when declared read-only
+        scope = super().__new__(cls, names); scope.always = frozenset(always); return scope
+    def __repr__(self): return f"ChangesExcept({sorted(self)!r}" + (f", always={sorted(self.always)!r})" if self.always else ')')
 
 # %% ../nbs/04_gates.ipynb #a42066c0
 @dataclass(frozen=True, slots=True)
@@ -87,7 +90,7 @@ class Gate:
     name:str; check:Check; priority:int=0
     scope:frozenset|str|None=None   # None: every action; TOOL_CALLS; the names of the tools it judges; ToolsExcept(names); or ChangesExcept(names)
 
-# %% ../nbs/04_gates.ipynb #ef199fd4
+# %% ../nbs/04_gates.ipynb #86ea13db
 @patch
 def concerns(self:Gate, action:Action, read_only:bool=False) -> bool: # read_only: the tool called is declared read-only
     "Must this gate be called for `action`?"
@@ -95,7 +98,7 @@ def concerns(self:Gate, action:Action, read_only:bool=False) -> bool: # read_onl
     if scope is None or (action.kind == 'tool' and type(action.tool) is not str): return True
     if action.kind != 'tool': return False
     if scope == TOOL_CALLS: return True
-    if type(scope) is ChangesExcept: return action.tool not in scope and (not read_only or action.tool == 'shell')
+    if type(scope) is ChangesExcept: return action.tool not in scope and (not read_only or action.tool == 'shell' or action.tool in scope.always)
     return action.tool not in scope if type(scope) is ToolsExcept else action.tool in scope
 
 # %% ../nbs/04_gates.ipynb #83fcdd56
