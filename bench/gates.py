@@ -15,11 +15,17 @@ force: the cost every turn pays). `--information-flow` measures the engine with 
 gate in place of provenance, recipients and owner-plan (`with_information_flow`), `--plan` the stricter
 composition (`with_owner_plan`: information flow, then the plan).
 
+`--turn` measures instead what the gates cost a bare 1-tool turn (issue 14): in a session never seen
+before, the owner's message, a call to a read-only tool, its output, then the reply, each verified as the
+loop does (inside a turn scope); the CPU time (`time.process_time`) per turn over batches of 500 turns,
+median and quartiles. A fresh session is the case `bench/loop_overhead.py` measures; its records are
+built during the turn.
+
 What the file system says is remembered while inotify reports no change (see nbs/09a_watch.md), so
 a path judged before costs less than one seen for the first time; `first sight` reports file actions
 on paths never judged before (each verified once), for comparison: it is not what the target is about.
 
-    python bench/gates.py [--repeat 5] [--corpora /work/shared/corpora/shell] [--information-flow | --plan]
+    python bench/gates.py [--repeat 5] [--corpora /work/shared/corpora/shell] [--information-flow | --plan] [--turn]
 """
 import argparse, json, os, statistics, sys, tempfile, time
 from pathlib import Path
@@ -82,6 +88,31 @@ def per_action_us(engine, ctx, actions, repeat:int, before=None) -> list:
     return times
 
 
+def fresh_turn_us(agent, batches:int=40, batch:int=500) -> list:
+    "CPU µs of the gates per bare 1-tool turn in a new session (a read-only call, its output, the reply), one figure per batch."
+    from passepartout.signals import Signal, Context, reply
+    from passepartout.gates import turn_scope
+    agent.tools.add(lambda text: text, name='echo', effect='read-only', description='Echo the text.')
+    engine, names = agent.gates, iter(range(10**9))
+    def one():
+        session = f"turn-{next(names)}"
+        ctx = Context(Signal(meta={'source': 'cli', 'session': session}, payload={'sensor': 'user-input', 'text': 'go'}), agent)
+        t = agent.transcript(session); t.append({'role': 'user', 'content': 'go', 'owner': True})
+        with turn_scope():
+            assert engine.verify(tool_call('echo', {'text': 'hi'}, explanation='benchmark', call_id='call_1'), ctx).decision == 'allow'
+            t.append({'role': 'assistant', 'content': 'benchmark', 'tool_calls': [{'id': 'call_1', 'name': 'echo', 'args': {'text': 'hi'}}]})
+            t.append({'role': 'tool', 'call_id': 'call_1', 'name': 'echo', 'content': 'hi', 'is_error': False})
+            assert engine.verify(reply('done'), ctx).decision == 'allow'
+        agent.transcripts.pop(session); agent.used.pop(session, None); agent.session_values.pop(session, None)
+    for _ in range(batch): one()   # warm up
+    out = []
+    for _ in range(batches):
+        t0 = time.process_time()
+        for _ in range(batch): one()
+        out.append((time.process_time() - t0) / batch * 1e6)
+    return out
+
+
 def p(q:float, xs:list) -> float: return sorted(xs)[min(len(xs) - 1, int(q * len(xs)))]
 
 
@@ -91,9 +122,15 @@ def main():
     ap.add_argument('--corpora', default='/work/shared/corpora/shell')
     ap.add_argument('--information-flow', action='store_true', help='the information-flow gate in place of provenance and recipients')
     ap.add_argument('--plan', action='store_true', help="the stricter composition: the owner's plan gate with information flow in place of provenance, recipients and owner-plan")
+    ap.add_argument('--turn', action='store_true', help="the gates' CPU per bare 1-tool turn in a new session (default gates only)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         agent, ctx = setup(Path(d))
+        if args.turn:
+            us = fresh_turn_us(agent)
+            q1, m, q3 = statistics.quantiles(us, n=4)
+            print(f"gates of a bare 1-tool turn (new session): median {m:.1f} µs CPU (p25 {q1:.1f}, p75 {q3:.1f}, n={len(us)} batches of 500 turns)")
+            return
         if args.information_flow:
             from passepartout.information_flow import with_information_flow
             with_information_flow(agent.gates)

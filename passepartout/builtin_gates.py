@@ -10,9 +10,9 @@ __all__ = ['log', 'FAMILIES', 'VALIDATOR_PRIORITY', 'BUDGET_PRIORITY', 'POLICY_P
            'SANDBOX_PRIORITY', 'OWNER_PLAN_PRIORITY', 'PROVENANCE_PRIORITY', 'RECIPIENTS_PRIORITY', 'builtin_gate_list',
            'default_gates']
 
-# %% ../nbs/20_builtin_gates.ipynb #bb408af5
+# %% ../nbs/20_builtin_gates.ipynb #f2c226c3
 import logging
-from .gates import Gate, GateEngine, TOOL_CALLS, ToolsExcept
+from .gates import Gate, GateEngine, TOOL_CALLS, ToolsExcept, ChangesExcept
 from .validation_gates import *
 from .turn_gates import *
 from .path_gates import *
@@ -40,7 +40,7 @@ SELF_PROTECTION_PRIORITY, PATHS_PRIORITY, SECRETS_PRIORITY = 85, 80, 75
 NETWORK_PRIORITY, PERMISSIONS_PRIORITY = 70, 65
 SANDBOX_PRIORITY, OWNER_PLAN_PRIORITY, PROVENANCE_PRIORITY, RECIPIENTS_PRIORITY = 55, 52, 50, 45
 
-# %% ../nbs/20_builtin_gates.ipynb #dc00784d
+# %% ../nbs/20_builtin_gates.ipynb #e09fd7fe
 def builtin_gate_list() -> list:
     "Every built-in gate as a `Gate`, in the order the default pipeline registers them."
     tools, shell_only = TOOL_CALLS, {'shell'}
@@ -51,10 +51,11 @@ def builtin_gate_list() -> list:
             ('paths', paths_gate, PATHS_PRIORITY, tools), ('secrets', secrets_gate, SECRETS_PRIORITY, None),
             ('network', allowed_by_rule(network_gate), NETWORK_PRIORITY, {'http_fetch'}),
             ('permissions', permissions_gate, PERMISSIONS_PRIORITY, tools),
-            ('owner-plan', allowed_by_rule(plan_gate, 'owner-plan', exact_only=True), OWNER_PLAN_PRIORITY, tools),   # a turn held to the owner's plan
+            ('owner-plan', allowed_by_rule(plan_gate, 'owner-plan', exact_only=True), OWNER_PLAN_PRIORITY, ChangesExcept()),   # a turn held to the owner's plan
             ('provenance', allowed_by_rule(unless_planned(unless_vouched(provenance_gate)), 'provenance', exact_only=True), PROVENANCE_PRIORITY, None),   # every action: it notes the session's new messages
-            ('steering', allowed_by_rule(unless_planned(unless_vouched(steering_gate)), 'steering', exact_only=True), STEERING_PRIORITY, ToolsExcept(BUILTIN_ARGS)),   # declared arguments, without a plan
-            ('recipients', unless_planned(unless_vouched(recipients_gate)), RECIPIENTS_PRIORITY, ToolsExcept(t for t, keys in RECIPIENT_ARGS.items() if keys == ())),
+            ('steering', allowed_by_rule(unless_planned(unless_vouched(steering_gate)), 'steering', exact_only=True), STEERING_PRIORITY, ChangesExcept(BUILTIN_ARGS)),   # declared arguments, without a plan
+            ('recipients', unless_planned(unless_vouched(recipients_gate)), RECIPIENTS_PRIORITY,
+             ChangesExcept((t for t, keys in RECIPIENT_ARGS.items() if keys == ()), always=(t for t, keys in RECIPIENT_ARGS.items() if keys))),
             ('reply-check', reply_check_gate, REPLY_CHECK_PRIORITY, None),   # bare: a reply repeating an injected instruction is refused, never asked
             ('vault', vault_gate, VAULT_PRIORITY, tools),   # bare: no permission rule may send a secret somewhere it is not bound
             ('shell', allowed_by_rule(shell_gate, 'shell'), SHELL_GATE_PRIORITY, shell_only),

@@ -6,8 +6,8 @@ Docs: https://passepartout-agent.github.io/passepartout/gates.html.md"""
 
 # %% auto #0
 __all__ = ['ALLOW', 'ASK', 'DENY', 'Check', 'TOOL_CALLS', 'Verdict', 'allow', 'ask', 'deny', 'GateRecord', 'trace_dicts',
-           'Decision', 'ToolsExcept', 'Gate', 'GateEngine', 'plain_plan', 'current_verification', 'current_turn',
-           'turn_scope']
+           'Decision', 'ToolsExcept', 'ChangesExcept', 'Gate', 'GateEngine', 'declared_read_only', 'plain_plan',
+           'current_verification', 'current_turn', 'turn_scope']
 
 # %% ../nbs/04_gates.ipynb #95600e8e
 import time, itertools, threading
@@ -75,48 +75,64 @@ class ToolsExcept(frozenset):
     "The scope of a gate that judges every tool call except calls to the tools named."
     def __repr__(self): return f"ToolsExcept({sorted(self)!r})"
 
-# %% ../nbs/04_gates.ipynb #16501646
+# %% ../nbs/04_gates.ipynb #df75b9c8
+class ChangesExcept(frozenset):
+    "The scope of a gate that judges every tool call that may change something (a `shell` command, a tool in `always`, or a tool not declared read-only) except calls to the tools named."
+    __slots__ = ('always',)
+    def __new__(cls, names=(), always=()):  # always: tools judged even when declared read-only
+        scope = super().__new__(cls, names); scope.always = frozenset(always); return scope
+    def __repr__(self): return f"ChangesExcept({sorted(self)!r}" + (f", always={sorted(self.always)!r})" if self.always else ')')
+
+# %% ../nbs/04_gates.ipynb #a42066c0
 @dataclass(frozen=True, slots=True)
 class Gate:
     "A named check with a priority and the actions it concerns."
     name:str; check:Check; priority:int=0
-    scope:frozenset|str|None=None   # None: every action; TOOL_CALLS; the names of the tools it judges; or ToolsExcept(names)
+    scope:frozenset|str|None=None   # None: every action; TOOL_CALLS; the names of the tools it judges; ToolsExcept(names); or ChangesExcept(names)
 
-# %% ../nbs/04_gates.ipynb #247e45a2
+# %% ../nbs/04_gates.ipynb #86ea13db
 @patch
-def concerns(self:Gate, action:Action) -> bool:
+def concerns(self:Gate, action:Action, read_only:bool=False) -> bool: # read_only: the tool called is declared read-only
     "Must this gate be called for `action`?"
     scope = self.scope
     if scope is None or (action.kind == 'tool' and type(action.tool) is not str): return True
     if action.kind != 'tool': return False
     if scope == TOOL_CALLS: return True
+    if type(scope) is ChangesExcept: return action.tool not in scope and (not read_only or action.tool == 'shell' or action.tool in scope.always)
     return action.tool not in scope if type(scope) is ToolsExcept else action.tool in scope
 
-# %% ../nbs/04_gates.ipynb #fbe37dc9
+# %% ../nbs/04_gates.ipynb #83fcdd56
 def _scope(scope) -> frozenset|str|None:
-    "A checked scope: None, TOOL_CALLS, a frozenset of tool names, or `ToolsExcept` of tool names."
+    "A checked scope: None, TOOL_CALLS, a frozenset of tool names, or `ToolsExcept` or `ChangesExcept` of tool names."
     if scope is None or scope == TOOL_CALLS: return scope
     if isinstance(scope, str) or not all(isinstance(t, str) for t in scope):
-        raise ValueError(f"a gate's scope is None, TOOL_CALLS, a set of tool names or ToolsExcept(tool names), not {scope!r}")
-    return scope if type(scope) is ToolsExcept else frozenset(scope)
+        raise ValueError(f"a gate's scope is None, TOOL_CALLS, a set of tool names, ToolsExcept(tool names) or ChangesExcept(tool names), not {scope!r}")
+    return scope if type(scope) in (ToolsExcept, ChangesExcept) else frozenset(scope)
 
-# %% ../nbs/04_gates.ipynb #6e1b00de
+# %% ../nbs/04_gates.ipynb #0c95b84d
 class GateEngine:
     "Registered gates, run highest priority first."
     def __init__(self, gates=()):
-        self.gates, self._plans = (), {}
+        self.gates, self._plans, self._read_only_plans, self._by_effect = (), {}, {}, False
         for g in gates: self.add(g.name, g.check, g.priority, g.scope)
-    def remove(self, name:str): self.gates, self._plans = tuple(g for g in self.gates if g.name != name), {}
+    def remove(self, name:str): self._set(tuple(g for g in self.gates if g.name != name))
     def __len__(self): return len(self.gates)
     def __repr__(self): return 'GateEngine(' + ', '.join(f"{g.name}@{g.priority}" for g in self.gates) + ')'
 
-# %% ../nbs/04_gates.ipynb #bd422378
+# %% ../nbs/04_gates.ipynb #de817dd8
+@patch
+def _set(self:GateEngine, gates:tuple):
+    "Make `gates` the engine's gates, forgetting every plan made from the old ones."
+    self.gates, self._plans, self._read_only_plans = gates, {}, {}
+    self._by_effect = any(type(g.scope) is ChangesExcept for g in gates)   # only then does a plan depend on the tool's effect
+
+# %% ../nbs/04_gates.ipynb #7026bd94
 @patch
 def add(self:GateEngine, name:str, check:Check, priority:int=0, scope=None) -> Gate:
     "Register `check` as gate `name` (for the actions `scope` names); a gate of the same name is replaced."
     g = Gate(name, check, priority, _scope(scope))
     rest = [x for x in self.gates if x.name != name]
-    self.gates, self._plans = tuple(sorted([*rest, g], key=lambda x: -x.priority)), {}  # stable sort: equal priorities keep order
+    self._set(tuple(sorted([*rest, g], key=lambda x: -x.priority)))  # stable sort: equal priorities keep order
     return g
 
 # %% ../nbs/04_gates.ipynb #eb768b86
@@ -126,23 +142,34 @@ def gate(self:GateEngine, priority:int=0, name:str|None=None, scope=None):
     def deco(check): self.add(name or check.__name__, check, priority, scope); return check
     return deco
 
-# %% ../nbs/04_gates.ipynb #bc5a591a
-def plain_plan(engine:GateEngine, action:Action) -> tuple:
-    "The reference for `GateEngine.plan`: `(name, check, record if skipped else None)` for every gate, worked out for this very action."
-    return tuple((g.name, g.check, None if g.concerns(action) else GateRecord(g.name, ALLOW, '', 0.0)) for g in engine.gates)
+# %% ../nbs/04_gates.ipynb #74e68efd
+def declared_read_only(action:Action, ctx:Context|None) -> bool:
+    "Is `action` a call to a tool that the agent of `ctx` declares read-only? (No agent, no such tool: no, it may change things.)"
+    agent = ctx.agent if ctx is not None else None
+    if agent is None or action.kind != 'tool' or type(action.tool) is not str: return False
+    try: return getattr(agent.tools.by_name.get(action.tool), 'effect', None) == 'read-only'
+    except Exception: return False   # an agent without a tool belt: nothing is known to be read-only
 
-# %% ../nbs/04_gates.ipynb #c22d1e0e
+# %% ../nbs/04_gates.ipynb #552a4f83
+def plain_plan(engine:GateEngine, action:Action, ctx:Context|None=None, read_only:bool|None=None) -> tuple:
+    "The reference for `GateEngine.plan`: `(name, check, record if skipped else None)` for every gate, worked out for this very action (`read_only`: as `declared_read_only` says)."
+    if read_only is None: read_only = declared_read_only(action, ctx)
+    return tuple((g.name, g.check, None if g.concerns(action, read_only) else GateRecord(g.name, ALLOW, '', 0.0)) for g in engine.gates)
+
+# %% ../nbs/04_gates.ipynb #e924b847
 @patch
-def plan(self:GateEngine, action:Action) -> tuple:
-    "`(name, check, record if skipped else None)` for every gate, in order, for actions like `action`."
+def plan(self:GateEngine, action:Action, ctx:Context|None=None) -> tuple:
+    "`(name, check, record if skipped else None)` for every gate, in order, for actions like `action` (in `ctx`: its tool read-only or not)."
     key = action.tool if action.kind == 'tool' else None   # every reply (or other kind) has the same plan
     kept = type(key) is str or action.kind != 'tool'        # a tool call without a name as a string is planned anew
-    plan = self._plans.get(key) if kept else None
+    read_only = self._by_effect and key is not None and declared_read_only(action, ctx)   # asked once: the plan and its shelf agree
+    plans = self._read_only_plans if read_only else self._plans
+    plan = plans.get(key) if kept else None
     if plan is None:
-        plan = plain_plan(self, action)
+        plan = plain_plan(self, action, ctx, read_only)
         if kept:
-            if len(self._plans) > 256: self._plans.clear()   # tool names come from the model: bound the cache
-            self._plans[key] = plan
+            if len(plans) > 256: plans.clear()   # tool names come from the model: bound the cache
+            plans[key] = plan
     return plan
 
 # %% ../nbs/04_gates.ipynb #ca05be94
@@ -182,7 +209,7 @@ class turn_scope:
         return _turning.number
     def __exit__(self, *exc): _turning.number = self.outer
 
-# %% ../nbs/04_gates.ipynb #7cb04ec0
+# %% ../nbs/04_gates.ipynb #8cd3f22a
 @patch
 def verify(self:GateEngine, action:Action, ctx:Context|None=None) -> Decision:
     "Run every gate on `action` in priority order; the strictest verdict wins, a deny stops the row."
@@ -192,7 +219,7 @@ def verify(self:GateEngine, action:Action, ctx:Context|None=None) -> Decision:
     _verifying.number = next(_verification_numbers)   # a gate that verifies something itself gets its own, then ours back
     t0 = clock()
     try:
-        for name, check, skipped in self.plan(action):
+        for name, check, skipped in self.plan(action, ctx):
             if skipped is not None and not replaced: append(skipped); continue
             try: v = check(action, ctx)
             except Exception as e: v = deny(f"gate error {type(e).__name__}: {e}")

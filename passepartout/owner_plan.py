@@ -652,7 +652,7 @@ def _vouched(action:Action, kinds:dict, agent:Agent, transcript:list, session:st
         out.setdefault(s.arg, set()).add(s.value)
     return out
 
-# %% ../nbs/26_owner_plan.ipynb #8f4f0eb1
+# %% ../nbs/26_owner_plan.ipynb #bda7333f
 _last_vouched = (None, None, None)   # (action, transcript state, answer): three gates ask about the same call
 
 def vouched(action:Action, ctx:Context) -> dict:
@@ -660,8 +660,9 @@ def vouched(action:Action, ctx:Context) -> dict:
     agent, signal = ctx.agent, ctx.signal
     if not isinstance(agent, Agent) or action.kind != 'tool' or action.tool in BUILTIN_ARGS or not isinstance(action.args, dict): return {}
     tool = tool_of(action, ctx)
+    if getattr(tool, 'effect', 'outward') == 'read-only': return {}       # a read sends nothing anywhere: nothing to vouch for
     kinds = declared_kinds(tool, action)
-    if getattr(tool, 'effect', 'outward') == 'read-only' or not _VOUCHABLE & set(kinds.values()): return {}
+    if not _VOUCHABLE & set(kinds.values()): return {}
     session = signal.session if signal is not None else 'default'
     transcript = agent.transcript(session)
     state, last = (len(transcript), id(transcript[-1]) if transcript else None), _last_vouched
