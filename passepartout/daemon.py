@@ -7,7 +7,7 @@ Docs: https://passepartout-agent.github.io/passepartout/daemon.html.md"""
 # %% auto #0
 __all__ = ['OWNER', 'LOOPBACK', 'SOCK_DIAG_BY_FAMILY', 'NETLINK_SOCK_DIAG', 'NO_COOKIE', 'ACCEPT_BACKLOG', 'HANDSHAKE_BYTES',
            'READ_BYTES', 'is_owner', 'Daemon', 'peer_uid', 'Connection', 'response', 'reply_frame', 'RefusalLog',
-           'sent_turn', 'ClientGone', 'TurnThreads', 'log_to_stderr']
+           'sent_trace', 'sent_event', 'sent_turn', 'ClientGone', 'TurnThreads', 'log_to_stderr']
 
 # %% ../nbs/51_daemon.ipynb #0817fb7b
 import asyncio, collections, hmac, json, logging, os, secrets, signal as signals_module, socket, struct, sys, threading, time
@@ -349,10 +349,22 @@ def offer(self:Daemon, signal, limit:int, timeout:float=30.0) -> bool:
         self.enqueue(signal); return True
     return asyncio.run_coroutine_threadsafe(put(), self.loop).result(timeout)
 
-# %% ../nbs/51_daemon.ipynb #31b545ef
+# %% ../nbs/51_daemon.ipynb #882596bb
+def sent_trace(trace:list) -> list|None:
+    "A gate trace as a reply carries it: `[gate, us]` for a gate that allowed without a word, else `[gate, decision, reason, us]`; None if it is not a list of gate dicts."
+    try: gates = [[t['gate'], t['us']] if t['decision'] == 'allow' and t['reason'] == '' else [t['gate'], t['decision'], t['reason'], t['us']]
+                  for t in trace if type(t) is dict and len(t) == 4]
+    except (KeyError, TypeError): return None
+    return gates if len(gates) == len(trace) else None
+
+def sent_event(event:dict) -> dict:
+    "An event as a reply carries it: a verdict's trace as `gates` (`sent_trace`), in the trace's place; any other event as it is."
+    if event.get('kind') != 'verdict' or 'gates' in event or (gates := sent_trace(event.get('trace'))) is None: return event
+    return {('gates' if k == 'trace' else k): (gates if k == 'trace' else v) for k, v in event.items()}
+
 def sent_turn(turn) -> dict:
-    "A turn as a reply frame carries it: every event once, in order, with the replies, the actions held, the usage and the final reply."
-    return {'events': turn.events, 'pending': turn.pending, 'replies': turn.replies, 'reply': turn.reply,
+    "A turn as a reply frame carries it: every event once, in order (verdicts' traces compact), with the replies, the actions held, the usage and the final reply."
+    return {'events': [sent_event(e) for e in turn.events], 'pending': turn.pending, 'replies': turn.replies, 'reply': turn.reply,
             'usage': turn.usage, 'failed': turn.failed}
 
 # %% ../nbs/51_daemon.ipynb #45560228
