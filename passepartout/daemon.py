@@ -6,7 +6,7 @@ Docs: https://passepartout-agent.github.io/passepartout/daemon.html.md"""
 
 # %% auto #0
 __all__ = ['OWNER', 'LOOPBACK', 'SOCK_DIAG_BY_FAMILY', 'NETLINK_SOCK_DIAG', 'NO_COOKIE', 'ACCEPT_BACKLOG', 'HANDSHAKE_BYTES',
-           'READ_BYTES', 'is_owner', 'Daemon', 'peer_uid', 'Connection', 'response', 'reply_frame', 'RefusalLog',
+           'is_owner', 'Daemon', 'peer_uid', 'Connection', 'response', 'reply_frame', 'RefusalLog', 'Requests',
            'sent_trace', 'sent_event', 'sent_turn', 'ClientGone', 'TurnThreads', 'log_to_stderr']
 
 # %% ../nbs/51_daemon.ipynb #0817fb7b
@@ -249,44 +249,75 @@ async def _handshake(self:Daemon, reader, conn:Connection) -> bool:
     conn.send(response('protocol-error', text=f"handshake refused: {why}"))
     return False
 
-# %% ../nbs/51_daemon.ipynb #360f19c1
+# %% ../nbs/51_daemon.ipynb #4875f821
 @patch
 async def _serve_client(self:Daemon, reader, writer):
-    "Handshake, then read request frames until the client leaves or breaks the protocol."
+    "Handshake, then serve request frames (`Requests`) until the client leaves or breaks the protocol."
     conn = Connection(writer)
     try:
         if not await self._handshake(reader, conn): return
         conn.send(response('handshake', ok=True, pid=os.getpid(), port=self.port))
-        await self._read_requests(reader, conn)
+        await Requests(self, conn).take_over(reader).done
     except (ConnectionError, OSError): pass
     finally:
         self.pending.pop(conn, None); self.connections.discard(conn); conn.close()
 
 
-# %% ../nbs/51_daemon.ipynb #db06fade
-READ_BYTES = 1 << 16   # the most read from a client at once
-
-@patch
-async def _read_requests(self:Daemon, reader, conn:Connection):
-    "Read what arrives, cut it into frames and dispatch them; a bad message is answered, a broken stream ends the connection."
-    frames, started, clock = FrameBuffer(self.max_frame_bytes), 0.0, self.loop.time
-    while not self.stopping.is_set():
-        try:
-            if not frames.data: chunk = await reader.read(READ_BYTES)
-            else:   # inside a frame: all of it within `frame_timeout` of its first byte
-                async with asyncio.timeout_at(started + self.frame_timeout): chunk = await reader.read(READ_BYTES)
-        except TimeoutError: return conn.send(response('protocol-error', text=f"frame not completed within {self.frame_timeout} s", fatal=True))
-        if not chunk:
-            if frames.data: conn.send(response('protocol-error', text=f"truncated frame: the stream ended {len(frames.data)} bytes into it", fatal=True))
-            return
+# %% ../nbs/51_daemon.ipynb #55c9a133
+class Requests(asyncio.Protocol):
+    "An authenticated client's bytes as they arrive: cut into frames and handed to the daemon in the same callback of the event loop."
+    def __init__(self, daemon:Daemon, conn:Connection):
+        self.daemon, self.conn, self.frames, self.deadline = daemon, conn, FrameBuffer(daemon.max_frame_bytes), None
+        self.done = daemon.loop.create_future()   # set once the connection is over
+    def data_received(self, chunk:bytes):
+        "Dispatch the frames `chunk` completes; a frame begun in it must end within `frame_timeout`; a broken stream ends the connection."
+        frames, daemon = self.frames, self.daemon
         fresh = not frames.data
         bodies = frames.feed(chunk)
-        if frames.data and (fresh or bodies): started = clock()   # the unfinished frame began in this chunk
+        if frames.data and (fresh or bodies): self.watch()   # the unfinished frame began in this chunk
+        elif not frames.data and self.deadline is not None: self.deadline.cancel(); self.deadline = None
         for body in bodies:
-            if isinstance(body, BrokenStream): return conn.send(response('protocol-error', text=body.message, fatal=True))
-            if self.stopping.is_set(): return   # a daemon shutting down takes no more requests, even those already read
-            self._request(body, conn)
+            if isinstance(body, BrokenStream): return self.end(response('protocol-error', text=body.message, fatal=True))
+            if daemon.stopping.is_set(): return self.end()   # a daemon shutting down takes no more requests, even those already read
+            daemon._request(body, self.conn)
 
+# %% ../nbs/51_daemon.ipynb #17b294a0
+@patch
+def watch(self:Requests):
+    "Start the deadline of a frame that has begun: all of it within `frame_timeout` seconds of the chunk that brought its first byte."
+    if self.deadline is not None: self.deadline.cancel()
+    slow = response('protocol-error', text=f"frame not completed within {self.daemon.frame_timeout} s", fatal=True)
+    self.deadline = self.daemon.loop.call_later(self.daemon.frame_timeout, self.end, slow)
+
+@patch
+def end(self:Requests, farewell:dict|None=None):
+    "End the connection, after a last frame saying why (`farewell`) when there is one."
+    if farewell is not None: self.conn.send(farewell)
+    self.conn.close(); self.connection_lost(None)
+
+@patch
+def eof_received(self:Requests):
+    "The client has left: between frames that is the normal goodbye; inside one it is a truncation."
+    if self.frames.data: self.end(response('protocol-error', text=f"truncated frame: the stream ended {len(self.frames.data)} bytes into it", fatal=True))
+    else: self.end()
+
+@patch
+def connection_lost(self:Requests, exc):
+    "The connection is over (closed by either side or broken): no deadline runs any more, and its task ends."
+    if self.deadline is not None: self.deadline.cancel(); self.deadline = None
+    if not self.done.done(): self.done.set_result(None)
+
+# %% ../nbs/51_daemon.ipynb #7ea05114
+@patch
+def take_over(self:Requests, reader) -> Requests:
+    "Become the protocol of `reader`'s connection, and serve what the handshake's reader already holds: the bytes sent with the handshake, an end of stream."
+    transport = self.conn.writer.transport
+    transport.set_protocol(self)
+    held = bytes(reader._buffer); reader._buffer.clear()   # `StreamReader` offers no call that takes what it holds without waiting
+    if held: self.data_received(held)
+    if reader.at_eof() or reader.exception() is not None or transport.is_closing(): self.end()
+    elif not transport.is_reading(): transport.resume_reading()   # the reader may have paused it with its buffer full
+    return self
 
 # %% ../nbs/51_daemon.ipynb #7ba6f4ab
 @patch

@@ -58,6 +58,23 @@ def test_wrong_token_rejected(tmp_path):
             assert c.ask(request('hi'))['turn']['reply'] == 'default|hi'
 
 
+def test_requests_sent_with_the_handshake_are_served(tmp_path):
+    "Frames that arrive in the same write as the token (held by the handshake's reader) are served, in order, before anything later."
+    with daemon_in_thread(state_dir=tmp_path) as d:
+        s = raw_connect(d)
+        hello = encode_frame({'type': 'REQUEST', 'payload': {'sensor': 'handshake', 'token': token_of(d)}})
+        s.sendall(hello + b''.join(encode_frame(request(t, session='piped', id=i)) for i, t in enumerate('abc')) + encode_frame(request('d', session='piped', id=3))[:9])
+        assert recv_frame(s)['payload']['sensor'] == 'handshake'
+        assert [recv_frame(s)['meta']['id'] for _ in range(3)] == [0, 1, 2]
+        s.sendall(encode_frame(request('d', session='piped', id=3))[9:])   # the rest of a frame begun with the handshake
+        answer = recv_frame(s)
+        assert (answer['meta']['id'], answer['payload']['turn']['reply']) == (3, 'piped|d')
+        s.sendall(encode_frame(request('e', session='piped'))[:4]); s.shutdown(socket.SHUT_WR)    # truncated, then gone
+        assert 'truncated frame' in recv_frame(s)['payload']['text']
+        assert s.recv(1) == b''
+        s.close()
+
+
 def test_silent_unauthenticated_client_is_dropped(tmp_path):
     with daemon_in_thread(state_dir=tmp_path, frame_timeout=0.3, handshake_timeout=0.3) as d:
         s = raw_connect(d)
