@@ -96,6 +96,16 @@ def thread_cpu(pid:int) -> dict:
     return out
 
 
+def thread_switches(pid:int) -> dict:
+    "Context switches (voluntary: the thread waited, for the interpreter lock among others) of each thread of process `pid`, by thread id (Linux `/proc`; {} elsewhere)."
+    out = {}
+    for task in Path(f'/proc/{pid}/task').glob('*'):
+        try: lines = task.joinpath('status').read_text().splitlines()
+        except OSError: continue
+        out[int(task.name)] = sum(int(line.split()[1]) for line in lines if line.startswith('voluntary_ctxt_switches'))
+    return out
+
+
 THREAD_KINDS = ('event loop', 'turn threads', 'group-commit writer', 'other threads')
 
 def thread_kind(tid:int, pid:int, name:str) -> str:
@@ -127,8 +137,10 @@ def main():
         rss_idle = sum(client_status(state_dir=state)['memory_kb'] for state in states)
         asyncio.run(one_run(targets, a.clients, a.window, a.clients * 5, 'warm'))
         before, client0, wall0 = [thread_cpu(p.pid) for p in procs], time.process_time(), time.perf_counter()
+        switched0 = [thread_switches(p.pid) for p in procs]
         rates = [asyncio.run(one_run(targets, a.clients, a.window, a.requests, r)) for r in range(a.repeat)]
         after, client_cpu, wall = [thread_cpu(p.pid) for p in procs], time.process_time() - client0, time.perf_counter() - wall0
+        switched = [thread_switches(p.pid) for p in procs]
         st = [client_status(state_dir=state) for state in states]
     finally:
         for proc in procs: proc.terminate()
@@ -142,13 +154,16 @@ def main():
     print(f"  its mean {statistics.mean(cpu):.0f} µs: the turn threads' CPU per turn below is this mean, plus encoding the reply and the hand-offs")
     print(f"the daemon process's CPU per turn, all threads (protocol, event loop, turns): {sum(one['process'] for one in stats) / len(cpu) * 1e6:.0f} µs (mean)")
     turns = a.requests // a.clients * a.clients * a.repeat
-    split = {}   # CPU seconds over the timed runs, by kind of thread
-    for p, bf, af, one in zip(procs, before, after, stats):
+    split, waits = {}, {}   # CPU seconds and voluntary context switches over the timed runs, by kind of thread
+    for p, bf, af, sw0, sw, one in zip(procs, before, after, switched0, switched, stats):
         for tid, seconds in af.items():
             kind = thread_kind(tid, p.pid, one['threads'].get(str(tid), ''))
             split[kind] = split.get(kind, 0) + seconds - bf.get(tid, 0)
+            waits[kind] = waits.get(kind, 0) + sw.get(tid, 0) - sw0.get(tid, 0)
     print("per turn over the timed runs (/proc, 10 ms ticks): " + ', '.join(f"{kind} {split.get(kind, 0) / turns * 1e6:.0f} µs" for kind in THREAD_KINDS)
           + f"; daemon busy {sum(split.values()) / wall:.2f} cores; the client process {client_cpu / turns * 1e6:.0f} µs")
+    print("voluntary context switches per turn (a thread waiting: for work, for the interpreter lock, in a system call): "
+          + ', '.join(f"{kind} {waits.get(kind, 0) / turns:.2f}" for kind in THREAD_KINDS))
     print(f"turns whose tool did not run: {sum(one['refused'] for one in stats)} of {len(cpu)}")
     print(f"daemon RSS: idle {rss_idle} KiB, after {sum(x['replies'] for x in st)} replies in {sum(x['sessions'] for x in st)} sessions {sum(x['memory_kb'] for x in st)} KiB")
 
