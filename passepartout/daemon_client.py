@@ -8,20 +8,25 @@ Docs: https://passepartout-agent.github.io/passepartout/daemon_client.html.md"""
 __all__ = ['write_secret', 'state_files', 'gate_trace', 'full_event', 'full_turn', 'read_address', 'request', 'Client',
            'daemon_running', 'client_send', 'client_status', 'AsyncClient']
 
-# %% ../nbs/51a_daemon_client.ipynb #32e1ebd3
-import asyncio, collections, os, socket
+# %% ../nbs/51a_daemon_client.ipynb #078f806b
+import asyncio, collections, os, socket, tempfile
 from pathlib import Path
 from . import config
 from .errors import PassepartoutError, ProtocolError
 from .protocol import BrokenStream, FrameBuffer, decode_body, encode_frame, read_frame, send_frame, recv_frame
 
-# %% ../nbs/51a_daemon_client.ipynb #69979394
+# %% ../nbs/51a_daemon_client.ipynb #4cb295cb
 def write_secret(path:Path, text:str) -> Path:
-    "Write `text` to `path` with mode 0600 from the first byte (never readable by others, even briefly)."
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try: os.fchmod(fd, 0o600); os.write(fd, text.encode())
-    finally: os.close(fd)
+    "Write `text` to `path` with mode 0600 from the first byte, whole: a reader, or a crash, sees the old file or the new one."
+    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, part = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")   # mode 0600, a name no one else has
+    try:
+        with os.fdopen(fd, 'wb') as f: f.write(text.encode()); f.flush(); os.fsync(f.fileno())
+        os.replace(part, path)
+    except BaseException:
+        try: os.unlink(part)
+        except OSError: pass
+        raise
     return path
 
 # %% ../nbs/51a_daemon_client.ipynb #eb2b60d4
