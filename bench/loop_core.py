@@ -17,19 +17,12 @@ turn in a new session; 1 and 10 tool calls a turn.
 import argparse, itertools, os, statistics, sys, time
 sys.path.insert(0, os.path.dirname(__file__))
 from _shipped import shipped_home, shipped_agent, sync_stores, show
-from loop_overhead import InstantModel
+from loop_overhead import InstantModel, bare_agent
 
 
 def no_gates(calls:int):
     "The bare pipeline without gates: an `Agent`, one echo tool, an instant model."
-    from passepartout.loop import Agent
-    from passepartout.tools import Toolbelt
-    belt = Toolbelt()
-    @belt.tool(effect='read-only')
-    def echo(text: str):  # text to echo back
-        "Echo the text."
-        return text
-    return Agent(InstantModel(calls), tools=belt)
+    return bare_agent(calls, gates=False)
 
 
 def shipped_loop(calls:int):

@@ -46,8 +46,8 @@ class InstantModel:
         return Proposal(reply('done'))
 
 
-def bare_agent(n):
-    "The bare pipeline: the default gates and one tool, nothing persisted."
+def bare_agent(n, gates:bool=True):
+    "The bare pipeline: the default gates (none if not `gates`) and one tool, nothing persisted."
     from passepartout.loop import Agent
     from passepartout.tools import Toolbelt
     from passepartout.builtin_gates import default_gates
@@ -56,7 +56,7 @@ def bare_agent(n):
     def echo(text: str):  # text to echo back
         "Echo the text."
         return text
-    return Agent(InstantModel(n), gates=default_gates(), tools=belt)
+    return Agent(InstantModel(n), gates=default_gates() if gates else None, tools=belt)
 
 
 _NAMES = itertools.count()   # session names never used before in this process, whichever agent and call
