@@ -192,11 +192,21 @@ def _settle(signal:Signal, status:str, action:Action, trace=()) -> Signal:
 def _add_usage(turn, usage:dict):
     for k, v in usage.items(): turn.usage[k] = turn.usage.get(k, 0) + v
 
-# %% ../nbs/05_reason.ipynb #5888bf4e
+# %% ../nbs/05_reason.ipynb #f1f4838a
+_streams = weakref.WeakKeyDictionary()   # a `propose` function -> does it take `on_token`
+
 def streams(provider) -> bool:
-    "Does `provider.propose` take an `on_token` callback?"
-    try: return 'on_token' in inspect.signature(provider.propose).parameters
-    except (AttributeError, TypeError, ValueError): return False
+    "Does `provider.propose` take an `on_token` callback? (read once per `propose` function)"
+    propose = getattr(provider, 'propose', None)
+    if propose is None: return False
+    function = getattr(propose, '__func__', propose)   # a method: its function, the same for every provider of its class
+    try: return _streams[function]
+    except (KeyError, TypeError): pass
+    try: answer = 'on_token' in inspect.signature(propose).parameters
+    except (TypeError, ValueError): answer = False
+    try: _streams[function] = answer
+    except TypeError: pass   # not weakly referable: read again next time
+    return answer
 
 # %% ../nbs/05_reason.ipynb #f4f3542d
 class StopTurn(Exception):
