@@ -8,8 +8,8 @@ Docs: https://passepartout-agent.github.io/passepartout/sessions.html.md"""
 __all__ = ['Transcript', 'changes', 'SessionStore', 'new_session_id', 'list_sessions', 'latest_session', 'session_line',
            'message_line', 'sessions_command', 'show_command', 'forget_command']
 
-# %% ../nbs/34_sessions.ipynb #0efbe36c
-import json, mmap, operator, os, secrets, threading, time, weakref
+# %% ../nbs/34_sessions.ipynb #894828a6
+import json, operator, os, secrets, threading, time, weakref
 from collections import namedtuple
 from datetime import datetime
 from pathlib import Path
@@ -57,51 +57,7 @@ def _private(path:Path):
     try: os.fchmod(fd, 0o600)
     finally: os.close(fd)
 
-# %% ../nbs/34_sessions.ipynb #a8f338d3
-_HEADER = 96   # bytes: the WAL index header, two copies, rewritten by every commit of every connection (sqlite.org/walformat.html)
-
-def _wal_index(path:Path) -> mmap.mmap|None:
-    "The first bytes of the database's WAL index (its `-shm` file), mapped read-only, or None when it cannot be."
-    try:
-        fd = os.open(f"{path}-shm", os.O_RDONLY | os.O_CLOEXEC)
-        try: return mmap.mmap(fd, _HEADER, prot=mmap.PROT_READ) if os.fstat(fd).st_size >= 32768 else None
-        finally: os.close(fd)
-    except (OSError, ValueError): return None
-
-# %% ../nbs/34_sessions.ipynb #46f2db2c
-_ASK = object()   # the store's knowledge cannot say: ask SQLite
-_IDS = 50_000     # sessions whose ids a store keeps in memory at most
-
-class _Seen:
-    "What a store knows of its file without asking SQLite, true while the WAL index header is `mark`: rows of sessions, and every session's id (`ids`) or None."
-    __slots__ = ('index', 'mark', 'rows', 'ids', 'lookups', 'size')
-    def __init__(self, index): self.index, self.mark, self.rows, self.ids, self.lookups, self.size = index, None, {}, None, 0, 0
-    def header(self) -> bytes|None: return None if self.index is None else self.index[:_HEADER]
-    def valid(self) -> bool:
-        "Has no connection committed since `mark`? (What was known is dropped when one has.)"
-        if self.mark is None: return False
-        if self.index[:_HEADER] == self.mark: return True
-        self.drop(); return False
-    def drop(self): self.mark, self.rows, self.ids = None, {}, None
-    def row(self, session:str):
-        "While `valid`: the session's `(created, messages, version, title, source)`, None for one not stored, `_ASK` when not known."
-        row = self.rows.get(session, _ASK)
-        return None if row is _ASK and self.ids is not None and session not in self.ids else row
-
-# %% ../nbs/34_sessions.ipynb #4b05ecb1
-@patch
-def learn(self:_Seen, mark:bytes|None, rows:dict, # session -> its row, or None for a session not stored
-          kept:bool=False): # what was known at the old mark still holds (this store's own commit moved the header)
-    "After a read or a write that saw the file as it was at header `mark`: remember `rows`."
-    if mark is None: return
-    if mark != self.mark and not kept: self.drop()
-    self.mark = mark
-    if len(self.rows) > 4096: self.rows = {}   # a cache: the daemon keeps few sessions in memory
-    self.rows.update(rows)
-    if self.ids is not None: self.ids.update(s for s, row in rows.items() if row is not None)
-    if self.ids is not None and len(self.ids) > _IDS: self.ids, self.size = None, float('inf')
-
-# %% ../nbs/34_sessions.ipynb #9473b2b2
+# %% ../nbs/34_sessions.ipynb #be0a1360
 _open_stores = weakref.WeakSet()   # every SessionStore of this process
 
 class SessionStore:
@@ -114,23 +70,19 @@ class SessionStore:
         self.db, self.lock, self._vault, self.window, self.deferred = connect(self.path), threading.Lock(), vault, window, 0
         self.waiting, self.waiting_lock, self.unwritten = [], threading.Lock(), {}   # turns waiting for the connection (of threads in `save`, or left to the writer); session -> its turns queued or being written
         for statement in _SCHEMA: self.db.execute(statement)
-        self.seen = _Seen(_wal_index(self.path))       # what it knows without asking SQLite
         for other in list(_open_stores):               # another store on this file in this process: its finished turns first
             if other.waiting and other.path == self.path: other.sync()
         _open_stores.add(self)
     def close(self):
         if self.waiting: self.sync()
-        index, self.seen = self.seen.index, _Seen(None)
-        if index is not None: index.close()
         self.db.close()
     def __repr__(self): return f"SessionStore({str(self.path)!r}, {self.db.execute('SELECT count(*) FROM sessions').fetchone()[0]} sessions)"
 
-# %% ../nbs/34_sessions.ipynb #ae5fabc9
+# %% ../nbs/34_sessions.ipynb #8bc98e77
 def _fresh_stores():
     "After a fork: every store of this process starts with no turn waiting and unheld locks (the parent writes its own turns)."
     for store in list(_open_stores):
         store.waiting, store.unwritten, store.lock, store.waiting_lock = [], {}, threading.Lock(), threading.Lock()
-        store.seen = _Seen(None)   # the child asks SQLite: its copy of the connection is not one SQLite knows
 
 _after_fork.append(_fresh_stores)
 
@@ -165,15 +117,14 @@ def _title(messages) -> str:
             return line if len(line) <= 80 else line[:79] + '…'
     return ''
 
-# %% ../nbs/34_sessions.ipynb #4b199957
+# %% ../nbs/34_sessions.ipynb #cf146fce
 _SAVE_ROW = ('INSERT INTO sessions VALUES (?,?,?,?,?,?,?) ON CONFLICT (id) DO UPDATE SET '   # a row updated in place: its index entries by id stay
              'used = excluded.used, messages = excluded.messages, version = excluded.version, title = excluded.title')
 
 class _Rows:
     "The rows a group of turns inserts, gathered to be written by one `executemany` per table; `known`: each session's row as the group left it."
-    __slots__ = ('db', 'messages', 'sessions', 'known', 'seen')
-    def __init__(self, db, seen:_Seen|None=None): # seen: the store's knowledge, when it holds for this transaction
-        self.db, self.messages, self.sessions, self.known, self.seen = db, [], [], {}, seen
+    __slots__ = ('db', 'messages', 'sessions', 'known')
+    def __init__(self, db): self.db, self.messages, self.sessions, self.known = db, [], [], {}
     def flush(self):
         "Insert the gathered rows, in the order they came."
         if self.messages: self.db.executemany('INSERT INTO messages VALUES (?,?,?)', self.messages); self.messages = []
@@ -186,8 +137,7 @@ def _write(self:SessionStore, t:Transcript, replaced:list, bodies:list, source:s
            rows:_Rows|None=None) -> tuple: # the group's rows, written by `_commit` (None: this turn's, written now)
     "One turn's statements (inside `_commit`'s transaction): replace in place, append after the last stored message, move the version; `(created, version, in_step)`."
     group, rows = rows is not None, rows if rows is not None else _Rows(self.db)
-    row = rows.known.get(t.session) or (rows.seen.row(t.session) if rows.seen is not None else _ASK)
-    if row is _ASK: row = self.db.execute('SELECT created, messages, version, title, source FROM sessions WHERE id = ?', (t.session,)).fetchone()
+    row = rows.known.get(t.session) or self.db.execute('SELECT created, messages, version, title, source FROM sessions WHERE id = ?', (t.session,)).fetchone()
     created, count, version, title, began = row or (new or time.time(), 0, 0, '', source)
     if replaced and row is not None and created == t.created:   # the same session (not forgotten and begun again): replace in place
         rows.flush()                                  # after the messages of the turns before it
@@ -199,29 +149,21 @@ def _write(self:SessionStore, t:Transcript, replaced:list, bodies:list, source:s
     if not group: rows.flush()
     return created, version + 1, ((created, version) == (t.created, t.version) if row else t.created is None)
 
-# %% ../nbs/34_sessions.ipynb #851a6d7f
+# %% ../nbs/34_sessions.ipynb #8e8c7741
 @patch
 def _commit(self:SessionStore, group:list):
     "Write the turns of `group` (tickets of `save`) in one transaction, in the order they came; callers hold `lock`."
-    seen = self.seen
     try:
         self.db.execute('BEGIN IMMEDIATE')
         try:
-            kept = seen.valid()   # nobody committed since the store learnt what it knows; holding the write lock, nobody will
-            others = self.db.execute('PRAGMA data_version').fetchone()[0] if seen.index is not None else None
-            rows = _Rows(self.db, seen if kept else None)
+            rows = _Rows(self.db)
             outcomes = [self._write(*ticket[0], rows=rows) for ticket in group]
             rows.flush()
             self.db.execute('COMMIT')
         except BaseException: self.db.execute('ROLLBACK'); raise
     except BaseException as e:
-        seen.drop()
         for ticket in group: ticket[2] = e
         return
-    if others is not None:
-        mark = seen.header()   # then: did another connection commit since ours (and so perhaps before this reading)?
-        if self.db.execute('PRAGMA data_version').fetchone()[0] == others: seen.learn(mark, rows.known, kept)
-        else: seen.drop()
     for ticket, outcome in zip(group, outcomes): ticket[1] = outcome
 
 # %% ../nbs/34_sessions.ipynb #6788530b
@@ -314,24 +256,8 @@ def _waits(self:SessionStore, session:str) -> bool:
     "Does a turn of `session` wait to be written, or is it being written?"
     return session in self.unwritten
 
-# %% ../nbs/34_sessions.ipynb #be1c6f7a
-@patch
-def _known(self:SessionStore, session:str):
-    "The session's row as the store knows it (None: not stored), or `_ASK`; after a few loads of sessions it did not know, it reads every session's id. Callers hold `lock`."
-    seen = self.seen
-    if seen.valid() and seen.ids is not None: return seen.row(session)
-    if seen.index is None: return _ASK
-    seen.lookups += 1
-    if seen.lookups < 2 or seen.lookups * 64 < seen.size: return seen.row(session) if seen.valid() else _ASK
-    mark = seen.header()
-    ids = {s for s, in self.db.execute('SELECT id FROM sessions')}
-    seen.lookups, seen.size = 0, len(ids)
-    seen.learn(mark, {}, kept=seen.valid()); seen.ids = ids
-    seen.learn(mark, {})                     # drops the ids again beyond `_IDS`
-    return seen.row(session)
-
-# %% ../nbs/34_sessions.ipynb #3f8b1880
-_LOAD = """SELECT s.created, s.messages, s.version, s.title, s.source, m.seq, m.body FROM sessions s
+# %% ../nbs/34_sessions.ipynb #cde9b7d2
+_LOAD = """SELECT s.created, s.messages, s.version, m.seq, m.body FROM sessions s
            LEFT JOIN messages m ON m.session = s.id AND m.seq >= max(0, s.messages - ?) WHERE s.id = ? ORDER BY m.seq"""
 
 @patch
@@ -339,10 +265,7 @@ def load(self:SessionStore, session:str, limit:int=200) -> Transcript:
     "The last `limit` messages of `session` (at most), starting at a user message; empty for a session not stored."
     with self.lock:
         if self._waits(session) and (error := self._commit_waiting()) is not None: raise error   # its own turns first
-        if self._known(session) is None: return Transcript(session=session)   # known not to be stored: no read
-        mark = self.seen.header()
         rows = self.db.execute(_LOAD, (max(0, limit), session)).fetchall()
-        self.seen.learn(mark, {session: rows[0][:5] if rows else None})
     if not rows: return Transcript(session=session)
     created, count, version = rows[0][:3]
     rows = [(seq, body) for *_, seq, body in rows if seq is not None]
@@ -350,16 +273,15 @@ def load(self:SessionStore, session:str, limit:int=200) -> Transcript:
     cut = next((i for i, m in enumerate(messages) if m['role'] == 'user'), len(messages))
     return Transcript(messages[cut:], session, rows[cut][0] if cut < len(rows) else count, created, version)
 
-# %% ../nbs/34_sessions.ipynb #2d9211cd
+# %% ../nbs/34_sessions.ipynb #85f0c2e5
 @patch
 def current(self:SessionStore, t:Transcript) -> bool:
     "Has nobody else written `t`'s session since `t` was loaded or saved?"
     with self.lock:
         if t.stale: return False                      # a left turn found another writer's first
         if self._waits(t.session): return True        # its own turn waits: the writer will tell
-        if (row := self.seen.row(t.session) if self.seen.valid() else _ASK) is _ASK:
-            row = self.db.execute('SELECT created, messages, version FROM sessions WHERE id = ?', (t.session,)).fetchone()
-    return (row is None and t.created is None) or (row is not None and (row[0], row[2]) == (t.created, t.version))
+        row = self.db.execute('SELECT created, version FROM sessions WHERE id = ?', (t.session,)).fetchone()
+    return (row is None and t.created is None) or (row is not None and (row[0], row[1]) == (t.created, t.version))
 
 # %% ../nbs/34_sessions.ipynb #5b4054db
 _LISTED = ('id', 'created', 'used', 'messages', 'title', 'source')
@@ -389,7 +311,7 @@ def messages(self:SessionStore, session:str) -> list:
     with self.lock: rows = self.db.execute('SELECT body FROM messages WHERE session = ? ORDER BY seq', (session,)).fetchall()
     return [_message(b) for b, in rows]
 
-# %% ../nbs/34_sessions.ipynb #63accec0
+# %% ../nbs/34_sessions.ipynb #f9e4245e
 @patch
 def forget(self:SessionStore, session:str) -> bool:
     "Delete `session` and all its messages; False if there was no such session."
@@ -401,7 +323,6 @@ def forget(self:SessionStore, session:str) -> bool:
             self.db.execute('DELETE FROM messages WHERE session = ?', (session,))
             self.db.execute('COMMIT')
         except BaseException: self.db.execute('ROLLBACK'); raise
-        finally: self.seen.drop()   # read again what is stored
     return gone == 1
 
 # %% ../nbs/34_sessions.ipynb #58ca5004

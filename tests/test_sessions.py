@@ -360,39 +360,3 @@ def test_a_group_writes_what_its_turns_written_one_by_one_would(tmp_path):
                 == {k: v for k, v in alone.get(name).items() if k not in ('created', 'used')})
     assert [m['content'] for m in kept.messages('a')] == ['tidy', 'on it', 'done', 'tidied']
     assert kept.db.execute("SELECT version FROM sessions WHERE id = 'a'").fetchone()[0] == 2
-
-
-def test_what_a_store_knows_without_reading_gives_way_to_another_connections_commit(tmp_path):
-    "A store that knows a session is not stored (or its row) answers from memory only until another connection commits."
-    from passepartout.sessions import SessionStore, _ASK
-    here, there = SessionStore(tmp_path / 's.db', vault=False, window=0), SessionStore(tmp_path / 's.db', vault=False, window=0)
-    for name in ('a', 'b', 'c'): assert list(here.load(name)) == []          # the second unknown load reads every id
-    assert here.seen.valid() and here.seen.ids == set() and here._known('new') is None
-    t = there.load('new'); t.append({'role': 'user', 'content': 'from elsewhere', 'owner': True}); assert there.save(t, 'cli')
-    assert not here.seen.valid() and [m['content'] for m in here.load('new')] == ['from elsewhere']
-    mine = here.load('new'); mine.append({'role': 'assistant', 'content': 'noted'}); assert here.save(mine)
-    assert here.seen.valid() and here.seen.row('new')[1:3] == (2, 2) and here.current(mine)   # its own commit: still known
-    held = there.load('new'); held.append({'role': 'user', 'content': 'and more', 'owner': True}); assert there.save(held)
-    assert here.current(mine) is False and not here.seen.valid()   # the other's commit moved the header: read again
-    assert here.forget('new') and here.seen.mark is None and list(here.load('new')) == []
-
-
-def test_a_store_that_cannot_map_the_wal_index_asks_sqlite_every_time(tmp_path):
-    "Without the WAL index mapped the store knows nothing and every answer is read."
-    from passepartout.sessions import SessionStore, _Seen
-    store = SessionStore(tmp_path / 's.db', vault=False, window=0)
-    store.seen = _Seen(None)
-    for _ in range(3): assert list(store.load('x')) == []
-    t = store.load('x'); t.append({'role': 'user', 'content': 'hi', 'owner': True}); assert store.save(t)
-    assert store.seen.mark is None and store.current(t) and [m['content'] for m in store.load('x')] == ['hi']
-
-
-def test_the_ids_a_store_keeps_are_bounded(tmp_path, monkeypatch):
-    "Beyond `_IDS` sessions the store stops keeping ids (its memory does not grow with the file) and still answers right."
-    import passepartout.sessions as sessions
-    monkeypatch.setattr(sessions, '_IDS', 3)
-    store = sessions.SessionStore(tmp_path / 's.db', vault=False, window=0)
-    for name in 'abcde':
-        t = store.load(name); t.append({'role': 'user', 'content': name, 'owner': True}); assert store.save(t)
-    assert store.seen.ids is None and store.seen.size == float('inf')
-    assert [m['content'] for m in store.load('c')] == ['c'] and list(store.load('z')) == []
