@@ -14,9 +14,9 @@ turn in a new session; 1 and 10 tool calls a turn.
 
     python bench/loop_core.py [--turns 3000] [--repeat 3]
 """
-import argparse, itertools, os, statistics, sys, time
+import argparse, itertools, os, sys
 sys.path.insert(0, os.path.dirname(__file__))
-from _shipped import shipped_home, shipped_agent, sync_stores, show
+from _shipped import shipped_home, shipped_agent, cpu_per_turn_batched, show
 from loop_overhead import InstantModel, bare_agent
 
 
@@ -43,13 +43,7 @@ def per_turn(agent, calls:int, turns:int, batch:int=50) -> list:
         agent.transcripts.pop(name, None); agent.used.pop(name, None); agent.session_values.pop(name, None)
         assert t.reply == 'done' and len(t.of('result')) == calls, t.events[-3:]
     for _ in range(batch): one()
-    out = []
-    for _ in range(max(1, turns // batch)):
-        t0 = time.process_time()
-        for _ in range(batch): one()
-        sync_stores(agent)
-        out.append((time.process_time() - t0) * 1e6 / batch)
-    return out
+    return cpu_per_turn_batched(one, turns, agent, batch)
 
 
 if __name__ == '__main__':
