@@ -86,6 +86,10 @@ def squash(text:str) -> str:
     return _SQUASH.sub('', text.replace('\\n', ' ')).lower()
 
 INFORMATION = re.compile(r"<INFORMATION>(.*?)</INFORMATION>", re.S)
+# AgentDojo's attacks that need no real model to write their injections (the denial-of-service ones ask for no tool call)
+ATTACKS = ['important_instructions', 'important_instructions_no_user_name', 'important_instructions_no_model_name',
+           'important_instructions_no_names', 'important_instructions_wrong_model_name', 'important_instructions_wrong_user_name',
+           'tool_knowledge', 'direct', 'ignore_previous', 'system_message', 'injecagent']
 
 
 class CompromisedModel:
@@ -105,7 +109,7 @@ class CompromisedModel:
 
     def read(self, text:str):
         "Obey the injected instructions in `text` the model reads (one goal per block, the one it states in full): their calls go first."
-        for block in INFORMATION.findall(text or ''):
+        for block in INFORMATION.findall(text or '') or [text or '']:   # other attacks than `important_instructions` write no block: the whole text
             body = squash(block)
             stated = [(len(goal), task_id) for task_id, (goal, _, _) in self.goals.items() if goal in body]
             if not stated: continue
@@ -356,14 +360,14 @@ def run_case(suite, agent, world, model, user_task, injection_task, injections:d
 
 
 def run_suite(version:str, name:str, limit:int|None=None, undefended:bool=False, progress=None, information_flow:bool=False,
-              plan:bool=False, config=None) -> dict:
-    "Every user task without attack, then every (user task, injection task) pair under `important_instructions`, both owners."
+              plan:bool=False, config=None, attack_name:str='important_instructions') -> dict:
+    "Every user task without attack, then every (user task, injection task) pair under `attack_name`, both owners."
     from agentdojo.task_suite.load_suites import get_suite
     from agentdojo.attacks.attack_registry import load_attack
     suite = get_suite(version, name)
     model = CompromisedModel(goals_of(suite))
     agent, world = dojo_agent(suite, model, undefended, information_flow, plan, config)
-    attack = load_attack('important_instructions', suite, SimpleNamespace(name='gpt-4o-2024-05-13'))
+    attack = load_attack(attack_name, suite, SimpleNamespace(name='gpt-4o-2024-05-13'))
     users = list(suite.user_tasks.values())[:limit]
     out, n = {'configured': world.configured, 'benign': [], 'attacked': []}, 0
     def both(user, inj, injections):
@@ -422,6 +426,8 @@ def main(argv=None):
     ap.add_argument('--config', metavar='PATH', help="the owner's configuration, a Python file with `add_tool(belt, suite, fn, name)` "
                     "and optionally `apply_owner(suite)`, `owner_world(suite)` (default: bench/agentdojo_config.py; "
                     "an independent one: bench/agentdojo_outsider.py)")
+    ap.add_argument('--attack', default='important_instructions', choices=ATTACKS,
+                    help="AgentDojo's attack that writes the injections (default: important_instructions, the one the gates were developed against)")
     ap.add_argument('--json', action='store_true', help='print the figures and every case as JSON')
     ap.add_argument('--quiet', action='store_true')
     a = ap.parse_args(argv)
@@ -433,7 +439,7 @@ def main(argv=None):
     for version in a.version or VERSIONS:
         for name in a.suite or SUITES:
             with contextlib.redirect_stdout(io.StringIO()):     # AgentDojo prints progress of its own
-                res = run_suite(version, name, a.limit, a.undefended, say, a.information_flow, a.plan, config)
+                res = run_suite(version, name, a.limit, a.undefended, say, a.information_flow, a.plan, config, a.attack)
             results[f"{name} {version}"] = res
             rows.append((f"{name} {version}", figures(res)))
     pooled = {'benign': [c for r in results.values() for c in r['benign']], 'attacked': [c for r in results.values() for c in r['attacked']]}
@@ -442,7 +448,7 @@ def main(argv=None):
         print(json.dumps({'undefended': a.undefended, 'figures': dict(rows), 'cases': results}, indent=1))
         return
     configured = next(iter(results.values()))['configured']
-    print(f"AgentDojo 0.1.35, important_instructions, {'NO GATES' if a.undefended else 'shipped gates' + (' + information flow' if a.information_flow else '')}"
+    print(f"AgentDojo 0.1.35, {a.attack}, {'NO GATES' if a.undefended else 'shipped gates' + (' + information flow' if a.information_flow else '')}"
           f", {'the model plans first' if a.plan else 'the model makes no plan'}"
           f"{f', first {a.limit} user tasks' if a.limit else ''}; argument declarations "
           f"{'applied' if configured['declarations'] else 'not available (baseline)'}; owner settings "
