@@ -449,7 +449,7 @@ def compact_trace(trace:list) -> list:
     if all(type(t) is GateRecord for t in trace): return [g if d == ALLOW and not r else [g, d, r] for g, d, r, _ in trace]
     return trace
 
-# %% ../nbs/33_audit.ipynb #d3c96d0a
+# %% ../nbs/33_audit.ipynb #15140e6b
 def _steps(events:list) -> list:
     "The records of a batch's events, `(time, kind, canonical data text)` each, serialised once: a proposal and the verdict on it are one record, an allowing verdict and what came of it one."
     out, held = [], None
@@ -467,13 +467,16 @@ def _steps(events:list) -> list:
     if held is not None: out.append(held)
     if len(out) > 1: out = [(out[-1][0], TURN, {'steps': [[at, kind, data] for at, kind, data in out]})]   # one record (`entries`)
     try: return [(at, kind, canonical_json(data)) for at, kind, data in out]
-    except (TypeError, ValueError, RecursionError): return [(at, kind, _lenient_json(data)) for at, kind, data in out]
+    except (TypeError, ValueError, RecursionError): pass
+    if len(out) == 1 and out[0][1] == TURN and len(events) > 1:          # each step kept as far as it can be
+        at, kind, data = out[0]; data = {'steps': [[a, k, json.loads(_lenient_json(d))] for a, k, d in data['steps']]}
+        out = [(at, kind, data)]
+    return [(at, kind, _lenient_json(data)) for at, kind, data in out]
 
 def _lenient_json(data:dict) -> str:
-    "`canonical_json(data)`, or, for data JSON cannot hold (a key that is not text, a cycle), what it can of it and why the rest is missing (in each step of a turn)."
+    "`canonical_json(data)`, or, for data JSON cannot hold (a key that is not text, a cycle), what it can of it and why the rest is missing."
     try: return canonical_json(data)
     except (TypeError, ValueError, RecursionError) as e: why = f"{type(e).__name__}: {e}"
-    if list(data) == ['steps']: return canonical_json({'steps': [[at, kind, json.loads(_lenient_json(d))] for at, kind, d in data['steps']]})
     try: kept = json.loads(json.dumps(data, default=str, skipkeys=True))
     except (TypeError, ValueError, RecursionError): kept = {}
     return canonical_json({**kept, 'unrecordable': why})
