@@ -19,14 +19,16 @@ sys.path.insert(0, os.path.dirname(__file__))
 from _shipped import shipped_home, shipped_agent, cpu_per_turn_batched, show
 
 
-def capture(calls:int) -> list:
-    "The events the shipped agent hands its audit log in one `calls`-tool turn (copies, as the loop made them)."
+def capture(calls:int) -> tuple:
+    "The events the shipped agent hands its audit log in one `calls`-tool turn (copies, as the loop made them), and (records, bytes of data) it wrote of them."
     agent, events = shipped_agent(calls), []
     log = agent.audit.__self__
     agent.audit = lambda e: (events.append(dict(e)), log.append(e))   # a plain sink: the loop opens no batch around it
+    before = len(log)
     with log.batch(): agent.send('go', session='capture')
     log.sync()
-    return events
+    stored = log.db.execute('SELECT count(*), sum(length(data)) FROM audit WHERE seq > ?', (before,)).fetchone()
+    return events, stored
 
 
 def replay(events:list, rounds:int, vault=None, batch:int=25) -> list:
@@ -74,8 +76,8 @@ if __name__ == '__main__':
     from passepartout.app import tune_collector
     from passepartout.vault import Vault
     tune_collector()
-    one, ten = capture(1), capture(10)
-    print(f"events per turn: {len(one)} (1 tool), {len(ten)} (10 tools)")
+    (one, (records1, bytes1)), (ten, (records10, bytes10)) = capture(1), capture(10)
+    print(f"events per turn: {len(one)} (1 tool), {len(ten)} (10 tools); records: {records1} ({bytes1} bytes of data), {records10} ({bytes10} bytes)")
     secret = Vault(home / 'bench-vault.enc', home / 'bench-vault.key'); secret.add('BENCH_TOKEN', 'bench-secret-value-0123456789')
     print(show('the log alone, 1-tool turn (empty vault)', replay(one, a.rounds)))
     print(show('the log alone, 1-tool turn (one secret)', replay(one, a.rounds, vault=secret)))

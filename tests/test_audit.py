@@ -194,7 +194,8 @@ def test_batched_turns_of_two_processes_and_their_threads_keep_one_chain(tmp_pat
     exits, bad = _race_with_verifier(path, tmp_path / 'home', [(_batched_appender, (path, str(tmp_path / 'home'), 40, w)) for w in range(2)], 30)
     assert exits == [0, 0] and bad == []
     log = AuditLog(path, vault=False)
-    assert len(log) == 1 + 2 * 2 * 40 * 5 and log.verify() == (True, [])
+    assert len(log) == 1 + 2 * 2 * (20 * 2 + 20) and log.verify() == (True, [])   # a batch is one record, cut in two by a checkpoint in odd turns
+    assert len(log.recent(-1)) == 1 + 2 * 2 * 40 * 5                                  # every step of it an entry
     assert log.anchor == f"anchored by the checkpoint at #{len(log)}"
     turns = {}
     for r in log.recent(1000):
@@ -295,10 +296,11 @@ def test_a_crash_between_the_records_and_their_checkpoint_does_not_fail_verify(t
     r = subprocess.run([sys.executable, '-c', CRASH_IN_A_TURN, str(path)], env={**os.environ}, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     log = AuditLog(path, vault=False)
-    assert log.verify() == (True, []) and len(log) == 5
-    assert log.anchor == 'anchored by the checkpoint at #2; #3 to #5 appended since'     # the lag the rule allows
+    assert log.verify() == (True, []) and len(log) == 3                                  # the three flushed records: one turn record
+    assert [r['data'].get('output') for r in log.recent(-1)][2:] == [f"in the turn {i}" for i in range(3)]
+    assert log.anchor == 'anchored by the checkpoint at #2; #3 to #3 appended since'     # the lag the rule allows
     log.append({'kind': 'reply', 'text': 'after the restart'})                            # the next checkpoint covers them
-    assert log.verify() == (True, []) and log.anchor == 'anchored by the checkpoint at #6'
+    assert log.verify() == (True, []) and log.anchor == 'anchored by the checkpoint at #4'
 
 
 def test_one_checkpoint_per_batch(tmp_path, monkeypatch):
@@ -313,9 +315,9 @@ def test_one_checkpoint_per_batch(tmp_path, monkeypatch):
         for i in range(10): log.append({'kind': 'result', 'output': i})
         with log.batch(): log.append({'kind': 'result', 'output': 'nested'})
         assert writes == []
-    assert writes == [12]
+    assert writes == [2]                                                  # the batch: one record of eleven steps
     log.append({'kind': 'reply', 'text': 'outside a batch'})
-    assert writes == [12, 13]
+    assert writes == [2, 3] and len(log.recent(-1)) == 13
 
 
 def test_a_turn_anchors_before_its_tool_runs_and_at_its_end(tmp_path, monkeypatch):
@@ -337,7 +339,7 @@ def test_a_turn_anchors_before_its_tool_runs_and_at_its_end(tmp_path, monkeypatc
     agent.audit = log.append
     agent.send('look around')
     assert [r['kind'] for r in log.recent(20)] == ['message', 'verdict', 'verdict', 'result', 'verdict']   # look's verdict holds its result
-    assert writes == [3, 5]  # everything up to tidy's verdict anchored before it ran (look is read-only); the rest at the turn's end
+    assert writes == [1, 2]  # everything up to tidy's verdict anchored before it ran (look is read-only), one record; the rest at the turn's end
     assert log.verify() == (True, [])
 
 
@@ -496,7 +498,7 @@ def test_threads_waiting_for_the_write_lock_share_one_transaction(tmp_path, monk
     rows = log.recent(12)
     turns = [[(r['data']['turn'], r['data']['i']) for r in rows[i:i + 3]] for i in range(0, 12, 3)]
     assert sorted(turns) == [[(t, 0), (t, 1), (t, 2)] for t in range(4)]   # each turn's records together and in order
-    assert log.verify() == (True, []) and log.anchor == 'anchored by the checkpoint at #13'
+    assert log.verify() == (True, []) and log.anchor == 'anchored by the checkpoint at #5'   # a turn is one record
 
 
 def test_a_failed_group_transaction_is_an_error_in_every_thread_it_held(tmp_path, monkeypatch):
@@ -525,3 +527,119 @@ def test_records_interrupted_while_they_wait_are_not_written_later(tmp_path, mon
     assert log.waiting == []
     log.append({'kind': 'reply', 'text': 'next'})
     assert [r['data']['text'] for r in log.recent(5)] == ['first', 'next'] and log.verify() == (True, [])
+
+
+# -- a turn is one record: logs of the previous format, tampering with one step, every kind still shown ---------------
+
+def _log_of_the_previous_format(path, key_file, head_file):
+    "A log exactly as the code before turn records wrote it (plain sqlite3): one record a step, MACs, a checkpoint at its head."
+    from passepartout.audit import create_key, load_key, record_mac, write_head
+    create_key(key_file); key = load_key(key_file)
+    act = {'kind': 'tool', 'tool': 'shell', 'args': {'command': 'rm x'}, 'call_id': 'c1'}
+    steps = [('message', {'sensor': 'user-input', 'source': 'cli', 'sender': 'cli', 'owner': True, 'payload': {'text': 'clean up'}}),
+             ('verdict', {'action': act, 'attempt': 1, 'provider': 'openai', 'decision': 'ask', 'trace': ['paths', ['shell', 'ask', 'rm deletes files']]}),
+             ('pending', {'action': act, 'token': 'k7m2x9qa', 'reasons': ['shell: rm deletes files']}),
+             ('approval', {'action': act, 'token': 'k7m2x9qa', 'always': False}),
+             ('result', {'actuator': 'tool', 'action': act, 'output': '(no output)'}),
+             ('verdict', {'action': {'kind': 'reply', 'text': 'done'}, 'attempt': 1, 'provider': 'openai', 'decision': 'allow', 'trace': ['paths', 'shell'], 'text': 'done'})]
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE audit (seq INTEGER PRIMARY KEY, time REAL NOT NULL, kind TEXT NOT NULL, "
+               "data TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL, mac TEXT)")
+    prev = GENESIS
+    for seq, (kind, data) in enumerate(steps, 1):
+        h = record_hash(seq, 1700000000.0 + seq, kind, data, prev)
+        db.execute('INSERT INTO audit VALUES (?,?,?,?,?,?,?)', (seq, 1700000000.0 + seq, kind, canonical_json(data), prev, h, record_mac(key, h)))
+        prev = h
+    db.commit(); db.close()
+    write_head(head_file, key, len(steps), record_mac(key, prev), 0)
+    return [k for k, _ in steps]
+
+
+def test_a_log_of_the_previous_format_verifies_reads_and_goes_on(tmp_path, monkeypatch):
+    "An owner upgrades with their log: it verifies, reads as before, and turn records chain after it."
+    from click.testing import CliRunner
+    from passepartout.audit import anchor_files, audit_command
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    path = tmp_path / 'home' / 'data' / 'audit.db'; path.parent.mkdir(parents=True)
+    old_kinds = _log_of_the_previous_format(path, *anchor_files(path))
+    log = AuditLog(vault=False)
+    assert log.verify() == (True, []) and log.anchor == 'anchored by the checkpoint at #6'
+    assert [r['kind'] for r in log.recent(20)] == old_kinds and 'step' not in log.recent(1)[0]
+    with log.batch():
+        log.append({'kind': 'message', 'sensor': 'user-input', 'source': 'cli', 'sender': 'cli', 'owner': True, 'payload': {'text': 'again'}})
+        log.append({'kind': 'verdict', 'action': {'kind': 'reply', 'text': 'ok'}, 'attempt': 1, 'decision': 'allow', 'trace': []})
+        log.append({'kind': 'reply', 'text': 'ok'})
+    assert log.verify() == (True, []) and len(log) == 7 and log.anchor == 'anchored by the checkpoint at #7'
+    assert [(r['seq'], r['kind']) for r in log.recent(20)][-3:] == [(6, 'verdict'), (7, 'message'), (7, 'verdict')]
+    assert [r['data']['payload']['text'] for r in log.recent(20, kind='message')] == ['clean up', 'again']
+    assert [r['data']['text'] for r in log.recent(20, kind='reply')] == ['done', 'ok']          # old and new verdicts holding a reply
+    out = CliRunner().invoke(audit_command, ['-n', '20']).output.splitlines()
+    assert [line.split()[0] for line in out] == ['#1', '#2', '#3', '#4', '#5', '#6', '#7.1', '#7.2'] and 'cli via cli (owner): "again"' in out[-2]
+
+
+@pytest.fixture
+def turns(tmp_path, monkeypatch):
+    "A log of three shipped-looking turns, one record each."
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    log = AuditLog(tmp_path / 'audit.db', vault=False)
+    act = {'kind': 'tool', 'tool': 'echo', 'args': {'text': 'hi'}, 'call_id': 'c1'}
+    for n in range(3):
+        with log.batch():
+            log.append({'kind': 'message', 'sensor': 'user-input', 'source': 'cli', 'payload': {'text': f"go {n}"}})
+            log.append({'kind': 'proposal', 'action': act, 'attempt': 1, 'provider': 'openai'})
+            log.append({'kind': 'verdict', 'action': act, 'attempt': 1, 'decision': 'allow', 'trace': []})
+            log.append({'kind': 'result', 'actuator': 'tool', 'action': act, 'output': f"said {n}"})
+    log.close()
+    assert [k for k, in sqlite3.connect(tmp_path / 'audit.db').execute('SELECT kind FROM audit')] == ['turn'] * 3
+    return tmp_path / 'audit.db'
+
+
+def test_editing_one_step_of_a_turn_record_is_detected(turns):
+    attacker(turns, ("UPDATE audit SET data = replace(data, 'said 1', 'said X') WHERE seq = 2",))
+    assert first_problem(turns) == 'record #2: content does not match its hash (edited)'
+
+
+def test_a_step_removed_from_a_turn_record_and_the_chain_rehashed_is_detected(turns):
+    "Dropping the message (who asked) from a turn and recomputing every hash: the MACs give it away."
+    out, prev = [], GENESIS
+    for seq, at, kind, data, _, _, _ in rows(turns):
+        data = json.loads(data)
+        if seq == 2: data['steps'] = data['steps'][1:]
+        h = record_hash(seq, at, kind, data, prev)
+        out.append(("UPDATE audit SET data = ?, prev_hash = ?, hash = ? WHERE seq = ?", (canonical_json(data), prev, h, seq))); prev = h
+    attacker(turns, *out)
+    assert first_problem(turns) == MAC_MISMATCH.format(2)
+
+
+def test_a_turn_record_deleted_is_detected(turns):
+    attacker(turns, ("DELETE FROM audit WHERE seq = 3",))
+    assert 'records #3 to #3 are missing' in first_problem(turns)
+
+
+def test_every_kind_of_a_real_turn_shows_in_passepartout_audit(tmp_path, monkeypatch):
+    "Completeness: each kind of event of an approved turn is an entry `passepartout audit` prints and `--kind` finds."
+    from click.testing import CliRunner
+    from passepartout.approvals import ApprovalStore
+    from passepartout.approval_flow import install_approvals, resolve_approval
+    from passepartout.audit import audit_command
+    monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
+    belt = Toolbelt()
+    @belt.tool(effect='local-write')
+    def touch(name: str):  # file name
+        "Create a file."
+        return f"created {name}"
+    gates = GateEngine()
+    gates.add('careful', lambda a, c: ask('writes need approval') if a.tool == 'touch' else None)
+    log = AuditLog()
+    agent = Agent(ScriptedProvider([tool_call('touch', {'name': 'x'}), reply('made x')]), gates=gates, tools=belt)
+    agent.audit = log.append
+    store = ApprovalStore(); install_approvals(agent, store)
+    resolve_approval(agent, store, agent.send('make x').pending[0]['token'])
+    kinds = {r['kind'] for r in log.recent(100)}
+    assert {'message', 'verdict', 'pending', 'approval', 'last-mile', 'result', 'reply'} <= kinds
+    shown = CliRunner().invoke(audit_command, ['-n', '100']).output
+    for kind in kinds:
+        assert f"  {kind:<10} " in shown, (kind, shown)
+        listed = CliRunner().invoke(audit_command, ['-n', '100', '--kind', kind]).output.splitlines()
+        assert len(listed) == len(log.recent(100, kind)) > 0 and all(f"  {kind:<10} " in line or '  verdict ' in line for line in listed), (kind, listed)
+    assert log.verify() == (True, [])

@@ -310,9 +310,10 @@ def test_decision_cut_after_the_agent_was_killed_mid_turn(home):
     import subprocess, sys
     r = subprocess.run([sys.executable, '-c', KILLED_WHILE_A_TOOL_RUNS], env={**os.environ}, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    assert [x['kind'] for x in rows()[8:]] == ['message', 'verdict']                   # the proposal and its verdict: one record
+    assert [x['kind'] for x in rows()[8:]] == ['turn']                                  # the message, the proposal and its verdict: one record
+    assert [s[1] for s in json.loads(rows()[8]['data'])['steps']] == ['message', 'verdict']
     attacker(("DELETE FROM audit WHERE seq > 8",))
-    detected('records #9 to #10 are missing')
+    detected('records #9 to #9 are missing')
 
 
 def test_everything_stripped_is_not_called_intact(home):

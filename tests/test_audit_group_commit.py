@@ -2,12 +2,12 @@
 verifiable prefix of the chain and whole turns; the durability barrier makes what came before visible to another
 connection; turns that hold an action are written before they end; threads writing at once keep the chain valid;
 a failed group write keeps its turns for the next."""
-import os, sqlite3, subprocess, sys, threading
+import json, os, sqlite3, subprocess, sys, threading
 
 from click.testing import CliRunner
 
 sys.path.insert(0, os.path.dirname(__file__))
-from passepartout.audit import AuditLog, audit_command
+from passepartout.audit import AuditLog, audit_command, canonical_json, entries
 from passepartout.sessions import SessionStore, Transcript
 from _daemon_support import wait_for
 
@@ -36,7 +36,7 @@ def test_a_process_killed_mid_load_leaves_a_verifiable_chain_and_whole_turns(tmp
     log_path, sessions = tmp_path / 'home' / 'data' / 'audit.db', tmp_path / 'sessions.db'
     proc = subprocess.Popen([sys.executable, '-c', LOAD, str(sessions)], env=dict(os.environ))
     def written():
-        try: return sqlite3.connect(log_path).execute('SELECT count(*) FROM audit').fetchone()[0] >= 600
+        try: return sqlite3.connect(log_path).execute('SELECT count(*) FROM audit').fetchone()[0] >= 200   # 200 turns, one record each
         except sqlite3.Error: return False
     try: assert wait_for(written, 120), 'the loaded process wrote nothing'
     finally: proc.kill(); proc.wait(60)                # SIGKILL: no atexit, no drain, turns in memory lost
@@ -67,6 +67,12 @@ def test_the_barrier_makes_every_finished_turn_visible_to_another_connection(tmp
     assert AuditLog(tmp_path / 'audit.db', vault=False).verify() == (True, [])
 
 
+def _stored_kinds(path) -> list:
+    "(stored kind, entry kind) of every entry in the audit database at `path`, read by another connection as another process would."
+    rows = sqlite3.connect(path).execute('SELECT seq, time, kind, data FROM audit ORDER BY seq')
+    return [(k, e['kind']) for q, t, k, d in rows for e in entries({'seq': q, 'time': t, 'kind': k, 'data': json.loads(d)})]
+
+
 def test_a_turn_that_holds_an_action_is_on_disk_when_it_ends(tmp_path, monkeypatch):
     "The owner may approve from another terminal at once: the pending record and the held note are there, no barrier called."
     monkeypatch.setenv('PASSEPARTOUT_HOME', str(tmp_path / 'home'))
@@ -77,7 +83,7 @@ def test_a_turn_that_holds_an_action_is_on_disk_when_it_ends(tmp_path, monkeypat
           {'role': 'tool', 'call_id': 'c1', 'name': 'shell', 'content': 'held for human approval', 'held': 'k7m2x9qa'}]
     assert store.save(t) is True
     assert (log.deferred, store.deferred) == (0, 0)
-    assert [k for k, in sqlite3.connect(tmp_path / 'audit.db').execute('SELECT kind FROM audit ORDER BY seq')] == ['proposal', 'pending']
+    assert _stored_kinds(tmp_path / 'audit.db') == [('turn', 'proposal'), ('turn', 'pending')]   # the turn: one record
     assert sqlite3.connect(tmp_path / 'sessions.db').execute("SELECT count(*) FROM messages WHERE session = 's'").fetchone()[0] == 2
 
 
@@ -99,8 +105,9 @@ def test_eight_threads_writing_at_once_keep_the_chain_valid_and_every_turn_whole
     for th in threads: th.start()
     for th in threads: th.join(120)
     assert errors == [] and not any(th.is_alive() for th in threads)
-    assert log.verify() == (True, []) and len(log) == 8 * 60 * 3
+    assert log.verify() == (True, []) and len(log) == 8 * 60                   # a turn is one record (`entries`)
     rows = log.recent(10**6)
+    assert len(rows) == 8 * 60 * 3
     assert all([r['data']['i'] for r in rows[k:k + 3]] == [0, 1, 2] and len({(r['data']['worker'], r['data']['turn']) for r in rows[k:k + 3]}) == 1
                for k in range(0, len(rows), 3))                           # each turn's records together and in order
     for w in range(8):
@@ -170,7 +177,7 @@ def test_a_watched_turn_writes_its_records_before_a_tool_with_effects_runs(tmp_p
     @belt.tool(effect='local-write')
     def tidy():
         "Tidy up."
-        seen['tidy'] = [k for k, in sqlite3.connect(tmp_path / 'audit.db').execute('SELECT kind FROM audit ORDER BY seq')]
+        seen['tidy'] = [k for _, k in _stored_kinds(tmp_path / 'audit.db')]
         return 'tidied'
     agent = Agent(ScriptedProvider([tool_call('tidy'), reply('tidied up')]), tools=belt)
     agent.audit = log.append
@@ -220,8 +227,9 @@ def test_records_the_writer_makes_are_the_records_a_turn_makes_as_it_ends(tmp_pa
     for n in range(3): _shipped_turn(left, n); _shipped_turn(now, n)
     assert left.deferred == 3 and now.deferred == 0
     left.sync()
-    rows = [[(kind, data) for kind, data in log.db.execute('SELECT kind, data FROM audit ORDER BY seq')] for log in (left, now)]
-    assert rows[0] == rows[1] and [k for k, _ in rows[0][:3]] == ['message', 'verdict', 'verdict']
+    rows = [[(e['seq'], e['kind'], canonical_json(e['data'])) for e in log.recent(-1)] for log in (left, now)]   # each step's time is its own
+    assert rows[0] == rows[1] and [k for _, k, _ in rows[0][:3]] == ['message', 'verdict', 'verdict']
+    assert [k for k, in left.db.execute('SELECT kind FROM audit')] == ['turn'] * 3                              # a turn: one record
     assert all(log.verify() == (True, []) for log in (left, now))
 
 
