@@ -7,6 +7,7 @@ path remembered. The references live in the notebooks, right before the fast pat
 
 - nbs/09a_watch              `watched_state`         what a generation vouches for (the caches above trust it)
 - nbs/04_gates.md            `plain_plan`            for `GateEngine.plan`
+- nbs/06_tools               `inspect.isawaitable`   for `Toolbelt.run` (asked only of a result that is not an exact plain type)
 - nbs/20_builtin_gates      `ChangesExcept` scopes  a built-in gate skipped for a read-only call says nothing when called on it
 - nbs/20a_autorun            `autorun_rows_plain`    for `_table_reason` and its indexes
 - nbs/20b_validation_gates   `schema_error`          for `_surely_valid`
@@ -635,3 +636,32 @@ def test_instruction_ranges_skip_only_texts_no_pattern_matches(parts):
     "The word check before the patterns (ASCII text only) never changes the ranges found: `instruction_ranges` is `instruction_ranges_plain`."
     text = ''.join(parts)
     assert rc.instruction_ranges(text) == rc.instruction_ranges_plain(text), text
+
+
+# nbs/06_tools: `Toolbelt.run` asks `inspect.isawaitable` only of a result whose exact type is not a plain built-in
+class _AwaitableText(str):
+    "Text that is also awaitable: a subclass of a plain type, so the fast path must not take it for plain."
+    def __await__(self):
+        if False: yield
+        return 'awaited'
+
+class _Later:
+    def __await__(self):
+        if False: yield
+        return 'later'
+
+async def _coro(): return 'coroutine'
+
+def _outcome(f):
+    try: return 'value', f()
+    except Exception as e: return 'error', type(e)
+
+@pytest.mark.parametrize('make', [lambda: 'hi', lambda: b'hi', lambda: {'a': 1}, lambda: [1], lambda: (1,), lambda: 3, lambda: 2.5,
+                                  lambda: True, lambda: None, lambda: _AwaitableText('x'), lambda: _Later(), _coro])
+def test_run_awaits_what_the_plain_check_awaits(make):
+    from passepartout.tools import Toolbelt, _await
+    import inspect
+    belt = Toolbelt()
+    belt.add(make, name='t', effect='read-only', description='A result.')
+    reference = lambda: (lambda r: _await(r) if inspect.isawaitable(r) else r)(make())
+    assert _outcome(lambda: belt.run('t', {})) == _outcome(reference)
