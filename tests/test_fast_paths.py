@@ -18,6 +18,7 @@ path remembered. The references live in the notebooks, right before the fast pat
 - nbs/20h_provenance_gates   `PlainSessionValues` for `SessionValues`; `_ranked_values` for `_remembered_values`
 - nbs/22_vault               `read_vault_plain`, `redaction_patterns`, `redact_plain`, `vault_gate_plain`
 - nbs/26a_reply_check        `spans_plain`           for `instructions_of` (which reads a message's words only once a span needs them)
+- nbs/26a_reply_check        `_who`                  for `_untrusted_text` (who wrote a message, without where it came from)
 (the shell gate's fast paths are checked in tests/test_shell_rules.py)
 """
 import os, shutil, tempfile, contextlib
@@ -665,3 +666,18 @@ def test_run_awaits_what_the_plain_check_awaits(make):
     belt.add(make, name='t', effect='read-only', description='A result.')
     reference = lambda: (lambda r: _await(r) if inspect.isawaitable(r) else r)(make())
     assert _outcome(lambda: belt.run('t', {})) == _outcome(reference)
+
+
+# nbs/26a_reply_check: `_untrusted_text` reads who wrote a message as `_who` does, without its words on where
+_MISSING = object()
+@settings(max_examples=400, deadline=None)
+@given(role=hs.sampled_from(['user', 'tool', 'assistant', 'system', None, 'other', _MISSING]),
+       content=hs.sampled_from(['go', '[outcome of your earlier call x] ok', '', '[', None, 12, ['a'], _MISSING]),
+       owner=hs.sampled_from([True, False, None, 'owner', '', 0, 1, _MISSING]),
+       refused=hs.sampled_from([True, False, None, 1, '', _MISSING]),
+       name=hs.sampled_from(['echo', None, _MISSING]))
+def test_untrusted_text_is_whos_reading(role, content, owner, refused, name):
+    from passepartout.reply_check import _untrusted_text
+    m = {k: v for k, v in [('role', role), ('content', content), ('owner', owner), ('refused', refused), ('name', name)] if v is not _MISSING}
+    kind, _, text = prov._who(m, 3)
+    assert _untrusted_text(m) == (text if kind == 'untrusted' else None)
