@@ -21,11 +21,17 @@ loop does (inside a turn scope); the CPU time (`time.process_time`) per turn ove
 median and quartiles. A fresh session is the case `bench/loop_overhead.py` measures; its records are
 built during the turn.
 
+`--per-gate` says where a bare turn's gate time goes: the CPU time per turn of `bench/loop_overhead.py`'s bare
+agent (`Agent`, default gates, one echo tool, an instant model), whole, then with each gate left out in
+turn (the difference is that gate's share, its records and their dicts included), with every check replaced
+by one that says nothing (the engine's own share: plan, clock, records, trace dicts), and with no gates; the
+median of `--repeat` runs of 3,000 turns each.
+
 What the file system says is remembered while inotify reports no change (see nbs/09a_watch.md), so
 a path judged before costs less than one seen for the first time; `first sight` reports file actions
 on paths never judged before (each verified once), for comparison: it is not what the target is about.
 
-    python bench/gates.py [--repeat 5] [--corpora /work/shared/corpora/shell] [--information-flow | --plan] [--turn]
+    python bench/gates.py [--repeat 5] [--corpora /work/shared/corpora/shell] [--information-flow | --plan] [--turn | --per-gate]
 """
 import argparse, json, os, statistics, sys, tempfile, time
 from pathlib import Path
@@ -113,6 +119,33 @@ def fresh_turn_us(agent, batches:int=40, batch:int=500) -> list:
     return out
 
 
+def per_gate_us(repeat:int, turns:int=3000) -> list:
+    "`(label, µs)`: a bare 1-tool turn's CPU whole, less each gate, with do-nothing checks, and without gates (medians of `repeat` runs)."
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from loop_overhead import bare_agent
+    from passepartout.gates import Gate
+    agent, names = bare_agent(1), iter(range(10**9))
+    def one():
+        session = f"per-gate-{next(names)}"
+        assert agent.send('go', session=session).reply == 'done'
+        agent.transcripts.pop(session, None); agent.used.pop(session, None); agent.session_values.pop(session, None)
+    def run() -> float:
+        for _ in range(turns // 10): one()   # warm up
+        runs = []
+        for _ in range(repeat):
+            t0 = time.process_time()
+            for _ in range(turns): one()
+            runs.append((time.process_time() - t0) / turns * 1e6)
+        return statistics.median(runs)
+    gates = agent.gates.gates
+    rows = [('whole', run())]
+    for g in gates:
+        agent.gates._set(tuple(x for x in gates if x is not g)); rows.append((f"less {g.name}", run()))
+    agent.gates._set(tuple(Gate(g.name, lambda a, c: None, g.priority, g.scope) for g in gates)); rows.append(('do-nothing checks', run()))
+    agent.gates._set(()); rows.append(('no gates', run()))
+    return rows
+
+
 def p(q:float, xs:list) -> float: return sorted(xs)[min(len(xs) - 1, int(q * len(xs)))]
 
 
@@ -123,9 +156,16 @@ def main():
     ap.add_argument('--information-flow', action='store_true', help='the information-flow gate in place of provenance and recipients')
     ap.add_argument('--plan', action='store_true', help="the stricter composition: the owner's plan gate with information flow in place of provenance, recipients and owner-plan")
     ap.add_argument('--turn', action='store_true', help="the gates' CPU per bare 1-tool turn in a new session (default gates only)")
+    ap.add_argument('--per-gate', action='store_true', help="a bare 1-tool turn's CPU whole, less each gate, with do-nothing checks, without gates")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         agent, ctx = setup(Path(d))
+        if args.per_gate:
+            rows = per_gate_us(args.repeat)
+            whole = rows[0][1]
+            for label, us in rows:
+                print(f"bare 1-tool turn, {label:28s} {us:6.1f} µs" + ('' if label == 'whole' else f"   (share {whole - us:5.1f} µs)"))
+            return
         if args.turn:
             us = fresh_turn_us(agent)
             q1, m, q3 = statistics.quantiles(us, n=4)

@@ -8,6 +8,9 @@ to the loop shows in its figure rather than in the noise of the gates, the audit
 - **shipped, loop part**: `build_agent()` (built-in skills and tools, vault, approvals, memory, the skills
   refresh) with its gates emptied, no audit log, no session store, and the same instant model: what the
   shipped turn costs that is not gates, audit, store or model.
+- **bare, no gates, with a stop flag**: the first agent, each turn sent with a `threading.Event` to stop it, as
+  the chat, the TUI and the daemon send theirs: every model call then runs in a spare thread
+  (`abandonable`, nbs/05_reason.md), so the figure shows what handing a call to another thread costs.
 
 Each figure is the median over batches of the CPU time (`time.process_time`, every thread) per turn, each
 turn in a new session; 1 and 10 tool calls a turn.
@@ -35,11 +38,11 @@ def shipped_loop(calls:int):
 
 _NAMES = itertools.count()
 
-def per_turn(agent, calls:int, turns:int, batch:int=50) -> list:
-    "CPU µs per turn, one figure per batch of `batch` turns (each in a new session, checked to run `calls` tools)."
+def per_turn(agent, calls:int, turns:int, batch:int=50, stop=None) -> list:
+    "CPU µs per turn, one figure per batch of `batch` turns (each in a new session, checked to run `calls` tools; `stop`: sent with each)."
     def one():
         name = f"core-{next(_NAMES)}"
-        t = agent.send('go', session=name)
+        t = agent.send('go', session=name, stop=stop)
         agent.transcripts.pop(name, None); agent.used.pop(name, None); agent.session_values.pop(name, None)
         assert t.reply == 'done' and len(t.of('result')) == calls, t.events[-3:]
     for _ in range(batch): one()
@@ -54,7 +57,9 @@ if __name__ == '__main__':
     shipped_home()
     from passepartout.app import tune_collector
     tune_collector()
-    for label, make, calls in [('bare, no gates: 1-tool turn', no_gates, 1), ('bare, no gates: 10-tool turn', no_gates, 10),
-                               ('shipped, loop part: 1-tool turn', shipped_loop, 1), ('shipped, loop part: 10-tool turn', shipped_loop, 10)]:
+    import threading
+    for label, make, calls, stop in [('bare, no gates: 1-tool turn', no_gates, 1, None), ('bare, no gates: 10-tool turn', no_gates, 10, None),
+                                     ('bare, no gates, with a stop flag: 1-tool turn', no_gates, 1, threading.Event()),
+                                     ('shipped, loop part: 1-tool turn', shipped_loop, 1, None), ('shipped, loop part: 10-tool turn', shipped_loop, 10, None)]:
         agent, turns = make(calls), a.turns if calls == 1 else a.turns // 5
-        print(show(label, [x for _ in range(a.repeat) for x in per_turn(agent, calls, turns)]))
+        print(show(label, [x for _ in range(a.repeat) for x in per_turn(agent, calls, turns, stop=stop)]))

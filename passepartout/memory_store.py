@@ -318,11 +318,14 @@ class Changes:
 
 _journals = threading.local()   # per thread: store -> the Changes it is recording (weakly: a closed store's record goes with it)
 
-# %% ../nbs/40_memory_store.ipynb #183e4a85
+# %% ../nbs/40_memory_store.ipynb #506143da
 @patch
 def track(self:MemoryStore) -> Changes:
     "Record from now on what this thread changes in this store (replacing the thread's record before); the new record."
-    changes = _journals.__dict__.setdefault('by_store', weakref.WeakKeyDictionary())[self] = Changes()
+    journals = _journals.__dict__
+    by_store = journals.get('by_store')
+    if by_store is None: by_store = journals['by_store'] = weakref.WeakKeyDictionary()   # made once per thread, not once per call
+    changes = by_store[self] = Changes()
     return changes
 
 # %% ../nbs/40_memory_store.ipynb #555c34ee

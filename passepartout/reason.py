@@ -9,8 +9,8 @@ __all__ = ['MODEL_BLIND', 'STRANGER_HOLD_REPLY', 'STRANGER_REFUSAL', 'UnusableAn
            'memory_context', 'system_prompt', 'ProposalRequest', 'ScriptedProvider', 'note_signal', 'note_release',
            'as_proposed', 'note_action', 'streams', 'StopTurn', 'abandonable', 'reason']
 
-# %% ../nbs/05_reason.ipynb #636cb646
-import dataclasses, inspect, threading, weakref
+# %% ../nbs/05_reason.ipynb #d5e3d430
+import contextvars, dataclasses, inspect, os, threading, weakref
 from collections.abc import Callable
 from .basics import patch
 from .errors import LLMError
@@ -208,20 +208,57 @@ def streams(provider) -> bool:
     except TypeError: pass   # not weakly referable: read again next time
     return answer
 
-# %% ../nbs/05_reason.ipynb #f4f3542d
+# %% ../nbs/05_reason.ipynb #5c369d0c
+class _Spare(threading.Thread):
+    "A daemon thread that runs one call at a time, then waits, idle, for the next (`IDLE` seconds, then it ends)."
+    IDLE = 60.0
+    def __init__(self):
+        super().__init__(name='passepartout-model-call', daemon=True)
+        self.given, self.job = threading.Lock(), None
+        self.given.acquire()   # released when a job is given
+    def run(self):
+        while True:
+            if not self.given.acquire(timeout=self.IDLE):
+                with _idle_lock:
+                    if self in _idle: _idle.remove(self); return   # nobody took it meanwhile: end
+                self.given.acquire()                                # taken just now: its job is on the way
+            job, self.job = self.job, None
+            job()
+
+_idle, _idle_lock = [], threading.Lock()   # the spare threads waiting for a call
+
+def _forget_spares():
+    "In a forked child: none of the parent's threads exist, and its lock may have been held by one of them."
+    global _idle_lock
+    _idle.clear(); _idle_lock = threading.Lock()
+
+if hasattr(os, 'register_at_fork'): os.register_at_fork(after_in_child=_forget_spares)
+
+# %% ../nbs/05_reason.ipynb #8df34d10
+def _on_spare(call, box:dict, done) -> None:
+    "Run `call()` on an idle spare thread (a new one when none is idle): its value or error in `box`, then `done` released."
+    def job():
+        try: box['value'] = contextvars.Context().run(call)   # a fresh context, as a new thread has
+        except BaseException as e: box['error'] = e
+        finally:
+            with _idle_lock: _idle.append(spare)   # idle again before the caller wakes: its next call finds this thread
+            done.release()
+    with _idle_lock: spare = _idle.pop() if _idle else None
+    if spare is None: spare = _Spare()
+    spare.job = job; spare.given.release()
+    if spare.ident is None: spare.start()
+
+# %% ../nbs/05_reason.ipynb #399cf158
 class StopTurn(Exception):
     "The person watching a turn asked to stop it: the loop ends the turn, recording `stopped`."
 
 def abandonable(call, stop=None, poll:float=0.05): # `stop`: a `threading.Event`, or None
-    "`call()`; with `stop`, run in a thread of its own and `StopTurn` as soon as `stop` is set, the call left to end unseen."
+    "`call()`; with `stop`, run in a spare thread and `StopTurn` as soon as `stop` is set, the call left to end unseen."
     if stop is None: return call()
-    box, done = {}, threading.Event()
-    def run():
-        try: box['value'] = call()
-        except BaseException as e: box['error'] = e
-        finally: done.set()
-    threading.Thread(target=run, name='passepartout-model-call', daemon=True).start()
-    while not done.wait(poll):
+    box, done = {}, threading.Lock()
+    done.acquire()   # released by the spare thread when the call has ended
+    _on_spare(call, box, done)
+    while not done.acquire(timeout=poll):
         if stop.is_set(): raise StopTurn()
     if 'error' in box: raise box['error']
     return box['value']

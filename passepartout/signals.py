@@ -149,11 +149,12 @@ def _repr_markdown_(self:Signal) -> str:
 # %% ../nbs/02_signals.ipynb #07a73145
 OWNER_SOURCES = ('cli', 'tui', 'daemon', 'repl', 'cron', 'policy')
 
-# %% ../nbs/02_signals.ipynb #a0c49913
+# %% ../nbs/02_signals.ipynb #1afb32ef
 def from_owner(signal:Signal) -> bool:
     "Did the owner send `signal`? The gateway's `meta['owner']` decides; when it is unset, the local channels are the owner's."
-    owner = signal.meta.get('owner')
-    if owner is None: return signal.source is None or signal.source in OWNER_SOURCES
+    meta = signal.meta   # read directly, not through the `source` property: the loop and the gates ask about six times a turn
+    owner = meta.get('owner')
+    if owner is None: return (source := meta.get('source')) is None or source in OWNER_SOURCES
     return owner is True or (type(owner) is not str and isinstance(owner, str) and owner == 'owner')
 
 # %% ../nbs/02_signals.ipynb #6ff5d78f

@@ -205,7 +205,9 @@ def schemas(self:Toolbelt) -> list:
     "`{name, description, parameters}` for every tool."
     return [{'name': t.name, 'description': t.description, 'parameters': t.schema} for t in self]
 
-# %% ../nbs/06_tools.ipynb #96445051
+# %% ../nbs/06_tools.ipynb #20db33eb
+_PLAIN_RESULTS = frozenset({str, bytes, dict, list, tuple, int, float, bool, type(None)})   # exact types never awaitable
+
 @patch
 def run(self:Toolbelt, name:str, args:dict, ctx=None):
     "Call tool `name` with `args` (and `ctx` if it takes one, but not the belt's `why`); await it if it is async."
@@ -215,7 +217,7 @@ def run(self:Toolbelt, name:str, args:dict, ctx=None):
     if WHY in args and WHY not in params: args = {k: v for k, v in args.items() if k != WHY}   # the belt's `why` is for the gates
     kwargs = {**args, 'ctx': ctx} if 'ctx' in params else args
     result = t.fn(**kwargs)
-    if inspect.isawaitable(result): result = _await(result)
+    if type(result) not in _PLAIN_RESULTS and inspect.isawaitable(result): result = _await(result)
     return result
 
 # %% ../nbs/06_tools.ipynb #7412f5c6

@@ -7,6 +7,7 @@ path remembered. The references live in the notebooks, right before the fast pat
 
 - nbs/09a_watch              `watched_state`         what a generation vouches for (the caches above trust it)
 - nbs/04_gates.md            `plain_plan`            for `GateEngine.plan`
+- nbs/06_tools               `inspect.isawaitable`   for `Toolbelt.run` (asked only of a result that is not an exact plain type)
 - nbs/20_builtin_gates      `ChangesExcept` scopes  a built-in gate skipped for a read-only call says nothing when called on it
 - nbs/20a_autorun            `autorun_rows_plain`    for `_table_reason` and its indexes
 - nbs/20b_validation_gates   `schema_error`          for `_surely_valid`
@@ -17,6 +18,7 @@ path remembered. The references live in the notebooks, right before the fast pat
 - nbs/20h_provenance_gates   `PlainSessionValues` for `SessionValues`; `_ranked_values` for `_remembered_values`
 - nbs/22_vault               `read_vault_plain`, `redaction_patterns`, `redact_plain`, `vault_gate_plain`
 - nbs/26a_reply_check        `spans_plain`           for `instructions_of` (which reads a message's words only once a span needs them)
+- nbs/26a_reply_check        `_who`                  for `_untrusted_text` (who wrote a message, without where it came from)
 (the shell gate's fast paths are checked in tests/test_shell_rules.py)
 """
 import os, shutil, tempfile, contextlib
@@ -635,3 +637,47 @@ def test_instruction_ranges_skip_only_texts_no_pattern_matches(parts):
     "The word check before the patterns (ASCII text only) never changes the ranges found: `instruction_ranges` is `instruction_ranges_plain`."
     text = ''.join(parts)
     assert rc.instruction_ranges(text) == rc.instruction_ranges_plain(text), text
+
+
+# nbs/06_tools: `Toolbelt.run` asks `inspect.isawaitable` only of a result whose exact type is not a plain built-in
+class _AwaitableText(str):
+    "Text that is also awaitable: a subclass of a plain type, so the fast path must not take it for plain."
+    def __await__(self):
+        if False: yield
+        return 'awaited'
+
+class _Later:
+    def __await__(self):
+        if False: yield
+        return 'later'
+
+async def _coro(): return 'coroutine'
+
+def _outcome(f):
+    try: return 'value', f()
+    except Exception as e: return 'error', type(e)
+
+@pytest.mark.parametrize('make', [lambda: 'hi', lambda: b'hi', lambda: {'a': 1}, lambda: [1], lambda: (1,), lambda: 3, lambda: 2.5,
+                                  lambda: True, lambda: None, lambda: _AwaitableText('x'), lambda: _Later(), _coro])
+def test_run_awaits_what_the_plain_check_awaits(make):
+    from passepartout.tools import Toolbelt, _await
+    import inspect
+    belt = Toolbelt()
+    belt.add(make, name='t', effect='read-only', description='A result.')
+    reference = lambda: (lambda r: _await(r) if inspect.isawaitable(r) else r)(make())
+    assert _outcome(lambda: belt.run('t', {})) == _outcome(reference)
+
+
+# nbs/26a_reply_check: `_untrusted_text` reads who wrote a message as `_who` does, without its words on where
+_MISSING = object()
+@settings(max_examples=400, deadline=None)
+@given(role=hs.sampled_from(['user', 'tool', 'assistant', 'system', None, 'other', _MISSING]),
+       content=hs.sampled_from(['go', '[outcome of your earlier call x] ok', '', '[', None, 12, ['a'], _MISSING]),
+       owner=hs.sampled_from([True, False, None, 'owner', '', 0, 1, _MISSING]),
+       refused=hs.sampled_from([True, False, None, 1, '', _MISSING]),
+       name=hs.sampled_from(['echo', None, _MISSING]))
+def test_untrusted_text_is_whos_reading(role, content, owner, refused, name):
+    from passepartout.reply_check import _untrusted_text
+    m = {k: v for k, v in [('role', role), ('content', content), ('owner', owner), ('refused', refused), ('name', name)] if v is not _MISSING}
+    kind, _, text = prov._who(m, 3)
+    assert _untrusted_text(m) == (text if kind == 'untrusted' else None)
