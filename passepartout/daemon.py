@@ -42,7 +42,7 @@ def is_owner(signal) -> bool:
     "Did `signal` come from a client that proved it can read the owner's token?"
     return signal.meta.get('owner') is OWNER
 
-# %% ../nbs/51_daemon.ipynb #1c8633ae
+# %% ../nbs/51_daemon.ipynb #d4e39438
 class Daemon:
     "An agent served on loopback TCP to clients holding the token."
     def __init__(self, agent=None, # an Agent, or a function returning one (None: `app.build_agent`)
@@ -52,7 +52,7 @@ class Daemon:
                  handshake_timeout:float|None=None, max_pending:int|None=None, max_connections:int|None=None, # None: the settings
                  save_hooks=(), # callables run at shutdown (memory snapshot, ...)
                  background=(), # `async fn(daemon)` services run while serving (heartbeat, cron, ...)
-                 grace:float=10.0, threads:int=16, # seconds to finish turns at shutdown; turn threads kept (more start while all are busy)
+                 grace:float=10.0, threads:int=16, # seconds to finish turns at shutdown; turn threads
                  approval_poll:float=0.5, # seconds between two looks for approval decisions written elsewhere
                  session_idle:float|None=None, max_sessions:int=1024): # None: PASSEPARTOUT_SESSION_IDLE_SECONDS; most transcripts in memory
         if host not in LOOPBACK: raise ValueError(f"the daemon listens on loopback only, not {host!r}")
@@ -438,57 +438,34 @@ def _follow(self:Daemon, signal):
     if getattr(_serving, 'session', None) == signal.session: return Agent.follow(self.agent, signal)   # a thread-local: unset outside a turn
     self._post(self.enqueue, signal)
 
-# %% ../nbs/51_daemon.ipynb #3446b9ab
+# %% ../nbs/51_daemon.ipynb #21763ddf
 class TurnThreads(Executor):
-    "At least `threads` threads taking work from one queue, and one more whenever work comes and none is free (up to `most`): `call(fn, *args)` with no future (a session's batch), `submit` as any executor."
-    def __init__(self, threads:int, name:str='passepartout-turn', most:int=1024, # threads at most: beyond, work waits for a busy one
-                 linger:float=60.0): # seconds a thread beyond `threads` waits for work before it ends
-        self.work, self.closed, self.name, self.least, self.most, self.linger = SimpleQueue(), False, name, threads, max(most, threads), linger
-        self.lock, self.free, self.threads, self.made = threading.Lock(), 0, [], 0   # free: threads waiting for work, less the work queued
-        with self.lock:
-            for _ in range(threads): self._grow(); self.free += 1
-    def _grow(self):
-        "(`lock` held) Start one more thread."
-        thread = threading.Thread(target=self._serve, name=f"{self.name}_{self.made}", daemon=True)
-        self.made += 1; self.threads.append(thread); thread.start()
+    "`threads` threads taking work from one queue: `call(fn, *args)` with no future (a session's batch), `submit` as any executor."
+    def __init__(self, threads:int, name:str='passepartout-turn'):
+        self.work, self.closed = SimpleQueue(), False
+        self.threads = [threading.Thread(target=self._serve, name=f"{name}_{i}", daemon=True) for i in range(threads)]
+        for thread in self.threads: thread.start()
     def call(self, fn, *args):
-        "Run `fn(*args)` on a free thread, a new one if none is free; `fn` reports its own outcome (what it raises is dropped)."
-        with self.lock:
-            if self.closed: raise RuntimeError('the turn threads are shut down')
-            if self.free: self.free -= 1                         # a waiting thread will take it
-            elif len(self.threads) < self.most: self._grow()    # none: a new one, which will take it
-            self.work.put((fn, args))
+        "Run `fn(*args)` on the next free thread; `fn` reports its own outcome (what it raises is dropped)."
+        if self.closed: raise RuntimeError('the turn threads are shut down')
+        self.work.put((fn, args))
     def submit(self, fn, /, *args, **kwargs) -> Future:
-        "Run `fn(*args, **kwargs)` on a free thread; a `Future` of its outcome (`loop.run_in_executor` takes this pool)."
+        "Run `fn(*args, **kwargs)` on the next free thread; a `Future` of its outcome (`loop.run_in_executor` takes this pool)."
         future = Future(); self.call(_settle, future, fn, args, kwargs); return future
-
-# %% ../nbs/51_daemon.ipynb #2ef8e954
-@patch
-def _serve(self:TurnThreads):
-    "A thread's life: take work and run it; a thread beyond `least` ends after `linger` seconds without work."
-    me, wait = threading.current_thread(), None
-    while True:
-        try: item = self.work.get(timeout=wait)
-        except Empty:
-            with self.lock:   # free counts this thread: it may end only if the threads left are enough for the work queued
-                if self.free and len(self.threads) > self.least: self.free -= 1; self.threads.remove(me); return
-            continue
-        if item is None: return
-        try: item[0](*item[1])
-        except BaseException: pass   # `call`'s functions report their own failures, `submit`'s go to their future
-        with self.lock: self.free += 1; wait = self.linger if len(self.threads) > self.least else None
-
-@patch
-def shutdown(self:TurnThreads, wait:bool=True, *, cancel_futures:bool=False):
-    "Let each thread end after its current work; with `cancel_futures`, drop the work still queued (its futures cancelled)."
-    with self.lock: self.closed, threads = True, list(self.threads)
-    while cancel_futures:
-        try: fn, args = self.work.get_nowait()   # a thread may take the last item first: never wait here
-        except Empty: break
-        if fn is _settle: args[0].cancel()
-    for _ in threads: self.work.put(None)
-    if wait:
-        for thread in threads: thread.join()
+    def _serve(self):
+        while (item := self.work.get()) is not None:
+            try: item[0](*item[1])
+            except BaseException: pass   # `call`'s functions report their own failures, `submit`'s go to their future
+    def shutdown(self, wait:bool=True, *, cancel_futures:bool=False):
+        "Let each thread end after its current work; with `cancel_futures`, drop the work still queued (its futures cancelled)."
+        self.closed = True
+        while cancel_futures:
+            try: fn, args = self.work.get_nowait()   # a thread may take the last item first: never wait here
+            except Empty: break
+            if fn is _settle: args[0].cancel()
+        for _ in self.threads: self.work.put(None)
+        if wait:
+            for thread in self.threads: thread.join()
 
 def _settle(future:Future, fn, args, kwargs):
     "Run `fn` for `future`, unless it was cancelled while queued."

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from passepartout.daemon import (Client, Daemon, TurnThreads, client_send, client_status, daemon_running, read_address, request,
+from passepartout.daemon import (Client, Daemon, client_send, client_status, daemon_running, read_address, request,
                                  state_files)
 from passepartout.errors import PassepartoutError, ProtocolError
 from passepartout.loop import Agent
@@ -131,37 +131,6 @@ def test_slow_session_does_not_block_others(tmp_path):
         release.set()
         assert recv_frame(slow.sock)['payload']['turn']['reply'] == 'block'
         slow.close()
-
-
-def test_more_slow_sessions_than_turn_threads_do_not_block_others(tmp_path):
-    "Six sessions whose model does not answer, on a daemon that keeps two turn threads: a seventh is still served."
-    waiting, release = [], threading.Event()
-    def behave(text, session):
-        if text == 'block': waiting.append(session); release.wait(120)
-        return text
-    with daemon_in_thread(Agent(ScriptModel(behave)), state_dir=tmp_path, threads=2) as d:
-        slow = [Client(tmp_path) for _ in range(6)]
-        for i, c in enumerate(slow): send_frame(c.sock, request('block', session=f"slow{i}"))
-        assert wait_for(lambda: len(waiting) == 6)                 # all six hold a thread at once
-        assert client_send('hello', session='fast', state_dir=tmp_path)['reply'] == 'hello'
-        assert not any(readable(c.sock) for c in slow)
-        release.set()
-        for c in slow: assert recv_frame(c.sock)['payload']['turn']['reply'] == 'block'; c.close()
-        assert len(d.pool.threads) == 7                             # five started while they waited (idle ones leave after a minute)
-
-
-def test_turn_threads_beyond_those_kept_leave_when_idle_and_work_is_never_stranded():
-    pool = TurnThreads(1, 'lesson', linger=0.001)
-    meet = threading.Barrier(4, timeout=60)
-    for _ in range(3): pool.call(meet.wait)                      # three at once on one thread kept: two started
-    meet.wait()
-    assert wait_for(lambda: len(pool.threads) == 1)              # the two extra ones leave once idle, the kept one stays
-    for burst in range(200):                                     # work handed over while threads are deciding to leave
-        done = [threading.Event() for _ in range(burst % 5 + 1)]
-        for e in done: pool.call(e.set)
-        assert all(e.wait(60) for e in done)
-    pool.shutdown()
-    assert not any(t.is_alive() for t in pool.threads)
 
 
 def test_a_watched_turn_stops_when_its_client_leaves_even_while_the_model_is_silent(tmp_path):
