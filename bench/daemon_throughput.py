@@ -77,6 +77,8 @@ SERVER = textwrap.dedent('''
         process = lambda signal, turn=None: recorded
     def timed(signal, turn=None):
         signal.meta['session'] = f"{{signal.session}}-{{next(count)}}"   # a new conversation per turn (the store keeps every session)
+        me = threading.current_thread()
+        if me.native_id not in names: names[me.native_id] = me.name   # the pool starts threads while it serves
         t0 = time.thread_time()
         out = process(signal, turn)
         dt = (time.thread_time() - t0) * 1e6
