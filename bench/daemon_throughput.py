@@ -23,32 +23,62 @@ is left is the daemon's own cost per turn (frames, JSON, the hand-off to and fro
 The machine is shared: turns per second follow the CPU the daemon is given (`daemon busy`), so compare
 the CPU figures, and turns per second only between runs made side by side.
 
+Before it serves, the daemon's process runs the same turn `--reference` times 25, one at a time in its main thread,
+each batch's stores synced (`time.process_time`, every thread of the process: the writer's share included, as
+bench/loop_overhead.py measures it): the bench prints the daemon's CPU per turn as a ratio of that, which is what
+serving many clients at once costs beyond the turn. `--where` samples, every 2 ms, the innermost Python line of each turn
+thread (`sys._current_frames`, in a thread of the daemon's process: it costs the daemon some CPU, so compare CPU figures
+only between runs without it) and prints where they spent their wall time: running, waiting for work (`_serve`), or
+waiting for a lock or for the interpreter lock (the line that took it or released it).
+
 `--processes N` starts N independent daemons (each in its own home) and spreads the clients over
 them: an upper bound of what N worker processes sharing one home would serve on this machine.
 
-    python bench/daemon_throughput.py [--clients 100] [--window 4] [--requests 6000] [--repeat 3] [--overhead] [--processes 1]
+    python bench/daemon_throughput.py [--clients 100] [--window 4] [--requests 6000] [--repeat 3] [--overhead] [--processes 1] [--reference 8] [--where]
 """
-import argparse, asyncio, json, os, statistics, subprocess, sys, tempfile, textwrap, time
+import argparse, asyncio, collections, json, os, statistics, subprocess, sys, tempfile, textwrap, time
 from pathlib import Path
 sys.path.insert(0, os.path.dirname(__file__))
 from _shipped import shipped_home, show
 from passepartout.daemon import AsyncClient, request, read_address, state_files, client_status
 
 SERVER = textwrap.dedent('''
-    import asyncio, itertools, json, statistics, sys, time, threading
+    import asyncio, collections, itertools, json, statistics, sys, time, threading
     sys.path.insert(0, {bench!r})
     from _shipped import shipped_agent
     from passepartout.daemon import Daemon
-    agent = shipped_agent(1)
+    from _shipped import sync_stores
+    from passepartout.daemon import OWNER, request, _prepare_agent
+    from passepartout.perceive import perceive
+    from passepartout.app import tune_collector
+    agent = _prepare_agent(shipped_agent(1))
     cpu, refused, lock = [], [0], threading.Lock()
     process, count = agent.process, itertools.count()
+    tune_collector()   # as `serve` will: the reference below runs in the process the daemon will be
+    reference, clock = [], time.process_time   # the same turn, one at a time in this thread, before serving
+    for batch in range({reference}):
+        t0 = clock()
+        for i in range(25): process(perceive(request('go'), session=f"reference-{{batch}}-{{i}}", source='daemon', owner=OWNER))
+        sync_stores(agent)
+        reference.append((clock() - t0) / 25 * 1e6)
+    agent.evict(0)   # the reference's sessions leave memory: the daemon starts with none
+    samples = collections.Counter()   # --where: (file:line function) of each turn thread's innermost frame, sampled
+    def where():
+        turn_threads = set()
+        for i in itertools.count():
+            time.sleep(0.002)
+            if i % 500 == 0: turn_threads = {{t.ident for t in threading.enumerate() if t.name.startswith('passepartout-turn')}}
+            for ident, frame in sys._current_frames().items():
+                if ident in turn_threads:
+                    samples[f"{{frame.f_code.co_filename.rsplit('/', 1)[-1]}}:{{frame.f_lineno}} {{frame.f_code.co_name}}"] += 1
+    if {where}: threading.Thread(target=where, daemon=True).start()
     if {overhead}:   # the daemon's own cost: every request answered with one recorded turn of the shipped agent
-        from passepartout.daemon import OWNER, request
-        from passepartout.perceive import perceive
         recorded = process(perceive(request('go'), session='recorded', source='daemon', owner=OWNER))
         process = lambda signal, turn=None: recorded
     def timed(signal, turn=None):
         signal.meta['session'] = f"{{signal.session}}-{{next(count)}}"   # a new conversation per turn (the store keeps every session)
+        me = threading.current_thread()
+        if me.native_id not in names: names[me.native_id] = me.name   # the pool starts threads while it serves
         t0 = time.thread_time()
         out = process(signal, turn)
         dt = (time.thread_time() - t0) * 1e6
@@ -62,7 +92,7 @@ SERVER = textwrap.dedent('''
     def ready(d): names.update((t.native_id, t.name) for t in threading.enumerate()); started[0] = time.process_time(); print('ready', flush=True)
     asyncio.run(Daemon(agent, port=0, threads={threads}).serve(ready))
     names.update((t.native_id, t.name) for t in threading.enumerate())
-    print(json.dumps({{'cpu': cpu, 'refused': refused[0], 'process': time.process_time() - started[0], 'threads': names}}), flush=True)
+    print(json.dumps({{'cpu': cpu, 'refused': refused[0], 'process': time.process_time() - started[0], 'threads': names, 'reference': reference, 'where': samples.most_common(12)}}), flush=True)
 ''')
 
 
@@ -124,12 +154,15 @@ def main():
     ap.add_argument('--threads', type=int, default=16)
     ap.add_argument('--overhead', action='store_true', help="answer every request with one recorded turn: the daemon's own cost")
     ap.add_argument('--processes', type=int, default=1, help="independent daemons, the clients spread over them: what more processes would buy")
+    ap.add_argument('--reference', type=int, default=8, help="batches of 25 turns run in the daemon's process, one at a time, before it serves: the in-process cost to compare with")
+    ap.add_argument('--where', action='store_true', help="sample where the turn threads are (their innermost Python line) every 2 ms: what they wait on")
     a = ap.parse_args()
     procs, states = [], []
     try:
         for _ in range(a.processes):   # each in its own home (shipped_home sets the environment the process inherits)
             home, ws = shipped_home()
-            script = home / 'server.py'; script.write_text(SERVER.format(bench=os.path.dirname(os.path.abspath(__file__)), threads=a.threads, overhead=a.overhead))
+            script = home / 'server.py'; script.write_text(SERVER.format(bench=os.path.dirname(os.path.abspath(__file__)), threads=a.threads, overhead=a.overhead,
+                                            reference=a.reference, where=a.where))
             procs.append(subprocess.Popen([sys.executable, str(script)], env=dict(os.environ), stdout=subprocess.PIPE, text=True))
             states.append(home / 'state')
         for proc in procs: assert proc.stdout.readline().strip() == 'ready'
@@ -164,6 +197,17 @@ def main():
           + f"; daemon busy {sum(split.values()) / wall:.2f} cores; the client process {client_cpu / turns * 1e6:.0f} µs")
     print("voluntary context switches per turn (a thread waiting: for work, for the interpreter lock, in a system call): "
           + ', '.join(f"{kind} {waits.get(kind, 0) / turns:.2f}" for kind in THREAD_KINDS))
+    reference = [x for one in stats for x in one['reference']]
+    if reference and not a.overhead:
+        whole = sum(one['process'] for one in stats) / len(cpu) * 1e6
+        print(show('the same turn in that process, one at a time', reference)
+              + f"  (every thread, its writing included): the daemon's CPU per turn is {whole / statistics.median(reference):.2f}x it")
+    if a.where:
+        where = collections.Counter()
+        for one in stats: where.update(dict(one['where']))
+        total = sum(where.values()) or 1
+        print("where the turn threads were (wall time, sampled every 2 ms; the top lines of the 12 most seen):")
+        for line, n in where.most_common(8): print(f"  {n / total * 100:5.1f} %  {line}")
     print(f"turns whose tool did not run: {sum(one['refused'] for one in stats)} of {len(cpu)}")
     print(f"daemon RSS: idle {rss_idle} KiB, after {sum(x['replies'] for x in st)} replies in {sum(x['sessions'] for x in st)} sessions {sum(x['memory_kb'] for x in st)} KiB")
 
