@@ -57,7 +57,7 @@ def _private(path:Path):
     try: os.fchmod(fd, 0o600)
     finally: os.close(fd)
 
-# %% ../nbs/34_sessions.ipynb #2c591774
+# %% ../nbs/34_sessions.ipynb #09a7bba7
 _open_stores = weakref.WeakSet()   # every SessionStore of this process
 
 class SessionStore:
@@ -70,8 +70,9 @@ class SessionStore:
         self.db, self.lock, self._vault, self.window, self.deferred = connect(self.path), threading.Lock(), vault, window, 0
         self.waiting, self.waiting_lock, self.unwritten = [], threading.Lock(), {}   # turns waiting for the connection (of threads in `save`, or left to the writer); session -> its turns queued or being written
         self.due, self.known, self.seen = False, {}, None   # due: the writer thread is asked to drain; known: session -> its row, true while nobody else commits (`_unmoved`)
+        self.ids, self.misses, self.listed = None, 0, 0     # every stored session's id when known (`_missed`)
         for statement in _SCHEMA: self.db.execute(statement)
-        self.seen = self.db.execute('PRAGMA data_version').fetchone()[0]   # what the store learns from now on holds until this moves
+        self.checked, self.seen = time.monotonic(), self.db.execute('PRAGMA data_version').fetchone()[0]   # what the store learns from now on holds until this moves
         for other in list(_open_stores):               # another store on this file in this process: its finished turns first
             if other.waiting and other.path == self.path: other.sync()
         _open_stores.add(self)
@@ -80,12 +81,12 @@ class SessionStore:
         self.db.close()
     def __repr__(self): return f"SessionStore({str(self.path)!r}, {self.db.execute('SELECT count(*) FROM sessions').fetchone()[0]} sessions)"
 
-# %% ../nbs/34_sessions.ipynb #6bbd952c
+# %% ../nbs/34_sessions.ipynb #597ec2c5
 def _fresh_stores():
     "After a fork: every store of this process starts with no turn waiting and unheld locks (the parent writes its own turns)."
     for store in list(_open_stores):
         store.waiting, store.unwritten, store.lock, store.waiting_lock = [], {}, threading.Lock(), threading.Lock()
-        store.due, store.known, store.seen = False, {}, None
+        store.due, store.known, store.seen, store.ids, store.checked = False, {}, None, None, float('-inf')
 
 _after_fork.append(_fresh_stores)
 
@@ -178,7 +179,7 @@ def _replace(db, session:str, replaced:list):
         elif last != seq: continue                    # no row holds that position
         db.execute('UPDATE messages SET body = ? WHERE session = ? AND seq = ?', (text, session, last))
 
-# %% ../nbs/34_sessions.ipynb #d19bce0b
+# %% ../nbs/34_sessions.ipynb #b2f1e144
 _UNKNOWN = object()   # a session the store has no word on
 
 @patch
@@ -191,6 +192,7 @@ def _write(self:SessionStore, t:Transcript, replaced:list, added:int, body:str, 
     row = rows.known.get(t.session, _UNKNOWN)
     if row is _UNKNOWN: row = self.db.execute('SELECT created, messages, version, title, source FROM sessions WHERE id = ?', (t.session,)).fetchone()
     created, count, version, title, began = row or (new or time.time(), 0, 0, '', source)
+    if row is None and self.ids is not None and group: self.ids.add(t.session)
     if replaced and row is not None and created == t.created:   # the same session (not forgotten and begun again): replace in place
         rows.flush(); _replace(self.db, t.session, replaced)   # after the rows of the turns before it
     if added: rows.messages += (t.session, count + added - 1, body)
@@ -202,15 +204,16 @@ def _write(self:SessionStore, t:Transcript, replaced:list, added:int, body:str, 
 
 def _listed(value) -> list: return value if isinstance(value, list) else [value]
 
-# %% ../nbs/34_sessions.ipynb #3306b8ca
+# %% ../nbs/34_sessions.ipynb #9223a228
 _KNOWN = 4096   # session rows a store keeps knowing (the most recently loaded or written)
 
 @patch
 def _unmoved(self:SessionStore) -> bool:
     "Has no other connection committed since the store last looked? If one has, the store forgets what it knew. Callers hold `lock`."
-    seen = self.db.execute('PRAGMA data_version').fetchone()[0]
+    now, seen = time.monotonic(), self.db.execute('PRAGMA data_version').fetchone()[0]
+    self.checked = now                                # what the store knows is true as of now
     if seen == self.seen: return True
-    self.known.clear(); self.seen = seen
+    self.known.clear(); self.ids, self.misses, self.seen = None, 0, seen
     return False
 
 @patch
@@ -225,7 +228,7 @@ def _trim(self:SessionStore):
     if len(self.known) > _KNOWN:
         for old in list(itertools.islice(self.known, len(self.known) - _KNOWN // 2)): del self.known[old]
 
-# %% ../nbs/34_sessions.ipynb #a6766ff5
+# %% ../nbs/34_sessions.ipynb #01032031
 @patch
 def _commit(self:SessionStore, group:list):
     "Write the turns of `group` (tickets of `save`) in one transaction, in the order they came; callers hold `lock`."
@@ -237,7 +240,7 @@ def _commit(self:SessionStore, group:list):
             outcomes = [self._write(*ticket[0], rows=rows) for ticket in group]
             rows.flush()
             self.db.execute('COMMIT')
-        except BaseException: self.known.clear(); self.db.execute('ROLLBACK'); raise
+        except BaseException: self.known.clear(); self.ids = None; self.db.execute('ROLLBACK'); raise
     except BaseException as e:
         for ticket in group: ticket[2] = e
         return
@@ -336,7 +339,27 @@ def _waits(self:SessionStore, session:str) -> bool:
     "Does a turn of `session` wait to be written, or is it being written?"
     return session in self.unwritten
 
-# %% ../nbs/34_sessions.ipynb #7a728ec8
+# %% ../nbs/34_sessions.ipynb #f63fc4bd
+_IDS = 65536   # the most session ids a store reads to know which are stored
+
+@patch
+def _stored(self:SessionStore, session:str) -> bool:
+    "May `session` be stored? False only when what the store saw within its last `window` seconds says it is not. Callers hold `lock`."
+    if time.monotonic() - self.checked > self.window: return True   # not looked lately: ask SQLite
+    row = self.known.get(session, _UNKNOWN)
+    if row is not _UNKNOWN: return row is not None
+    return self.ids is None or session in self.ids
+
+@patch
+def _missed(self:SessionStore):
+    "A read found a session not stored. After as many as reading every id costs, read them: new sessions then cost no read. Callers hold `lock`."
+    self.misses += 1
+    if self.ids is not None or self.misses < 16 + self.listed // 16: return
+    ids = self.db.execute('SELECT id FROM sessions LIMIT ?', (_IDS + 1,)).fetchall()
+    self.misses, self.listed = 0, len(ids)
+    if len(ids) <= _IDS: self.ids = {i for i, in ids}
+
+# %% ../nbs/34_sessions.ipynb #0a9c488e
 _LOAD = """SELECT s.created, s.messages, s.version, s.title, s.source, m.seq, m.body FROM sessions s
            LEFT JOIN messages m ON m.session = s.id AND m.seq >= max(0, s.messages - ?) WHERE s.id = ? ORDER BY m.seq"""
 
@@ -345,8 +368,10 @@ def load(self:SessionStore, session:str, limit:int=200) -> Transcript:
     "The last `limit` messages of `session` (at most), starting at a user message; empty for a session not stored."
     with self.lock:
         if self._waits(session) and (error := self._commit_waiting()) is not None: raise error   # its own turns first
+        if not self._stored(session): return Transcript(session=session)
         rows = self.db.execute(_LOAD, (max(0, limit), session)).fetchall()
         self._learn(session, rows[0][:5] if rows else None)
+        if not rows: self._missed()
     if not rows: return Transcript(session=session)
     created, count, version = rows[0][:3]
     messages, first = _unpack([(seq, body) for *_, seq, body in rows if seq is not None])
@@ -392,7 +417,7 @@ def messages(self:SessionStore, session:str) -> list:
     with self.lock: rows = self.db.execute('SELECT seq, body FROM messages WHERE session = ? ORDER BY seq', (session,)).fetchall()
     return _unpack(rows, -1)[0]
 
-# %% ../nbs/34_sessions.ipynb #7aeec5c0
+# %% ../nbs/34_sessions.ipynb #9d41e7a2
 @patch
 def forget(self:SessionStore, session:str) -> bool:
     "Delete `session` and all its messages; False if there was no such session."
@@ -404,7 +429,7 @@ def forget(self:SessionStore, session:str) -> bool:
             self.db.execute('DELETE FROM messages WHERE session = ?', (session,))
             self.db.execute('COMMIT')
         except BaseException: self.db.execute('ROLLBACK'); raise
-        finally: self.known.pop(session, None)   # read again at its next write
+        finally: self.known.pop(session, None)   # read again at its next write (and at its next load: `ids` may still name it)
     return gone == 1
 
 # %% ../nbs/34_sessions.ipynb #58ca5004

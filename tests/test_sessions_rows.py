@@ -140,3 +140,27 @@ def test_a_commit_by_another_connection_makes_the_store_read_again(tmp_path):
     with sqlite3.connect(path) as db: db.execute("UPDATE sessions SET version = version + 1 WHERE id = 's'")   # a write elsewhere
     u.append({'role': 'user', 'content': 'again', 'owner': True}); store.save(u); store.sync()
     assert u.stale                                             # noticed at once, from the write's own transaction
+
+
+def test_new_sessions_cost_no_read_while_the_store_knows_every_id_and_one_after_another_commit(tmp_path):
+    path = tmp_path / 'sessions.db'
+    old_database(path, {'notes': OLD_TALK})
+    store, reads = SessionStore(path, vault=False, window=3600), []   # the knowledge stays fresh for the test's length
+    store.db.set_trace_callback(lambda sql: reads.append(sql) if sql.startswith('SELECT') else None)
+    for n in range(16): assert list(store.load(f"new-{n}")) == []
+    assert len(reads) == 17 and store.ids == {'notes'}        # 16 reads of new sessions paid for reading the ids
+    reads.clear()
+    assert [list(store.load(f"newer-{n}")) for n in range(50)] == [[]] * 50 and reads == []
+    assert store.load('notes')[0]['content'].startswith('Tidy') and len(reads) == 1   # a stored one is read
+    t = store.load('mine'); t.append({'role': 'user', 'content': 'mine', 'owner': True}); store.save(t); store.sync()
+    assert 'mine' in store.ids                                 # its own new session
+    old_database(path, {'theirs': OLD_TALK})                  # another process creates one this store took for not stored
+    assert list(store.load('theirs')) == []                    # within the window: the copy of a moment ago
+    t.append({'role': 'assistant', 'content': 'noted'}); store.save(t); store.sync()   # the next group's check
+    assert store.ids is None and list(store.known) == ['mine']   # another connection committed: all forgotten, but what this write read
+    assert store.load('theirs') == OLD_TALK
+    strict = SessionStore(path, vault=False, window=0)         # no window: every load reads
+    strict.db.set_trace_callback(lambda sql: reads.append(sql) if sql.startswith('SELECT') else None)
+    reads.clear()
+    for n in range(40): strict.load(f"x{n}")
+    assert len([r for r in reads if 'LEFT JOIN' in r]) == 40
