@@ -204,17 +204,16 @@ def _write(self:SessionStore, t:Transcript, replaced:list, added:int, body:str, 
 
 def _listed(value) -> list: return value if isinstance(value, list) else [value]
 
-# %% ../nbs/34_sessions.ipynb #9223a228
+# %% ../nbs/34_sessions.ipynb #2a6c5029
 _KNOWN = 4096   # session rows a store keeps knowing (the most recently loaded or written)
 
 @patch
 def _unmoved(self:SessionStore) -> bool:
     "Has no other connection committed since the store last looked? If one has, the store forgets what it knew. Callers hold `lock`."
     now, seen = time.monotonic(), self.db.execute('PRAGMA data_version').fetchone()[0]
+    if (moved := seen != self.seen): self.known.clear(); self.ids, self.misses, self.seen = None, 0, seen   # forgotten before `checked` moves
     self.checked = now                                # what the store knows is true as of now
-    if seen == self.seen: return True
-    self.known.clear(); self.ids, self.misses, self.seen = None, 0, seen
-    return False
+    return not moved
 
 @patch
 def _learn(self:SessionStore, session:str, row:tuple|None):
@@ -339,16 +338,16 @@ def _waits(self:SessionStore, session:str) -> bool:
     "Does a turn of `session` wait to be written, or is it being written?"
     return session in self.unwritten
 
-# %% ../nbs/34_sessions.ipynb #f63fc4bd
+# %% ../nbs/34_sessions.ipynb #fd53af37
 _IDS = 65536   # the most session ids a store reads to know which are stored
 
 @patch
 def _stored(self:SessionStore, session:str) -> bool:
-    "May `session` be stored? False only when what the store saw within its last `window` seconds says it is not. Callers hold `lock`."
+    "May `session` be stored? False only when what the store saw within its last `window` seconds says it is not (no lock needed)."
     if time.monotonic() - self.checked > self.window: return True   # not looked lately: ask SQLite
-    row = self.known.get(session, _UNKNOWN)
+    row, ids = self.known.get(session, _UNKNOWN), self.ids   # each read once: the writer thread may change them meanwhile
     if row is not _UNKNOWN: return row is not None
-    return self.ids is None or session in self.ids
+    return ids is None or session in ids
 
 @patch
 def _missed(self:SessionStore):
@@ -359,16 +358,16 @@ def _missed(self:SessionStore):
     self.misses, self.listed = 0, len(ids)
     if len(ids) <= _IDS: self.ids = {i for i, in ids}
 
-# %% ../nbs/34_sessions.ipynb #0a9c488e
+# %% ../nbs/34_sessions.ipynb #a8f28647
 _LOAD = """SELECT s.created, s.messages, s.version, s.title, s.source, m.seq, m.body FROM sessions s
            LEFT JOIN messages m ON m.session = s.id AND m.seq >= max(0, s.messages - ?) WHERE s.id = ? ORDER BY m.seq"""
 
 @patch
 def load(self:SessionStore, session:str, limit:int=200) -> Transcript:
     "The last `limit` messages of `session` (at most), starting at a user message; empty for a session not stored."
+    if not self._waits(session) and not self._stored(session): return Transcript(session=session)   # known not stored: no lock, no read
     with self.lock:
         if self._waits(session) and (error := self._commit_waiting()) is not None: raise error   # its own turns first
-        if not self._stored(session): return Transcript(session=session)
         rows = self.db.execute(_LOAD, (max(0, limit), session)).fetchall()
         self._learn(session, rows[0][:5] if rows else None)
         if not rows: self._missed()
