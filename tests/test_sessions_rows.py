@@ -164,3 +164,16 @@ def test_new_sessions_cost_no_read_while_the_store_knows_every_id_and_one_after_
     reads.clear()
     for n in range(40): strict.load(f"x{n}")
     assert len([r for r in reads if 'LEFT JOIN' in r]) == 40
+
+
+def test_a_load_known_not_stored_does_not_wait_for_a_group_being_written(tmp_path):
+    "The writer thread holds the store's lock while a group commits: a new session's load answers without it."
+    import threading
+    store = SessionStore(tmp_path / 'sessions.db', vault=False, window=3600)
+    store.load('new')                                          # learned: not stored
+    done = threading.Event()
+    with store.lock:                                           # a group's transaction in progress
+        th = threading.Thread(target=lambda: (store.load('new'), done.set()), daemon=True)
+        th.start()
+        assert done.wait(120), 'the load waited for the lock'
+    th.join(120)
