@@ -338,7 +338,7 @@ def _waits(self:SessionStore, session:str) -> bool:
     "Does a turn of `session` wait to be written, or is it being written?"
     return session in self.unwritten
 
-# %% ../nbs/34_sessions.ipynb #fd53af37
+# %% ../nbs/34_sessions.ipynb #07327b3c
 _IDS = 65536   # the most session ids a store reads to know which are stored
 
 @patch
@@ -353,7 +353,7 @@ def _stored(self:SessionStore, session:str) -> bool:
 def _missed(self:SessionStore):
     "A read found a session not stored. After as many as reading every id costs, read them: new sessions then cost no read. Callers hold `lock`."
     self.misses += 1
-    if self.ids is not None or self.misses < 16 + self.listed // 16: return
+    if self.ids is not None or self.window <= 0 or self.misses < 16 + self.listed // 16: return   # window=0: never trusted, never read
     ids = self.db.execute('SELECT id FROM sessions LIMIT ?', (_IDS + 1,)).fetchall()
     self.misses, self.listed = 0, len(ids)
     if len(ids) <= _IDS: self.ids = {i for i, in ids}
