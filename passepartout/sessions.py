@@ -179,7 +179,7 @@ def _replace(db, session:str, replaced:list):
         elif last != seq: continue                    # no row holds that position
         db.execute('UPDATE messages SET body = ? WHERE session = ? AND seq = ?', (text, session, last))
 
-# %% ../nbs/34_sessions.ipynb #b2f1e144
+# %% ../nbs/34_sessions.ipynb #414fe481
 _UNKNOWN = object()   # a session the store has no word on
 
 @patch
@@ -202,7 +202,9 @@ def _write(self:SessionStore, t:Transcript, replaced:list, added:int, body:str, 
     if not group: rows.flush()
     return created, version + 1, ((created, version) == (t.created, t.version) if row else t.created is None)
 
-def _listed(value) -> list: return value if isinstance(value, list) else [value]
+def _listed(value) -> list:
+    "A row's value as a list of messages (a row of one message is the message itself)."
+    return value if isinstance(value, list) else [value]
 
 # %% ../nbs/34_sessions.ipynb #2a6c5029
 _KNOWN = 4096   # session rows a store keeps knowing (the most recently loaded or written)
