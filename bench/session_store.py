@@ -4,8 +4,10 @@
    differs), each turn in a new conversation, run in batches of 25 with and without its session store,
    the batches interleaved so that the machine's load falls on both alike; the figure is the median of
    the per-batch differences (`time.process_time`, every thread, each batch ending with `sync`).
-2. Its parts, alone: `load` of a session not stored, `save` of a 1-tool turn's four messages (left
-   to the writer), and the commit of a group of 25 such turns, per turn.
+2. Its parts, alone: `load` of a session not stored (known not stored while the store's last check
+   that nobody else committed is younger than its window, as while turns flow; and read from SQLite,
+   as when the store has been idle longer), `save` of a 1-tool turn's four messages (left to the
+   writer), and the commit of a group of 25 such turns, per turn.
 
     python bench/session_store.py [--batches 40]
 """
@@ -40,7 +42,8 @@ def parts(messages:list, rounds:int, group:int=25) -> tuple:
     "Per turn: load of a new session, save (left to the writer), the group's commit (`sync`)."
     from passepartout.sessions import SessionStore
     from passepartout.gates import turn_scope
-    store, clock, loads, saves, commits = SessionStore(window=1000), time.process_time, [], [], []
+    store, clock, loads, saves, commits, reads = SessionStore(window=1000), time.process_time, [], [], [], []
+    strict = SessionStore(window=0)                # never trusts what it knows: every load reads
     for r in range(rounds + 5):
         with turn_scope():                     # as in the loop: the vault looked at once a turn
             t0 = clock(); ts = [store.load(f"part-{next(_NAMES)}") for _ in range(group)]; t1 = clock()
@@ -48,8 +51,10 @@ def parts(messages:list, rounds:int, group:int=25) -> tuple:
             t2 = clock()
             for t in ts: store.save(t, 'cli')
             t3 = clock(); store.sync(); t4 = clock()
+            t5 = clock(); [strict.load(f"part-{next(_NAMES)}") for _ in range(group)]; t6 = clock()
         if r >= 5: loads.append((t1 - t0) * 1e6 / group); saves.append((t3 - t2) * 1e6 / group); commits.append((t4 - t3) * 1e6 / group)
-    return loads, saves, commits
+        if r >= 5: reads.append((t6 - t5) * 1e6 / group)
+    return loads, saves, commits, reads
 
 if __name__ == '__main__':
     ap = argparse.ArgumentParser()
@@ -66,7 +71,8 @@ if __name__ == '__main__':
     print(show("  the store's share (difference per batch pair)", diff, target=10))
     probe = 'probe'
     agent.send('go', session=probe)
-    loads, saves, commits = parts(list(agent.transcripts[probe]), a.batches * 4)
+    loads, saves, commits, reads = parts(list(agent.transcripts[probe]), a.batches * 4)
     print(show('  load of a session not stored', loads))
+    print(show('  the same, read from SQLite (store idle, or window=0)', reads))
     print(show("  save of the turn's 4 messages (left to the writer)", saves))
     print(show('  commit, in a group of 25 turns, per turn', commits))

@@ -8,8 +8,8 @@ Docs: https://passepartout-agent.github.io/passepartout/sessions.html.md"""
 __all__ = ['Transcript', 'changes', 'SessionStore', 'new_session_id', 'list_sessions', 'latest_session', 'session_line',
            'message_line', 'sessions_command', 'show_command', 'forget_command']
 
-# %% ../nbs/34_sessions.ipynb #894828a6
-import json, operator, os, secrets, threading, time, weakref
+# %% ../nbs/34_sessions.ipynb #26414016
+import functools, itertools, json, operator, os, secrets, threading, time, weakref
 from collections import namedtuple
 from datetime import datetime
 from pathlib import Path
@@ -57,7 +57,7 @@ def _private(path:Path):
     try: os.fchmod(fd, 0o600)
     finally: os.close(fd)
 
-# %% ../nbs/34_sessions.ipynb #be0a1360
+# %% ../nbs/34_sessions.ipynb #09a7bba7
 _open_stores = weakref.WeakSet()   # every SessionStore of this process
 
 class SessionStore:
@@ -69,7 +69,10 @@ class SessionStore:
         _private(self.path)
         self.db, self.lock, self._vault, self.window, self.deferred = connect(self.path), threading.Lock(), vault, window, 0
         self.waiting, self.waiting_lock, self.unwritten = [], threading.Lock(), {}   # turns waiting for the connection (of threads in `save`, or left to the writer); session -> its turns queued or being written
+        self.due, self.known, self.seen = False, {}, None   # due: the writer thread is asked to drain; known: session -> its row, true while nobody else commits (`_unmoved`)
+        self.ids, self.misses, self.listed = None, 0, 0     # every stored session's id when known (`_missed`)
         for statement in _SCHEMA: self.db.execute(statement)
+        self.checked, self.seen = time.monotonic(), self.db.execute('PRAGMA data_version').fetchone()[0]   # what the store learns from now on holds until this moves
         for other in list(_open_stores):               # another store on this file in this process: its finished turns first
             if other.waiting and other.path == self.path: other.sync()
         _open_stores.add(self)
@@ -78,35 +81,55 @@ class SessionStore:
         self.db.close()
     def __repr__(self): return f"SessionStore({str(self.path)!r}, {self.db.execute('SELECT count(*) FROM sessions').fetchone()[0]} sessions)"
 
-# %% ../nbs/34_sessions.ipynb #8bc98e77
+# %% ../nbs/34_sessions.ipynb #597ec2c5
 def _fresh_stores():
     "After a fork: every store of this process starts with no turn waiting and unheld locks (the parent writes its own turns)."
     for store in list(_open_stores):
         store.waiting, store.unwritten, store.lock, store.waiting_lock = [], {}, threading.Lock(), threading.Lock()
+        store.due, store.known, store.seen, store.ids, store.checked = False, {}, None, None, float('-inf')
 
 _after_fork.append(_fresh_stores)
 
-# %% ../nbs/34_sessions.ipynb #40bfdc49
+# %% ../nbs/34_sessions.ipynb #b7925d9a
 _dump = json.encoder.c_make_encoder and json.encoder.c_make_encoder(   # `json.dumps(m, ensure_ascii=False, separators=(',', ':'), default=str)`'s encoder, made once
     None, str, json.encoder.encode_basestring, None, ':', ',', False, False, True)
 
+def _fields_redacted(message:dict, vault) -> dict:
+    "`message` with every string field redacted on its own."
+    return {k: redact(v, vault) if isinstance(v, str) else v for k, v in message.items()}
+
 @patch
-def _redacted(self:SessionStore, message:dict, secrets:bool=True) -> str: # secrets: False when the vault is known empty
-    "`message` as the JSON text to store, every vault secret replaced by its handle."
-    text = ''.join(_dump(message, 0)) if _dump else json.dumps(message, ensure_ascii=False, separators=(',', ':'), default=str, check_circular=False)
+def _redacted(self:SessionStore, value:dict|list, # a message, or a turn's messages
+              secrets:bool=True) -> str: # False when the vault is known empty
+    "`value` as the JSON text to store, every vault secret replaced by its handle."
+    text = ''.join(_dump(value, 0)) if _dump else json.dumps(value, ensure_ascii=False, separators=(',', ':'), default=str, check_circular=False)
     if not secrets: return text
     clean = redact(text, self._vault)
     try: json.loads(clean); return clean
-    except ValueError: return json.dumps({k: redact(v, self._vault) if isinstance(v, str) else v for k, v in message.items()},
+    except ValueError: return json.dumps([_fields_redacted(m, self._vault) for m in value] if isinstance(value, list) else _fields_redacted(value, self._vault),
                                          ensure_ascii=False, default=str)
 
-# %% ../nbs/34_sessions.ipynb #da9e945f
-def _message(body:str) -> dict:
-    "A stored message, or a note saying it could not be read (a damaged row must not end the conversation)."
-    try: m = json.loads(body)
-    except ValueError: m = None
+# %% ../nbs/34_sessions.ipynb #b9f1b394
+_UNREADABLE = '[a message of this conversation could not be read back from the store]'
+
+def _valid(m) -> dict:
+    "`m` if it is a message, else a note saying a message could not be read (a damaged row must not end the conversation)."
     if isinstance(m, dict) and m.get('role') in ('user', 'assistant', 'tool'): return m
-    return {'role': 'user', 'owner': False, 'content': '[a message of this conversation could not be read back from the store]'}
+    return {'role': 'user', 'owner': False, 'content': _UNREADABLE}
+
+# %% ../nbs/34_sessions.ipynb #76890dbf
+def _unpack(rows, after:int|None=None) -> tuple:
+    "The messages of `rows` (`(seq, body)` by `seq`, the position of each row's last message) and the first one's position; `after`: the position before the first row's, if known."
+    out, first = [], None
+    for seq, body in rows:
+        try: value = json.loads(body)
+        except ValueError: value = None
+        if isinstance(value, list) and value: got = [_valid(m) for m in value]
+        elif isinstance(value, dict): got = [_valid(value)]
+        else: got = [_valid(None) for _ in range(seq - after if after is not None and seq > after else 1)]   # a note per position it held
+        if first is None: first = seq - len(got) + 1
+        out += got; after = seq
+    return out, first
 
 # %% ../nbs/34_sessions.ipynb #8eb07719
 def _title(messages) -> str:
@@ -117,56 +140,115 @@ def _title(messages) -> str:
             return line if len(line) <= 80 else line[:79] + '…'
     return ''
 
-# %% ../nbs/34_sessions.ipynb #cf146fce
-_SAVE_ROW = ('INSERT INTO sessions VALUES (?,?,?,?,?,?,?) ON CONFLICT (id) DO UPDATE SET '   # a row updated in place: its index entries by id stay
+# %% ../nbs/34_sessions.ipynb #8aa0443c
+_ADD_ROWS = 'INSERT INTO messages VALUES {}'
+_SAVE_ROW = ('INSERT INTO sessions VALUES {} ON CONFLICT (id) DO UPDATE SET '   # a row updated in place: its index entries by id stay
              'used = excluded.used, messages = excluded.messages, version = excluded.version, title = excluded.title')
 
+@functools.lru_cache(maxsize=256)
+def _values(statement:str, width:int, rows:int) -> str:
+    "`statement` with `rows` rows of `width` parameters in its VALUES clause."
+    return statement.format(','.join([f"({','.join('?' * width)})"] * rows))
+
 class _Rows:
-    "The rows a group of turns inserts, gathered to be written by one `executemany` per table; `known`: each session's row as the group left it."
+    "The rows a group of turns inserts, gathered (flat) to be written by one statement per table; `known`: session rows as the store knows them."
     __slots__ = ('db', 'messages', 'sessions', 'known')
-    def __init__(self, db): self.db, self.messages, self.sessions, self.known = db, [], [], {}
+    def __init__(self, db, known:dict|None=None): self.db, self.messages, self.sessions, self.known = db, [], [], {} if known is None else known
     def flush(self):
-        "Insert the gathered rows, in the order they came."
-        if self.messages: self.db.executemany('INSERT INTO messages VALUES (?,?,?)', self.messages); self.messages = []
-        if self.sessions: self.db.executemany(_SAVE_ROW, self.sessions); self.sessions = []
+        "Insert the gathered rows, in the order they came, 64 rows a statement."
+        for flat, statement, width in ((self.messages, _ADD_ROWS, 3), (self.sessions, _SAVE_ROW, 7)):
+            for at in range(0, len(flat), 64 * width):
+                chunk = flat if len(flat) <= 64 * width else flat[at:at + 64 * width]
+                self.db.execute(_values(statement, width, len(chunk) // width), chunk)
+        self.messages, self.sessions = [], []
+
+# %% ../nbs/34_sessions.ipynb #deb5cef6
+def _encode(value) -> str:
+    "`value` as compact JSON text, by the encoder made once."
+    return ''.join(_dump(value, 0)) if _dump else json.dumps(value, ensure_ascii=False, separators=(',', ':'), default=str)
+
+def _replace(db, session:str, replaced:list):
+    "Rewrite in place the stored messages of `replaced` (`(text, position)` pairs), each in the row that holds it."
+    for text, seq in replaced:
+        row = db.execute('SELECT seq, body FROM messages WHERE session = ? AND seq >= ? ORDER BY seq LIMIT 1', (session, seq)).fetchone()
+        if row is None: continue
+        last, body = row
+        try: held = json.loads(body)
+        except ValueError: held = None
+        if isinstance(held, list) and 0 <= (i := seq - last + len(held) - 1) < len(held): held[i] = json.loads(text); text = _encode(held)
+        elif last != seq: continue                    # no row holds that position
+        db.execute('UPDATE messages SET body = ? WHERE session = ? AND seq = ?', (text, session, last))
+
+# %% ../nbs/34_sessions.ipynb #414fe481
+_UNKNOWN = object()   # a session the store has no word on
 
 @patch
-def _write(self:SessionStore, t:Transcript, replaced:list, bodies:list, source:str,
+def _write(self:SessionStore, t:Transcript, replaced:list, added:int, body:str, source:str,   # added: how many messages `body` holds
            plain:list|None=None,   # the added messages, when redaction left them as they are
            new:float|None=None,    # the creation time of a session not stored yet (default: now)
            rows:_Rows|None=None) -> tuple: # the group's rows, written by `_commit` (None: this turn's, written now)
     "One turn's statements (inside `_commit`'s transaction): replace in place, append after the last stored message, move the version; `(created, version, in_step)`."
     group, rows = rows is not None, rows if rows is not None else _Rows(self.db)
-    row = rows.known.get(t.session) or self.db.execute('SELECT created, messages, version, title, source FROM sessions WHERE id = ?', (t.session,)).fetchone()
+    row = rows.known.get(t.session, _UNKNOWN)
+    if row is _UNKNOWN: row = self.db.execute('SELECT created, messages, version, title, source FROM sessions WHERE id = ?', (t.session,)).fetchone()
     created, count, version, title, began = row or (new or time.time(), 0, 0, '', source)
+    if row is None and self.ids is not None and group: self.ids.add(t.session)
     if replaced and row is not None and created == t.created:   # the same session (not forgotten and begun again): replace in place
-        rows.flush()                                  # after the messages of the turns before it
-        self.db.executemany('UPDATE messages SET body = ? WHERE session = ? AND seq = ?', [(b, t.session, s) for b, s in replaced])
-    rows.messages += [(t.session, count + i, b) for i, b in enumerate(bodies)]
-    stored = rows.known[t.session] = (created, count + len(bodies), version + 1,
-                                      title or _title(plain if plain is not None else (json.loads(b) for b in bodies)), began)
-    rows.sessions.append((t.session, created, time.time(), *stored[1:]))
+        rows.flush(); _replace(self.db, t.session, replaced)   # after the rows of the turns before it
+    if added: rows.messages += (t.session, count + added - 1, body)
+    if not title and added: title = _title(plain if plain is not None else _listed(json.loads(body)))
+    rows.known.pop(t.session, None); stored = rows.known[t.session] = (created, count + added, version + 1, title, began)   # the newest last
+    rows.sessions += (t.session, created, time.time(), count + added, version + 1, title, began)
     if not group: rows.flush()
     return created, version + 1, ((created, version) == (t.created, t.version) if row else t.created is None)
 
-# %% ../nbs/34_sessions.ipynb #8e8c7741
+def _listed(value) -> list:
+    "A row's value as a list of messages (a row of one message is the message itself)."
+    return value if isinstance(value, list) else [value]
+
+# %% ../nbs/34_sessions.ipynb #2a6c5029
+_KNOWN = 4096   # session rows a store keeps knowing (the most recently loaded or written)
+
+@patch
+def _unmoved(self:SessionStore) -> bool:
+    "Has no other connection committed since the store last looked? If one has, the store forgets what it knew. Callers hold `lock`."
+    now, seen = time.monotonic(), self.db.execute('PRAGMA data_version').fetchone()[0]
+    if (moved := seen != self.seen): self.known.clear(); self.ids, self.misses, self.seen = None, 0, seen   # forgotten before `checked` moves
+    self.checked = now                                # what the store knows is true as of now
+    return not moved
+
+@patch
+def _learn(self:SessionStore, session:str, row:tuple|None):
+    "Remember `session`'s row as just read (None: not stored), the newest last, at most `_KNOWN` of them. Callers hold `lock`."
+    self.known.pop(session, None); self.known[session] = row
+    self._trim()
+
+@patch
+def _trim(self:SessionStore):
+    "Keep knowing at most `_KNOWN` sessions, the most recently read or written (a session not known is read when written)."
+    if len(self.known) > _KNOWN:
+        for old in list(itertools.islice(self.known, len(self.known) - _KNOWN // 2)): del self.known[old]
+
+# %% ../nbs/34_sessions.ipynb #01032031
 @patch
 def _commit(self:SessionStore, group:list):
     "Write the turns of `group` (tickets of `save`) in one transaction, in the order they came; callers hold `lock`."
     try:
         self.db.execute('BEGIN IMMEDIATE')
         try:
-            rows = _Rows(self.db)
+            self._unmoved()                           # what the store knows holds, or is forgotten
+            rows = _Rows(self.db, self.known)
             outcomes = [self._write(*ticket[0], rows=rows) for ticket in group]
             rows.flush()
             self.db.execute('COMMIT')
-        except BaseException: self.db.execute('ROLLBACK'); raise
+        except BaseException: self.known.clear(); self.ids = None; self.db.execute('ROLLBACK'); raise
     except BaseException as e:
         for ticket in group: ticket[2] = e
         return
+    self._trim()
     for ticket, outcome in zip(group, outcomes): ticket[1] = outcome
 
-# %% ../nbs/34_sessions.ipynb #6788530b
+# %% ../nbs/34_sessions.ipynb #08b9fa62
 @patch
 def _commit_waiting(self:SessionStore) -> BaseException|None:
     "Write every waiting turn in one transaction; a turn left to the writer learns whether it was in step (`stale`), or waits again if the write failed (its error returned). Callers hold `lock`."
@@ -179,6 +261,7 @@ def _commit_waiting(self:SessionStore) -> BaseException|None:
         if len(w) > 3 and w[2] is None and not w[1][2]: w[3].stale = True   # another writer's turn came first: read the session again
     for w in again: w[1] = w[2] = None
     with self.waiting_lock: self.waiting[:0] = again
+    if again: self.due = True; Later.ask(self._drain, max(self.window, 1.0))   # whoever called, the writer thread tries again
     self._written([w for w in group if w[1] is not None or w[2] is not None])   # written, or failed for a thread that waits for it
     return again[0][2] if again else None
 
@@ -198,7 +281,7 @@ def _written(self:SessionStore, tickets:list):
             if (n := self.unwritten[session] - 1): self.unwritten[session] = n
             else: del self.unwritten[session]
 
-# %% ../nbs/34_sessions.ipynb #622c14f5
+# %% ../nbs/34_sessions.ipynb #8fdec0bd
 @patch
 def sync(self:SessionStore):
     "Write the turns left to the writer thread: what this store saved before, in any thread, is on disk."
@@ -208,24 +291,24 @@ def sync(self:SessionStore):
 
 @patch
 def _drain(self:SessionStore):
-    "The writer thread's call: `sync`, asking again in a second if the write failed (the turns wait in memory)."
-    try: self.sync()
-    except BaseException: Later.ask(self._drain, max(self.window, 1.0)); raise
+    "The writer thread's call: `sync` (a write that fails asks for another, `_commit_waiting`)."
+    self.due = False                                  # a turn left from now on asks again
+    self.sync()
 
-# %% ../nbs/34_sessions.ipynb #9c938397
+# %% ../nbs/34_sessions.ipynb #1dd3a446
 _Step = namedtuple('_Step', 'session created version')   # a transcript's session row as it expects the store to hold it
 
 @patch
 def _leave(self:SessionStore, t:Transcript, args:tuple) -> bool:
     "Leave a finished turn to the writer thread; the transcript takes the version its write will give, and learns later if it was not in step."
     with self.waiting_lock: many = self._queued([args, None, None, t]) >= 64
-    t.saved, t.created, t.version = list(t), args[5], t.version + 1
+    t.saved, t.created, t.version = list(t), args[6], t.version + 1
     self.deferred += 1
     if many: self.sync()
-    else: Later.ask(self._drain, self.window)
+    elif not self.due: self.due = True; Later.ask(self._drain, self.window)
     return True
 
-# %% ../nbs/34_sessions.ipynb #f1e80a6b
+# %% ../nbs/34_sessions.ipynb #61a97733
 @patch
 def save(self:SessionStore, t:Transcript, source:str='') -> bool:
     "Write what `t` added or replaced since it was loaded or saved (left to the writer thread unless it holds an action for approval); False when another writer had moved the session."
@@ -233,8 +316,9 @@ def save(self:SessionStore, t:Transcript, source:str='') -> bool:
     if not replaced and not added: return True
     if self._vault is None: self._vault = Vault()
     secrets = self._vault is not False and bool(self._vault.names())   # one look at the vault per save, none per message while it is empty
-    replaced, bodies = [(self._redacted(m, secrets), seq) for seq, m in replaced], [self._redacted(m, secrets) for m in added]
-    args = (_Step(t.session, t.created, t.version), replaced, bodies, source, None if secrets else added, t.created or time.time())
+    replaced = [(self._redacted(m, secrets), seq) for seq, m in replaced]
+    body = self._redacted(added if len(added) > 1 else added[0], secrets) if added else ''   # the turn's row: one message as it is, several as a list
+    args = (_Step(t.session, t.created, t.version), replaced, len(added), body, source, None if secrets else added, t.created or time.time())
     if self.window > 0 and not any('held' in m for m in added): return self._leave(t, args)
     ticket = [args, None, None]   # the turn, its outcome, the error if it failed
     with self.waiting_lock: self._queued(ticket)
@@ -256,22 +340,45 @@ def _waits(self:SessionStore, session:str) -> bool:
     "Does a turn of `session` wait to be written, or is it being written?"
     return session in self.unwritten
 
-# %% ../nbs/34_sessions.ipynb #cde9b7d2
-_LOAD = """SELECT s.created, s.messages, s.version, m.seq, m.body FROM sessions s
+# %% ../nbs/34_sessions.ipynb #07327b3c
+_IDS = 65536   # the most session ids a store reads to know which are stored
+
+@patch
+def _stored(self:SessionStore, session:str) -> bool:
+    "May `session` be stored? False only when what the store saw within its last `window` seconds says it is not (no lock needed)."
+    if time.monotonic() - self.checked > self.window: return True   # not looked lately: ask SQLite
+    row, ids = self.known.get(session, _UNKNOWN), self.ids   # each read once: the writer thread may change them meanwhile
+    if row is not _UNKNOWN: return row is not None
+    return ids is None or session in ids
+
+@patch
+def _missed(self:SessionStore):
+    "A read found a session not stored. After as many as reading every id costs, read them: new sessions then cost no read. Callers hold `lock`."
+    self.misses += 1
+    if self.ids is not None or self.window <= 0 or self.misses < 16 + self.listed // 16: return   # window=0: never trusted, never read
+    ids = self.db.execute('SELECT id FROM sessions LIMIT ?', (_IDS + 1,)).fetchall()
+    self.misses, self.listed = 0, len(ids)
+    if len(ids) <= _IDS: self.ids = {i for i, in ids}
+
+# %% ../nbs/34_sessions.ipynb #a8f28647
+_LOAD = """SELECT s.created, s.messages, s.version, s.title, s.source, m.seq, m.body FROM sessions s
            LEFT JOIN messages m ON m.session = s.id AND m.seq >= max(0, s.messages - ?) WHERE s.id = ? ORDER BY m.seq"""
 
 @patch
 def load(self:SessionStore, session:str, limit:int=200) -> Transcript:
     "The last `limit` messages of `session` (at most), starting at a user message; empty for a session not stored."
+    if not self._waits(session) and not self._stored(session): return Transcript(session=session)   # known not stored: no lock, no read
     with self.lock:
         if self._waits(session) and (error := self._commit_waiting()) is not None: raise error   # its own turns first
         rows = self.db.execute(_LOAD, (max(0, limit), session)).fetchall()
+        self._learn(session, rows[0][:5] if rows else None)
+        if not rows: self._missed()
     if not rows: return Transcript(session=session)
     created, count, version = rows[0][:3]
-    rows = [(seq, body) for *_, seq, body in rows if seq is not None]
-    messages = [_message(body) for _, body in rows]
+    messages, first = _unpack([(seq, body) for *_, seq, body in rows if seq is not None])
+    if first is not None and first < (need := count - max(0, limit)): messages, first = messages[need - first:], need   # a turn's row began before the window
     cut = next((i for i, m in enumerate(messages) if m['role'] == 'user'), len(messages))
-    return Transcript(messages[cut:], session, rows[cut][0] if cut < len(rows) else count, created, version)
+    return Transcript(messages[cut:], session, first + cut if cut < len(messages) else count, created, version)
 
 # %% ../nbs/34_sessions.ipynb #85f0c2e5
 @patch
@@ -303,15 +410,15 @@ def get(self:SessionStore, session:str) -> dict|None:
     with self.lock: row = self.db.execute(f"SELECT {', '.join(_LISTED)} FROM sessions WHERE id = ?", (session,)).fetchone()
     return dict(zip(_LISTED, row)) if row else None
 
-# %% ../nbs/34_sessions.ipynb #84a781d0
+# %% ../nbs/34_sessions.ipynb #28a292aa
 @patch
 def messages(self:SessionStore, session:str) -> list:
     "Every stored message of `session`, in order."
     self.sync()
-    with self.lock: rows = self.db.execute('SELECT body FROM messages WHERE session = ? ORDER BY seq', (session,)).fetchall()
-    return [_message(b) for b, in rows]
+    with self.lock: rows = self.db.execute('SELECT seq, body FROM messages WHERE session = ? ORDER BY seq', (session,)).fetchall()
+    return _unpack(rows, -1)[0]
 
-# %% ../nbs/34_sessions.ipynb #f9e4245e
+# %% ../nbs/34_sessions.ipynb #9d41e7a2
 @patch
 def forget(self:SessionStore, session:str) -> bool:
     "Delete `session` and all its messages; False if there was no such session."
@@ -323,6 +430,7 @@ def forget(self:SessionStore, session:str) -> bool:
             self.db.execute('DELETE FROM messages WHERE session = ?', (session,))
             self.db.execute('COMMIT')
         except BaseException: self.db.execute('ROLLBACK'); raise
+        finally: self.known.pop(session, None)   # read again at its next write (and at its next load: `ids` may still name it)
     return gone == 1
 
 # %% ../nbs/34_sessions.ipynb #58ca5004

@@ -84,7 +84,9 @@ def test_a_turn_that_holds_an_action_is_on_disk_when_it_ends(tmp_path, monkeypat
     assert store.save(t) is True
     assert (log.deferred, store.deferred) == (0, 0)
     assert _stored_kinds(tmp_path / 'audit.db') == [('turn', 'proposal'), ('turn', 'pending')]   # the turn: one record
-    assert sqlite3.connect(tmp_path / 'sessions.db').execute("SELECT count(*) FROM messages WHERE session = 's'").fetchone()[0] == 2
+    other = sqlite3.connect(tmp_path / 'sessions.db')        # another process: the turn (one row) and the held note in it
+    assert other.execute("SELECT messages FROM sessions WHERE id = 's'").fetchone()[0] == 2
+    assert '"held":"k7m2x9qa"' in other.execute("SELECT body FROM messages WHERE session = 's'").fetchone()[0]
 
 
 def test_eight_threads_writing_at_once_keep_the_chain_valid_and_every_turn_whole(tmp_path, monkeypatch):
