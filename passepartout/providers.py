@@ -222,10 +222,11 @@ def _snippet(r) -> str:
     text = ' '.join(str(text).split())
     return text[:200] + ('…' if len(text) > 200 else '')
 
-# %% ../nbs/10_providers.ipynb #5cc1ebba
+# %% ../nbs/10_providers.ipynb #1fac4f0a
 class HTTPProvider:
     "A model behind an HTTP API: clients, timeouts, error mapping, streaming; one subclass per wire format."
     kind, path, key_env = 'http', '', ''
+    _framed_body = None   # the wire format's own `body`, which `_prepare` sends from a frame (`_frame`)
     def __init__(self, model:str, base_url:str, api_key:str|None=None, *,
                  name:str|None=None,     # shown in errors and proposals (default: the wire format)
                  text_mode:bool=False,   # ask for JSON actions in text instead of native tool calls
@@ -288,19 +289,22 @@ def _parsed(self:HTTPProvider, r) -> Answer:
     answer.raw = r.text
     return answer
 
-# %% ../nbs/10_providers.ipynb #f1ab5761
+# %% ../nbs/10_providers.ipynb #a064f45a
 @patch
 def _prepare(self:HTTPProvider, request, model:str|None, stream:bool) -> tuple:
     "URL, headers and JSON bytes for one call; refuses early when a needed key is missing."
     if self.key_env and not self._key and self._needs_key():
         raise self._fail(f"no API key (set {self.key_env})")
-    headers = {'content-type': 'application/json', **self.extra_headers, **self.auth_headers()}
-    return self.url, headers, self._body_bytes(self.body(request, model or self.model, stream))
+    headers, model = {'content-type': 'application/json', **self.extra_headers, **self.auth_headers()}, model or self.model
+    if type(self).body is not type(self)._framed_body:   # a body a subclass wrote: serialised as it is
+        return self.url, headers, self._body_bytes(self.body(request, model, stream))
+    frame = self._frame(request, model, stream)
+    return self.url, headers, b''.join([frame.head, *self._transcript_json(request.messages), frame.tail])
 
-# %% ../nbs/10_providers.ipynb #67f50587
+# %% ../nbs/10_providers.ipynb #57d453f7
 class _ShapedTools(list):
     "A provider's own deep copy of the tool schemas in its wire shape, with their JSON as UTF-8 (`_tools_for`); nothing edits it."
-    __slots__ = ('source', 'json')
+    __slots__ = ('source', 'schemas', 'json')   # the list shaped, each schema in it, the JSON
 
 @patch
 def _tools_json(self:HTTPProvider, tools:list) -> bytes:
@@ -353,11 +357,12 @@ def _rest_json(messages:list) -> tuple:
     rest = _encode(messages[1:])[1:-1]
     return (b', ' + rest.encode(),) if rest else ()
 
-# %% ../nbs/10_providers.ipynb #85d7fc08
+# %% ../nbs/10_providers.ipynb #110fbd86
 @patch
-def _body_bytes(self:HTTPProvider, body:dict) -> bytes:
+def _body_bytes(self:HTTPProvider, body:dict,
+                cut:bool=False) -> bytes|tuple: # cut: `(head, tail)`, the JSON cut before the `]` that closes `messages` (`_frame`)
     "`json.dumps(body).encode()`, the parts that are the same call after call (tools, system prompt, the messages sent before) serialised once."
-    out = [b'{']                                      # the pieces, joined once at the end: every kept text is copied once
+    out, at = [b'{'], None                            # the pieces, joined once at the end: every kept text is copied once
     for k, v in body.items():
         if type(k) is not str: return _encode(body).encode()   # keys JSON writes otherwise (numbers, None): all of it as `json.dumps` does
         out += (b', ' if len(out) > 1 else b'', _key_json(k), b': ')
@@ -368,17 +373,19 @@ def _body_bytes(self:HTTPProvider, body:dict) -> bytes:
         elif k == 'messages' and type(v) is _WireTurns and len(v) == len(v.sent) and not any(map(is_not, v.sent, v)):   # Anthropic's
             out += (b'[', b', '.join(v.json), b']')
         else: out.append(_scalar_json.get(v) if type(v) is bool else str(v).encode() if type(v) is int else _encode(v).encode())
+        if k == 'messages': at = len(out)                                        # its last piece ends with the `]`
     out.append(b'}')
+    if cut: return b''.join(out[:at])[:-1], b']' + b''.join(out[at:])
     return b''.join(out)
 
-# %% ../nbs/10_providers.ipynb #701ed6b3
+# %% ../nbs/10_providers.ipynb #311b53d6
 @patch
 def _tools_for(self:HTTPProvider, tools:list, shape) -> list:
-    "`shape(tools)`, the wire form of the request's tool schemas, made (copied, serialised) once while the request offers the same list."
+    "`shape(tools)`, the wire form of the request's tool schemas, made (copied, serialised) once while the request offers the same list of the same schemas."
     kept = self.__dict__.get('_shaped')
-    if kept is None or kept.source is not tools or len(kept) != len(tools):
+    if kept is None or kept.source is not tools or len(kept.schemas) != len(tools) or any(map(is_not, kept.schemas, tools)):
         kept = _ShapedTools(copy.deepcopy(shape(tools)))
-        kept.source, kept.json = tools, json.dumps(kept, ensure_ascii=False).encode()
+        kept.source, kept.schemas, kept.json = tools, tuple(tools), json.dumps(kept, ensure_ascii=False).encode()
         self._shaped = kept
     return kept
 
@@ -436,15 +443,49 @@ def _caught_up(self:HTTPProvider, messages:list, one, serialise) -> _Sent:
         sent.seen.append(m); sent.copies.append(_copied(m)); sent.wire.append(wire); sent.json.append(text)
     return sent
 
-# %% ../nbs/10_providers.ipynb #42a3f794
+# %% ../nbs/10_providers.ipynb #bb899d84
 @patch
 def _wire_messages(self:HTTPProvider, system:str, messages:list, one) -> _WireList:
     "`[system message, *map(one, messages)]`, each message converted by `one` and serialised once while the transcript grows by appending."
+    if not messages: out = _WireList([{'role': 'system', 'content': system}]); out.sent = out.json = (); return out   # nothing to keep
     with self._sent_lock:
         sent = self._caught_up(messages, one, _json_after_comma)
         out = _WireList([{'role': 'system', 'content': system}, *sent.wire])
         out.sent, out.json = tuple(sent.wire), tuple(sent.json)
     return out
+
+# %% ../nbs/10_providers.ipynb #b232a8b5
+@patch
+def _transcript_json(self:HTTPProvider, messages:list) -> list:
+    "The JSON of `messages` in this wire format, as the UTF-8 pieces that go between a frame's head and tail (`_prepare`)."
+    if not messages: return []
+    with self._sent_lock: return list(self._caught_up(messages, self._converter(), _json_after_comma).json)
+
+# %% ../nbs/10_providers.ipynb #a100e4b3
+@dataclass(slots=True)
+class _Framing:
+    "The request a frame is made from (`_frame`): the system prompt and the tool schemas of the request framed, and no message."
+    system:str; tools:list; messages:tuple=(); agent:object=None
+
+class _Frame:
+    "A request's body less its transcript, as UTF-8: `head`, then the messages' JSON, then `tail`; and what it was made from."
+    __slots__ = ('made_of', 'system', 'tools', 'schemas', 'head', 'tail')
+    def fits(self, made_of:tuple, system:str, tools:list) -> bool:
+        "Was this frame made from these settings, this system prompt and these very tool schemas (the list and each schema)?"
+        return (self.made_of == made_of and self.system == system and len(tools) == len(self.schemas)
+                and (self.tools is tools or not tools) and not any(map(is_not, tools, self.schemas)))
+
+@patch
+def _frame(self:HTTPProvider, request, model:str, stream:bool) -> _Frame:
+    "The frame of `request`'s body (`body()` with no message, cut where the messages go), kept while the model, settings, system prompt and tool schemas stay the same."
+    system, tools, made_of = request.system, request.tools or (), (model, stream, self.max_tokens, self.text_mode)
+    frame = self.__dict__.get('_framed')
+    if frame is None or not frame.fits(made_of, system, tools):
+        frame = _Frame()
+        frame.head, frame.tail = self._body_bytes(self.body(_Framing(system, request.tools), model, stream), cut=True)
+        frame.made_of, frame.system, frame.tools, frame.schemas = made_of, system, tools, tuple(tools)
+        self._framed = frame
+    return frame
 
 # %% ../nbs/10_providers.ipynb #f6c8c2af
 @patch
@@ -529,7 +570,7 @@ def openai_tools(tools:list) -> list:
     return [{'type': 'function', 'function': {'name': t['name'], 'description': t.get('description', ''),
                                               'parameters': t.get('parameters') or {'type': 'object', 'properties': {}}}} for t in tools]
 
-# %% ../nbs/10_providers.ipynb #2c8623f9
+# %% ../nbs/10_providers.ipynb #3b79bf46
 class OpenAIProvider(HTTPProvider):
     "OpenAI chat completions, and every server speaking it (OpenRouter, vLLM, llama.cpp, LM Studio)."
     kind, path, key_env = 'openai', '/chat/completions', 'OPENAI_API_KEY'
@@ -537,12 +578,14 @@ class OpenAIProvider(HTTPProvider):
         super().__init__(model, base_url, api_key, **kw)
     def _needs_key(self): return 'api.openai.com' in self.base_url or 'openrouter.ai' in self.base_url
     def auth_headers(self): return {'authorization': f"Bearer {self._key}"} if self._key else {}
+    def _converter(self): return _openai_text_message if self.text_mode else _openai_message
     def body(self, request, model, stream) -> dict:
-        system, one = (text_mode_prompt(request.system, request.tools), _openai_text_message) if self.text_mode else (request.system, _openai_message)
-        b = {'model': model, 'messages': self._wire_messages(system, request.messages, one), 'max_tokens': self.max_tokens}
+        system = text_mode_prompt(request.system, request.tools) if self.text_mode else request.system
+        b = {'model': model, 'messages': self._wire_messages(system, request.messages, self._converter()), 'max_tokens': self.max_tokens}
         if request.tools and not self.text_mode: b['tools'] = self._tools_for(request.tools, openai_tools)
         if stream: b.update(stream=True, stream_options={'include_usage': True})
         return b
+    _framed_body = body   # the body `_prepare` sends from a frame
 
 # %% ../nbs/10_providers.ipynb #25452bd1
 def _snippet_of(err) -> str:
@@ -598,18 +641,20 @@ def finish(self:OpenAIStream, provider) -> Answer:
 @patch
 def stream_parser(self:OpenAIProvider): return OpenAIStream()
 
-# %% ../nbs/10_providers.ipynb #532650c0
+# %% ../nbs/10_providers.ipynb #3bfdc6e9
 class OllamaProvider(HTTPProvider):
     "Ollama's `/api/chat`: tool calls with object arguments, NDJSON streaming, token counts."
     kind, path = 'ollama', '/api/chat'
     def __init__(self, model:str='llama3.2', host:str='http://127.0.0.1:11434', **kw):
         super().__init__(model, host if '://' in host else f"http://{host}", None, **kw)
     def auth_headers(self): return {}
+    def _converter(self): return _ollama_text_message if self.text_mode else _ollama_message
     def body(self, request, model, stream) -> dict:
-        system, one = (text_mode_prompt(request.system, request.tools), _ollama_text_message) if self.text_mode else (request.system, _ollama_message)
-        b = {'model': model, 'messages': self._wire_messages(system, request.messages, one), 'stream': stream, 'options': {'num_predict': self.max_tokens}}
+        system = text_mode_prompt(request.system, request.tools) if self.text_mode else request.system
+        b = {'model': model, 'messages': self._wire_messages(system, request.messages, self._converter()), 'stream': stream, 'options': {'num_predict': self.max_tokens}}
         if request.tools and not self.text_mode: b['tools'] = self._tools_for(request.tools, openai_tools)
         return b
+    _framed_body = body   # the body `_prepare` sends from a frame
 
 # %% ../nbs/10_providers.ipynb #fef4d3ee
 def _ollama_usage(d:dict) -> dict:
@@ -658,7 +703,7 @@ def anthropic_tools(tools:list) -> list:
     "Tool schemas in the Anthropic Messages `tools` shape."
     return [{'name': t['name'], 'description': t.get('description', ''), 'input_schema': t.get('parameters') or {'type': 'object'}} for t in tools]
 
-# %% ../nbs/10_providers.ipynb #fc81db1f
+# %% ../nbs/10_providers.ipynb #d0c3d095
 class AnthropicProvider(HTTPProvider):
     "Anthropic Messages: `x-api-key`, `anthropic-version`, content blocks, `tool_use` and `tool_result`."
     kind, path, key_env, version = 'anthropic', '/v1/messages', 'ANTHROPIC_API_KEY', '2023-06-01'
@@ -667,13 +712,15 @@ class AnthropicProvider(HTTPProvider):
     def _needs_key(self): return 'api.anthropic.com' in self.base_url
     def auth_headers(self):
         return {'anthropic-version': self.version, **({'x-api-key': self._key} if self._key else {})}
+    def _converter(self): return _anthropic_text_blocks if self.text_mode else _anthropic_blocks
     def body(self, request, model, stream) -> dict:
-        system, one = (text_mode_prompt(request.system, request.tools), _anthropic_text_blocks) if self.text_mode else (request.system, _anthropic_blocks)
-        b = {'model': model, 'max_tokens': self.max_tokens, 'system': system, 'messages': self._anthropic_turns(request.messages, one)}
+        system = text_mode_prompt(request.system, request.tools) if self.text_mode else request.system
+        b = {'model': model, 'max_tokens': self.max_tokens, 'system': system, 'messages': self._anthropic_turns(request.messages, self._converter())}
         if request.tools and not self.text_mode:
             b['tools'] = self._tools_for(request.tools, anthropic_tools)
         if stream: b['stream'] = True
         return b
+    _framed_body = body   # the body `_prepare` sends from a frame
 
 # %% ../nbs/10_providers.ipynb #d2ecd599
 _TURN, _TURN_JSON = operator.itemgetter(0), operator.itemgetter(3)   # of a turn kept: the turn, its JSON
@@ -695,15 +742,23 @@ def _turns_of(sent:_Sent) -> list:
         i = j
     return turns
 
-# %% ../nbs/10_providers.ipynb #bc944e00
+# %% ../nbs/10_providers.ipynb #cf768b41
 @patch
 def _anthropic_turns(self:AnthropicProvider, messages:list, one) -> _WireTurns:
     "`anthropic_messages(messages)`, each message converted by `one` and serialised once, each finished turn merged once."
+    if not messages: out = _WireTurns(); out.sent = out.json = (); return out   # nothing to keep
     with self._sent_lock:
         turns = _turns_of(self._caught_up(messages, one, _blocks_json))
         out = _WireTurns(map(_TURN, turns))
         out.sent, out.json = tuple(out), tuple(map(_TURN_JSON, turns))
     return out
+
+# %% ../nbs/10_providers.ipynb #96e961f9
+@patch
+def _transcript_json(self:AnthropicProvider, messages:list) -> list:
+    "The JSON of `messages` as Anthropic turns, the one piece that goes between a frame's head and tail (`_prepare`)."
+    if not messages: return []
+    with self._sent_lock: return [b', '.join(map(_TURN_JSON, _turns_of(self._caught_up(messages, self._converter(), _blocks_json))))]
 
 # %% ../nbs/10_providers.ipynb #a61a3541
 @patch
