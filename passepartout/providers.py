@@ -10,8 +10,8 @@ __all__ = ['TEXT_MODE_RULES', 'TEXT_MODE_WHY', 'ProviderError', 'retry_after_sec
            'anthropic_messages', 'HTTPProvider', 'openai_tools', 'OpenAIProvider', 'OpenAIStream', 'OllamaProvider',
            'OllamaStream', 'anthropic_tools', 'AnthropicProvider', 'AnthropicStream']
 
-# %% ../nbs/10_providers.ipynb #84ce8a8e
-import copy, dataclasses, json, operator, re, threading, time, email.utils
+# %% ../nbs/10_providers.ipynb #8ed110e3
+import copy, dataclasses, json, json.decoder, json.scanner, operator, re, threading, time, email.utils
 from operator import is_not
 from dataclasses import dataclass, field
 from .basics import patch
@@ -47,13 +47,26 @@ class Answer:
     usage:dict=field(default_factory=dict)      # input_tokens, output_tokens (and cost_usd if reported)
     raw:str=''                                  # the body (or the stream) as received
 
-# %% ../nbs/10_providers.ipynb #bdcd6b84
+# %% ../nbs/10_providers.ipynb #3ac956c3
+_scan = json.scanner.c_make_scanner and json.scanner.c_make_scanner(json.decoder.JSONDecoder())   # `json`'s C scanner, as `json.loads` uses it
+
+def _loads(text:str|bytes):
+    "`json.loads(text)` of a JSON object (as text or UTF-8 bytes): the same value, or the same error, without `json.loads`'s steps in Python."
+    if type(text) is bytes:
+        if text[:1] != b'{' or text[1:2] == b'\x00': return json.loads(text)   # what `json.detect_encoding` reads as UTF-8 only
+        text = text.decode('utf-8', 'surrogatepass')                            # as `json.loads` decodes it
+    if _scan is None or text[:1] != '{': return json.loads(text)
+    try: value, end = _scan(text, 0)
+    except StopIteration: return json.loads(text)
+    return value if end == len(text) else json.loads(text)                       # trailing space, or extra data: as `json.loads` has it
+
+# %% ../nbs/10_providers.ipynb #5f44b9ad
 def _arguments(call:dict, provider:str) -> dict:
     "A tool call's arguments as a dict; anything but a JSON object is an unusable answer."
     args = call.get('arguments')
     if args is None or args == '': return {}
     if isinstance(args, str):
-        try: args = json.loads(args)
+        try: args = _loads(args)
         except (ValueError, RecursionError): raise UnusableAnswer(f"the arguments of tool call {call.get('name')!r} are not valid JSON: {args[:200]!r}", provider=provider) from None
     if not isinstance(args, dict): raise UnusableAnswer(f"the arguments of tool call {call.get('name')!r} must be a JSON object", provider=provider)
     return args
@@ -275,19 +288,26 @@ def _check(self:HTTPProvider, r):
     kind = 'server error' if r.status_code >= 500 else 'request refused'
     raise self._fail(f"{kind} (HTTP {r.status_code}): {why}", status=r.status_code)
 
-# %% ../nbs/10_providers.ipynb #b2a17690
+# %% ../nbs/10_providers.ipynb #0870655a
 @patch
 def _parsed(self:HTTPProvider, r) -> Answer:
     "The neutral answer in a whole (non-streamed) response."
     self._check(r)
-    try: data = r.json()
-    except (ValueError, RecursionError): raise self._fail(f"malformed body: not JSON ({_snippet(r)})", status=r.status_code) from None
-    try: answer = self.parse(data)
-    except ProviderError: raise
-    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
-        raise self._fail(f"malformed body: unexpected shape ({type(e).__name__}: {e})", status=r.status_code) from None
+    answer = self._read(r.content, r.status_code, lambda: _snippet(r))
     answer.raw = r.text
     return answer
+
+@patch
+def _read(self:HTTPProvider, content:bytes, status:int=200,
+          quoted=None) -> Answer: # quoted(): what to quote of a body that is not JSON (default: its text)
+    "The neutral answer in a response's body (`_parsed`): a body not JSON, or of another shape, is a ProviderError."
+    try: data = _loads(content)
+    except (ValueError, RecursionError):
+        raise self._fail(f"malformed body: not JSON ({quoted() if quoted else ' '.join(content[:200].decode(errors='replace').split())})", status=status) from None
+    try: return self.parse(data)
+    except ProviderError: raise
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
+        raise self._fail(f"malformed body: unexpected shape ({type(e).__name__}: {e})", status=status) from None
 
 # %% ../nbs/10_providers.ipynb #a064f45a
 @patch
@@ -612,13 +632,13 @@ class OpenAIStream:
     "Server-sent events of a streamed chat completion: `data: {chunk}` lines, then `data: [DONE]`."
     def __init__(self): self.text, self.calls, self.usage, self.done = [], {}, {}, False
 
-# %% ../nbs/10_providers.ipynb #5fefb4a6
+# %% ../nbs/10_providers.ipynb #35bfaaf7
 @patch
 def feed(self:OpenAIStream, line:str) -> str|None:
     if not line.startswith('data:'): return None
     data = line[5:].strip()
     if data == '[DONE]': self.done = True; return None
-    chunk = json.loads(data)
+    chunk = _loads(data)
     if 'error' in chunk: raise ProviderError(f"API error in stream: {_snippet_of(chunk['error'])}")
     if chunk.get('usage'): self.usage = _openai_usage(chunk['usage'])
     for choice in chunk.get('choices') or ():

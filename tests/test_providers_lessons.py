@@ -115,3 +115,19 @@ def test_encode_fails_as_json_dumps_does():
         with pytest.raises(Exception) as ours: _encode(bad)
         with pytest.raises(Exception) as theirs: json.dumps(bad, ensure_ascii=False)
         assert (type(ours.value), str(ours.value)) == (type(theirs.value), str(theirs.value))
+
+
+@pytest.mark.parametrize('text', [
+    '{"a": [1, 2.5, null, true], "é": "\\u00e9\\ud800", "n": {"deep": {}}}', b'{"a": "\xc3\xa9"}', ' {"a": 1}', '{"a": 1}\n', '{"a": 1} x',
+    '[1]', '"s"', '', '{', b'{"cut', '{"a": 1'.encode('utf-16'), '{"a": 1}'.encode('utf-8-sig'), b'{\x00"', b'{"a": "\xff"}', '{"a": NaN}',
+    '{"a": 1, "a": 2}', '{' * 100000 + '}' * 100000,
+], ids=lambda t: repr(t[:20]))
+def test_loads_is_json_loads(text):
+    "The answer's reader gives `json.loads`'s value, or fails with its error (type and message), for objects and everything else."
+    import json
+    from passepartout.providers import _loads
+    try: expected = ('value', json.loads(text))
+    except (ValueError, RecursionError) as e: expected = ('error', type(e), str(e))
+    try: got = ('value', _loads(text))
+    except (ValueError, RecursionError) as e: got = ('error', type(e), str(e))
+    assert got == expected
