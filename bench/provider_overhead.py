@@ -21,6 +21,10 @@ per request, median over repeated runs, with the shipped agent's system prompt a
 each next to the plain build of the same bodies: the public converters (`openai_messages`, `openai_tools`) and
 `json.dumps(...).encode()`, as a provider without any kept part would build them.
 
+Then what reading an answer costs: a tool call's answer, as each wire format's server sends it, read into a
+proposal (`_read`: the body's JSON and the format's `parse`; `_proposal`: the action, its arguments read), CPU per
+answer, next to the same with the body read by `json.loads`.
+
     python bench/provider_overhead.py [--calls 500] [--repeat 5] [--turns 300]
 """
 import argparse, json, os, socket, statistics, sys, threading, time
@@ -142,6 +146,29 @@ def building(agent, provider, history, turns, repeat):
         print(f"  {f'at message {n}':24} kept {k:7.1f} µs   plain build {p:7.1f} µs   kept/plain {k / p:.2f}")
 
 
+ANSWERS = {   # a tool call's answer as each wire format's server sends it
+    'OpenAIProvider': {'id': 'x', 'object': 'chat.completion', 'choices': [{'index': 0, 'finish_reason': 'tool_calls', 'message': {
+        'role': 'assistant', 'content': 'Doing what you asked.', 'tool_calls': [{'id': 'call_0', 'type': 'function', 'function': {
+            'name': 'echo', 'arguments': '{"text": "hi"}'}}]}}], 'usage': {'prompt_tokens': 2970, 'completion_tokens': 12}},
+    'OllamaProvider': {'model': 'm', 'message': {'role': 'assistant', 'content': 'Doing what you asked.', 'tool_calls': [
+        {'function': {'name': 'echo', 'arguments': {'text': 'hi'}}}]}, 'done': True, 'prompt_eval_count': 2970, 'eval_count': 12},
+    'AnthropicProvider': {'id': 'msg_1', 'type': 'message', 'role': 'assistant', 'content': [{'type': 'text', 'text': 'Doing what you asked.'},
+        {'type': 'tool_use', 'id': 'toolu_1', 'name': 'echo', 'input': {'text': 'hi'}}], 'usage': {'input_tokens': 2970, 'output_tokens': 12}},
+}
+
+
+def answer_reading(runs:int, repeat:int):
+    "CPU per answer of reading a tool call's answer into a proposal (`_read`, `_proposal`), against `json.loads` then the same."
+    from passepartout.providers import OllamaProvider, AnthropicProvider
+    print(f"answer reading, a tool call's answer (CPU per answer, median of {repeat}):")
+    for provider in (OpenAIProvider('m', base_url='http://127.0.0.1:9/v1'), OllamaProvider('m'), AnthropicProvider('m', base_url='http://127.0.0.1:9')):
+        raw = json.dumps(ANSWERS[type(provider).__name__]).encode()
+        ours = lambda: (provider._proposal(provider._read(raw)), 1)[1]
+        plain = lambda: (provider._proposal(provider.parse(json.loads(raw))), 1)[1]
+        k, p = (cpu_per_request(f, runs, repeat) for f in (ours, plain))
+        print(f"  {type(provider).__name__:24} read  {k:7.1f} µs   json.loads    {p:7.1f} µs   read/json.loads {k / p:.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--calls', type=int, default=500)
@@ -176,6 +203,7 @@ def main():
           f"(of which httpx + loopback: {med['floor'] - server_us:.1f})")
     httpd.shutdown()
     request_building(args.turns, args.repeat)
+    answer_reading(args.turns * 10, args.repeat)
 
 
 if __name__ == '__main__':
