@@ -428,9 +428,9 @@ def _copied(value):
         return out
     return value if t in _ATOMS else copy.deepcopy(value)
 
-# %% ../nbs/10_providers.ipynb #602cf2c0
+# %% ../nbs/10_providers.ipynb #257c8abb
 class _Sent:
-    "One transcript as a provider last sent it: each message (the very object, and a copy of it), its wire form, that form's JSON."
+    "One transcript as a provider last sent it: each message (the very object, and a copy of it), its wire form (its JSON, when written at once), that form's JSON."
     __slots__ = ('one', 'seen', 'copies', 'wire', 'json', 'groups')   # groups: Anthropic's turns (`_anthropic_turns`)
     def __init__(self, one): self.one, self.seen, self.copies, self.wire, self.json, self.groups = one, [], [], [], [], []
     def cut(self, start:int, stop:int|None=None):
@@ -451,14 +451,14 @@ def _unchanged(sent:_Sent, messages:list) -> int:
     if not any(map(is_not, seen, messages)) and sent.copies[:n] == messages[:n]: return n   # in C: the usual request only appends
     return next((i for i in range(n) if seen[i] is not messages[i] or sent.copies[i] != messages[i]), 0)
 
-# %% ../nbs/10_providers.ipynb #07bbffaf
+# %% ../nbs/10_providers.ipynb #8cfa01d5
 def _json_after_comma(wire) -> bytes:
     "`', '` and the JSON of one wire message, as UTF-8."
     return (', ' + _encode(wire)).encode()
 
 @patch
 def _caught_up(self:HTTPProvider, messages:list, one, serialise) -> _Sent:
-    "What this provider keeps of `messages`, every message in it converted by `one` and serialised by `serialise` (under `_sent_lock`)."
+    "What this provider keeps of `messages`, every message in it converted by `one` and serialised by `serialise` (None: `one` writes its JSON) (under `_sent_lock`)."
     kept, key = self._sent, id(messages)
     sent = kept.pop(key, None)
     if sent is None or sent.one is not one: sent = _Sent(one)
@@ -469,7 +469,7 @@ def _caught_up(self:HTTPProvider, messages:list, one, serialise) -> _Sent:
     if len(messages) > len(seen):
         copies, wires, pieces = sent.copies, sent.wire, sent.json
         for m in messages[len(seen):]:
-            wire = one(m); text = serialise(wire)                    # a message that JSON cannot carry fails here, as it always did
+            wire = one(m); text = serialise(wire) if serialise is not None else wire   # a message that JSON cannot carry fails here, as it always did
             seen.append(m); copies.append(_copied(m)); wires.append(wire); pieces.append(text)
     return sent
 
@@ -484,12 +484,68 @@ def _wire_messages(self:HTTPProvider, system:str, messages:list, one) -> _WireLi
         out.sent, out.json = tuple(sent.wire), tuple(sent.json)
     return out
 
-# %% ../nbs/10_providers.ipynb #b232a8b5
+# %% ../nbs/10_providers.ipynb #667d33cd
 @patch
 def _transcript_json(self:HTTPProvider, messages:list) -> list:
     "The JSON of `messages` in this wire format, as the UTF-8 pieces that go between a frame's head and tail (`_prepare`)."
     if not messages: return []
-    with self._sent_lock: return list(self._caught_up(messages, self._converter(), _json_after_comma).json)
+    one, serialise = self._writer()
+    with self._sent_lock: return list(self._caught_up(messages, one, serialise).json)
+
+@patch
+def _writer(self:HTTPProvider) -> tuple:
+    "How a message becomes its JSON after `', '`: `(one, serialise)` for `_caught_up` (by default: converted, then serialised)."
+    return self._converter(), _json_after_comma
+
+# %% ../nbs/10_providers.ipynb #76e0b3be
+_str_json = json.encoder.encode_basestring   # a string's JSON, as `json.dumps(..., ensure_ascii=False)` writes it (in C)
+
+def _openai_json(m:dict) -> bytes:
+    "`_json_after_comma(_openai_message(m))`, written at once where the message's fields are strings, as they are in the usual message."
+    role = m['role']
+    if role == 'tool':
+        call_id, content = m.get('call_id') or '', m.get('content', '')
+        if type(call_id) is str and type(content) is str:
+            return f', {{"role": "tool", "tool_call_id": {_str_json(call_id)}, "content": {_str_json(("Error: " if m.get("is_error") else "") + content)}}}'.encode()
+    elif calls := m.get('tool_calls'):
+        content, written = m.get('content') or None, []
+        for c in calls:
+            call_id, name = c.get('id') or '', c['name']
+            if type(call_id) is not str or type(name) is not str: break
+            written.append(f'{{"id": {_str_json(call_id)}, "type": "function", "function": {{"name": {_str_json(name)}, "arguments": {_str_json(_encode(c["args"]))}}}}}')
+        else:
+            if content is None or type(content) is str:
+                return f', {{"role": "assistant", "content": {"null" if content is None else _str_json(content)}, "tool_calls": [{", ".join(written)}]}}'.encode()
+    elif type(role) is str and type(content := m['content']) is str:
+        return f', {{"role": {_str_json(role)}, "content": {_str_json(content)}}}'.encode()
+    return _json_after_comma(_openai_message(m))   # a field of another type: converted, then serialised
+
+# %% ../nbs/10_providers.ipynb #83155e5e
+def _ollama_json(m:dict) -> bytes:
+    "`_json_after_comma(_ollama_message(m))`, written at once where the message's fields are strings, as they are in the usual message."
+    role = m['role']
+    if role == 'tool':
+        name, content = m.get('name') or '', m.get('content', '')
+        if type(name) is str and type(content) is str:
+            return f', {{"role": "tool", "tool_name": {_str_json(name)}, "content": {_str_json(("Error: " if m.get("is_error") else "") + content)}}}'.encode()
+    elif calls := m.get('tool_calls'):
+        content, written = m.get('content') or '', []
+        for c in calls:
+            if type(name := c['name']) is not str: break
+            written.append(f'{{"function": {{"name": {_str_json(name)}, "arguments": {_encode(c["args"])}}}}}')
+        else:
+            if type(content) is str: return f', {{"role": "assistant", "content": {_str_json(content)}, "tool_calls": [{", ".join(written)}]}}'.encode()
+    elif type(role) is str and type(content := m['content']) is str:
+        return f', {{"role": {_str_json(role)}, "content": {_str_json(content)}}}'.encode()
+    return _json_after_comma(_ollama_message(m))
+
+def _ollama_text_json(m:dict) -> bytes:
+    "`_json_after_comma(_ollama_text_message(m))`."
+    return _json_after_comma(_ollama_text_message(m))
+
+def _openai_text_json(m:dict) -> bytes:
+    "`_json_after_comma(_openai_text_message(m))`."
+    return _json_after_comma(_openai_text_message(m))
 
 # %% ../nbs/10_providers.ipynb #a100e4b3
 @dataclass(slots=True)
@@ -600,7 +656,7 @@ def openai_tools(tools:list) -> list:
     return [{'type': 'function', 'function': {'name': t['name'], 'description': t.get('description', ''),
                                               'parameters': t.get('parameters') or {'type': 'object', 'properties': {}}}} for t in tools]
 
-# %% ../nbs/10_providers.ipynb #3b79bf46
+# %% ../nbs/10_providers.ipynb #84143633
 class OpenAIProvider(HTTPProvider):
     "OpenAI chat completions, and every server speaking it (OpenRouter, vLLM, llama.cpp, LM Studio)."
     kind, path, key_env = 'openai', '/chat/completions', 'OPENAI_API_KEY'
@@ -609,6 +665,7 @@ class OpenAIProvider(HTTPProvider):
     def _needs_key(self): return 'api.openai.com' in self.base_url or 'openrouter.ai' in self.base_url
     def auth_headers(self): return {'authorization': f"Bearer {self._key}"} if self._key else {}
     def _converter(self): return _openai_text_message if self.text_mode else _openai_message
+    def _writer(self): return (_openai_text_json if self.text_mode else _openai_json), None
     def body(self, request, model, stream) -> dict:
         system = text_mode_prompt(request.system, request.tools) if self.text_mode else request.system
         b = {'model': model, 'messages': self._wire_messages(system, request.messages, self._converter()), 'max_tokens': self.max_tokens}
@@ -671,7 +728,7 @@ def finish(self:OpenAIStream, provider) -> Answer:
 @patch
 def stream_parser(self:OpenAIProvider): return OpenAIStream()
 
-# %% ../nbs/10_providers.ipynb #3bfdc6e9
+# %% ../nbs/10_providers.ipynb #13e43992
 class OllamaProvider(HTTPProvider):
     "Ollama's `/api/chat`: tool calls with object arguments, NDJSON streaming, token counts."
     kind, path = 'ollama', '/api/chat'
@@ -679,6 +736,7 @@ class OllamaProvider(HTTPProvider):
         super().__init__(model, host if '://' in host else f"http://{host}", None, **kw)
     def auth_headers(self): return {}
     def _converter(self): return _ollama_text_message if self.text_mode else _ollama_message
+    def _writer(self): return (_ollama_text_json if self.text_mode else _ollama_json), None
     def body(self, request, model, stream) -> dict:
         system = text_mode_prompt(request.system, request.tools) if self.text_mode else request.system
         b = {'model': model, 'messages': self._wire_messages(system, request.messages, self._converter()), 'stream': stream, 'options': {'num_predict': self.max_tokens}}
