@@ -21,6 +21,9 @@ per request, median over repeated runs, with the shipped agent's system prompt a
 each next to the plain build of the same bodies: the public converters (`openai_messages`, `openai_tools`) and
 `json.dumps(...).encode()`, as a provider without any kept part would build them.
 
+Before those, the shipped model's own CPU per shipped 1-tool turn (`WireModel` of bench/_shipped.py: what
+`bench/loop_overhead.py` takes off a turn as the model's share), per turn and per request.
+
 Then what reading an answer costs: a tool call's answer, as each wire format's server sends it, read into a
 proposal (`_read`: the body's JSON and the format's `parse`; `_proposal`: the action, its arguments read), CPU per
 answer, next to the same with the body read by `json.loads`.
@@ -123,9 +126,26 @@ def request_building(turns:int, repeat:int):
     history = []
     for i in range(200):
         history += [{'role': 'user', 'content': f'question {i}', 'owner': True}, {'role': 'assistant', 'content': f'answer {i} ' * 20}]
+    model_share(agent, turns, repeat)
     for provider in (OpenAIProvider('bench-model', base_url='http://127.0.0.1:9/v1'), AnthropicProvider('bench-model', base_url='http://127.0.0.1:9')):
         print(f"request building with {type(provider).__name__} (CPU per request, median of {repeat}; shipped prompt and belt):")
         building(agent, provider, history, turns, repeat)
+
+
+def model_share(agent, turns:int, repeat:int):
+    "The shipped model's own CPU (WireModel: `_prepare`, `_read`, `_proposal`) per 1-tool turn of the shipped agent, each turn in a new session."
+    model, runs = agent.provider, []
+    for r in range(repeat + 1):
+        before, model.timed = model.cpu, True
+        for i in range(turns):
+            name = f"share-{r}-{i}"
+            assert agent.send('go', session=name).reply == 'done'
+            agent.transcripts.pop(name, None); agent.used.pop(name, None)
+        model.timed = False
+        if r: runs.append((model.cpu - before) / turns * 1e6)   # the first run warms up
+    per_turn = statistics.median(runs)
+    print(f"the shipped model's own CPU in a shipped 1-tool turn (2 requests; median of {repeat}x{turns} turns): "
+          f"{per_turn:.1f} µs per turn, {per_turn / 2:.1f} µs per request")
 
 
 def building(agent, provider, history, turns, repeat):
