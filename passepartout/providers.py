@@ -309,7 +309,7 @@ def _read(self:HTTPProvider, content:bytes, status:int=200,
     except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
         raise self._fail(f"malformed body: unexpected shape ({type(e).__name__}: {e})", status=status) from None
 
-# %% ../nbs/10_providers.ipynb #a064f45a
+# %% ../nbs/10_providers.ipynb #02ff2172
 @patch
 def _prepare(self:HTTPProvider, request, model:str|None, stream:bool) -> tuple:
     "URL, headers and JSON bytes for one call; refuses early when a needed key is missing."
@@ -319,7 +319,7 @@ def _prepare(self:HTTPProvider, request, model:str|None, stream:bool) -> tuple:
     if type(self).body is not type(self)._framed_body:   # a body a subclass wrote: serialised as it is
         return self.url, headers, self._body_bytes(self.body(request, model, stream))
     frame = self._frame(request, model, stream)
-    return self.url, headers, b''.join([frame.head, *self._transcript_json(request.messages), frame.tail])
+    return self.url, headers, b''.join([*frame.head, *self._transcript_json(request.messages), *frame.tail])
 
 # %% ../nbs/10_providers.ipynb #57d453f7
 class _ShapedTools(list):
@@ -377,10 +377,10 @@ def _rest_json(messages:list) -> tuple:
     rest = _encode(messages[1:])[1:-1]
     return (b', ' + rest.encode(),) if rest else ()
 
-# %% ../nbs/10_providers.ipynb #110fbd86
+# %% ../nbs/10_providers.ipynb #178958da
 @patch
 def _body_bytes(self:HTTPProvider, body:dict,
-                cut:bool=False) -> bytes|tuple: # cut: `(head, tail)`, the JSON cut before the `]` that closes `messages` (`_frame`)
+                cut:bool=False) -> bytes|tuple: # cut: `(head, tail)`, the JSON's pieces cut before the `]` that closes `messages` (`_frame`)
     "`json.dumps(body).encode()`, the parts that are the same call after call (tools, system prompt, the messages sent before) serialised once."
     out, at = [b'{'], None                            # the pieces, joined once at the end: every kept text is copied once
     for k, v in body.items():
@@ -395,7 +395,7 @@ def _body_bytes(self:HTTPProvider, body:dict,
         else: out.append(_scalar_json.get(v) if type(v) is bool else str(v).encode() if type(v) is int else _encode(v).encode())
         if k == 'messages': at = len(out)                                        # its last piece ends with the `]`
     out.append(b'}')
-    if cut: return b''.join(out[:at])[:-1], b']' + b''.join(out[at:])
+    if cut: return (*out[:at - 1], out[at - 1][:-1]), (b']', *out[at:])   # as pieces: each copied once, into the request
     return b''.join(out)
 
 # %% ../nbs/10_providers.ipynb #311b53d6
@@ -547,14 +547,14 @@ def _openai_text_json(m:dict) -> bytes:
     "`_json_after_comma(_openai_text_message(m))`."
     return _json_after_comma(_openai_text_message(m))
 
-# %% ../nbs/10_providers.ipynb #a100e4b3
+# %% ../nbs/10_providers.ipynb #c0916afb
 @dataclass(slots=True)
 class _Framing:
     "The request a frame is made from (`_frame`): the system prompt and the tool schemas of the request framed, and no message."
     system:str; tools:list; messages:tuple=(); agent:object=None
 
 class _Frame:
-    "A request's body less its transcript, as UTF-8: `head`, then the messages' JSON, then `tail`; and what it was made from."
+    "A request's body less its transcript, as pieces of UTF-8: `head`, then the messages' JSON, then `tail`; and what it was made from."
     __slots__ = ('made_of', 'system', 'tools', 'schemas', 'head', 'tail')
     def fits(self, made_of:tuple, system:str, tools:list) -> bool:
         "Was this frame made from these settings, this system prompt and these very tool schemas (the list and each schema)?"
