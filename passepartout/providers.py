@@ -309,7 +309,7 @@ def _read(self:HTTPProvider, content:bytes, status:int=200,
     except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
         raise self._fail(f"malformed body: unexpected shape ({type(e).__name__}: {e})", status=status) from None
 
-# %% ../nbs/10_providers.ipynb #02ff2172
+# %% ../nbs/10_providers.ipynb #033ea26b
 @patch
 def _prepare(self:HTTPProvider, request, model:str|None, stream:bool) -> tuple:
     "URL, headers and JSON bytes for one call; refuses early when a needed key is missing."
@@ -319,7 +319,8 @@ def _prepare(self:HTTPProvider, request, model:str|None, stream:bool) -> tuple:
     if type(self).body is not type(self)._framed_body:   # a body a subclass wrote: serialised as it is
         return self.url, headers, self._body_bytes(self.body(request, model, stream))
     frame = self._frame(request, model, stream)
-    return self.url, headers, b''.join([*frame.head, *self._transcript_json(request.messages), *frame.tail])
+    prompt = frame.prompt if frame.prompt is not None else self._text_json(request.system)
+    return self.url, headers, b''.join([*frame.before, prompt, *frame.after, *self._transcript_json(request.messages), *frame.tail])
 
 # %% ../nbs/10_providers.ipynb #57d453f7
 class _ShapedTools(list):
@@ -377,25 +378,26 @@ def _rest_json(messages:list) -> tuple:
     rest = _encode(messages[1:])[1:-1]
     return (b', ' + rest.encode(),) if rest else ()
 
-# %% ../nbs/10_providers.ipynb #178958da
+# %% ../nbs/10_providers.ipynb #d544d3e3
 @patch
 def _body_bytes(self:HTTPProvider, body:dict,
-                cut:bool=False) -> bytes|tuple: # cut: `(head, tail)`, the JSON's pieces cut before the `]` that closes `messages` (`_frame`)
+                cut:bool=False) -> bytes|tuple: # cut: `(head, tail, i)`, the JSON's pieces cut before the `]` that closes `messages`, `head[i]` the prompt's (`_frame`)
     "`json.dumps(body).encode()`, the parts that are the same call after call (tools, system prompt, the messages sent before) serialised once."
-    out, at = [b'{'], None                            # the pieces, joined once at the end: every kept text is copied once
+    out, at, prompt_at = [b'{'], None, None           # the pieces, joined once at the end: every kept text is copied once
     for k, v in body.items():
         if type(k) is not str: return _encode(body).encode()   # keys JSON writes otherwise (numbers, None): all of it as `json.dumps` does
         out += (b', ' if len(out) > 1 else b'', _key_json(k), b': ')
         if k == 'tools' and v: out.append(self._tools_json(v))
-        elif k == 'system' and type(v) is str: out.append(self._text_json(v))   # Anthropic's
+        elif k == 'system' and type(v) is str: prompt_at = len(out); out.append(self._text_json(v))   # Anthropic's
         elif k == 'messages' and _system_first(v):                               # chat completions', Ollama's
+            prompt_at = len(out) + 1
             out += (b'[{"role": "system", "content": ', self._text_json(v[0]['content']), b'}', *_rest_json(v), b']')
         elif k == 'messages' and type(v) is _WireTurns and len(v) == len(v.sent) and not any(map(is_not, v.sent, v)):   # Anthropic's
             out += (b'[', b', '.join(v.json), b']')
         else: out.append(_scalar_json.get(v) if type(v) is bool else str(v).encode() if type(v) is int else _encode(v).encode())
         if k == 'messages': at = len(out)                                        # its last piece ends with the `]`
     out.append(b'}')
-    if cut: return (*out[:at - 1], out[at - 1][:-1]), (b']', *out[at:])   # as pieces: each copied once, into the request
+    if cut: return (*out[:at - 1], out[at - 1][:-1]), (b']', *out[at:]), prompt_at   # as pieces: each copied once, into the request
     return b''.join(out)
 
 # %% ../nbs/10_providers.ipynb #311b53d6
@@ -547,28 +549,30 @@ def _openai_text_json(m:dict) -> bytes:
     "`_json_after_comma(_openai_text_message(m))`."
     return _json_after_comma(_openai_text_message(m))
 
-# %% ../nbs/10_providers.ipynb #c0916afb
+# %% ../nbs/10_providers.ipynb #59b931bc
 @dataclass(slots=True)
 class _Framing:
     "The request a frame is made from (`_frame`): the system prompt and the tool schemas of the request framed, and no message."
     system:str; tools:list; messages:tuple=(); agent:object=None
 
 class _Frame:
-    "A request's body less its transcript, as pieces of UTF-8: `head`, then the messages' JSON, then `tail`; and what it was made from."
-    __slots__ = ('made_of', 'system', 'tools', 'schemas', 'head', 'tail')
+    "A request's body less its transcript, as pieces of UTF-8: `before`, the prompt, `after`, the messages' JSON, `tail`; and what it was made from."
+    __slots__ = ('made_of', 'system', 'tools', 'schemas', 'before', 'prompt', 'after', 'tail')   # prompt: its JSON, or None: the request's own goes there
     def fits(self, made_of:tuple, system:str, tools:list) -> bool:
-        "Was this frame made from these settings, this system prompt and these very tool schemas (the list and each schema)?"
-        return (self.made_of == made_of and self.system == system and len(tools) == len(self.schemas)
+        "Was this frame made from these settings and these very tool schemas (the list and each schema), and this prompt if it holds it?"
+        return (self.made_of == made_of and len(tools) == len(self.schemas) and (self.prompt is None or self.system == system)
                 and (self.tools is tools or not tools) and not any(map(is_not, tools, self.schemas)))
 
 @patch
 def _frame(self:HTTPProvider, request, model:str, stream:bool) -> _Frame:
-    "The frame of `request`'s body (`body()` with no message, cut where the messages go), kept while the model, settings, system prompt and tool schemas stay the same."
+    "The frame of `request`'s body (`body()` with no message, cut where the prompt and the messages go), kept while the model, settings and tool schemas stay the same."
     system, tools, made_of = request.system, request.tools or (), (model, stream, self.max_tokens, self.text_mode)
     frame = self.__dict__.get('_framed')
     if frame is None or not frame.fits(made_of, system, tools):
         frame = _Frame()
-        frame.head, frame.tail = self._body_bytes(self.body(_Framing(system, request.tools), model, stream), cut=True)
+        head, frame.tail, i = self._body_bytes(self.body(_Framing(system, request.tools), model, stream), cut=True)
+        if i is None or self.text_mode: frame.before, frame.prompt, frame.after = head, b'', ()   # the prompt made from the tools: held
+        else: frame.before, frame.prompt, frame.after = head[:i], None, head[i + 1:]               # the request's prompt goes at `i`
         frame.made_of, frame.system, frame.tools, frame.schemas = made_of, system, tools, tuple(tools)
         self._framed = frame
     return frame

@@ -163,7 +163,7 @@ def test_a_frame_is_made_anew_whenever_what_it_was_made_from_changes():
                         sent = p._prepare(request, box['model'], stream)[2]
                         assert sent == plain(kind, p, request, stream).replace(b'"model": "m"', json.dumps({'model': box['model'] or 'm'})[1:-1].encode()), (kind, name, i)
                     talk.append(result(len(talk)) if talk[-1]['role'] != 'tool' else call(len(talk)))
-            assert p._framed.head[0] == b'{', (kind, name)   # sent from a frame, not field by field
+            assert p._framed.before[0] == b'{', (kind, name)   # sent from a frame, not field by field
         box['model'] = None
 
 
