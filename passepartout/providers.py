@@ -486,10 +486,10 @@ def _wire_messages(self:HTTPProvider, system:str, messages:list, one) -> _WireLi
         out.sent, out.json = tuple(sent.wire), tuple(sent.json)
     return out
 
-# %% ../nbs/10_providers.ipynb #667d33cd
+# %% ../nbs/10_providers.ipynb #811c1677
 @patch
 def _transcript_json(self:HTTPProvider, messages:list) -> list:
-    "The JSON of `messages` in this wire format, as the UTF-8 pieces that go between a frame's head and tail (`_prepare`)."
+    "The JSON of `messages` in this wire format, as the UTF-8 pieces that go after a frame's prompt and before its tail (`_prepare`)."
     if not messages: return []
     one, serialise = self._writer()
     with self._sent_lock: return list(self._caught_up(messages, one, serialise).json)
@@ -845,10 +845,10 @@ def _anthropic_turns(self:AnthropicProvider, messages:list, one) -> _WireTurns:
         out.sent, out.json = tuple(out), tuple(map(_TURN_JSON, turns))
     return out
 
-# %% ../nbs/10_providers.ipynb #96e961f9
+# %% ../nbs/10_providers.ipynb #737047fc
 @patch
 def _transcript_json(self:AnthropicProvider, messages:list) -> list:
-    "The JSON of `messages` as Anthropic turns, the one piece that goes between a frame's head and tail (`_prepare`)."
+    "The JSON of `messages` as Anthropic turns, the one piece that goes after a frame's prompt and before its tail (`_prepare`)."
     if not messages: return []
     with self._sent_lock: return [b', '.join(map(_TURN_JSON, _turns_of(self._caught_up(messages, self._converter(), _blocks_json))))]
 
