@@ -4,8 +4,9 @@ PASSEPARTOUT_HOME and workspace, driven by a model that reads its request as a r
 
 `WireModel` is a scripted model that pays what the OpenAI-compatible provider pays on every call
 before and after the network: it builds the request body from the system prompt, the transcript and
-the tool schemas (`OpenAIProvider._prepare`: `body()` then `json.dumps`), and reads its scripted answer
-from a chat-completions response as bytes (`json.loads`, `OpenAIProvider.parse`, `_proposal`). Only
+the tool schemas (`OpenAIProvider._prepare`), and reads its scripted answer from a chat-completions
+response as bytes, as the provider reads a response's body (`OpenAIProvider._read`: JSON, then `parse`;
+then `_proposal`). Only
 the HTTP round trip is left out, and the server's own work: an answer's bytes are encoded once, only
 its usage figures filled in per request.
 """
@@ -52,7 +53,7 @@ class WireModel:
             call = lambda: {'id': f"call_{self.left}", 'type': 'function', 'function': {'name': self.tool, 'arguments': json.dumps(self.args)}}
             raw = self._answer(self.left, lambda: {'role': 'assistant', 'content': 'Doing what you asked.', 'tool_calls': [call()]})
         else: raw = self._answer(None, lambda: {'role': 'assistant', 'content': 'done'})
-        return self.wire._proposal(self.wire.parse(json.loads(raw)))
+        return self.wire._proposal(self.wire._read(raw))                  # as `_parsed` reads a response's body
 
 
 def echo(text:str): # the text to give back

@@ -21,6 +21,13 @@ per request, median over repeated runs, with the shipped agent's system prompt a
 each next to the plain build of the same bodies: the public converters (`openai_messages`, `openai_tools`) and
 `json.dumps(...).encode()`, as a provider without any kept part would build them.
 
+Before those, the shipped model's own CPU per shipped 1-tool turn (`WireModel` of bench/_shipped.py: what
+`bench/loop_overhead.py` takes off a turn as the model's share), per turn and per request.
+
+Then what reading an answer costs: a tool call's answer, as each wire format's server sends it, read into a
+proposal (`_read`: the body's JSON and the format's `parse`; `_proposal`: the action, its arguments read), CPU per
+answer, next to the same with the body read by `json.loads`.
+
     python bench/provider_overhead.py [--calls 500] [--repeat 5] [--turns 300]
 """
 import argparse, json, os, socket, statistics, sys, threading, time
@@ -119,9 +126,26 @@ def request_building(turns:int, repeat:int):
     history = []
     for i in range(200):
         history += [{'role': 'user', 'content': f'question {i}', 'owner': True}, {'role': 'assistant', 'content': f'answer {i} ' * 20}]
+    model_share(agent, turns, repeat)
     for provider in (OpenAIProvider('bench-model', base_url='http://127.0.0.1:9/v1'), AnthropicProvider('bench-model', base_url='http://127.0.0.1:9')):
         print(f"request building with {type(provider).__name__} (CPU per request, median of {repeat}; shipped prompt and belt):")
         building(agent, provider, history, turns, repeat)
+
+
+def model_share(agent, turns:int, repeat:int):
+    "The shipped model's own CPU (WireModel: `_prepare`, `_read`, `_proposal`) per 1-tool turn of the shipped agent, each turn in a new session."
+    model, runs = agent.provider, []
+    for r in range(repeat + 1):
+        before, model.timed = model.cpu, True
+        for i in range(turns):
+            name = f"share-{r}-{i}"
+            assert agent.send('go', session=name).reply == 'done'
+            agent.transcripts.pop(name, None); agent.used.pop(name, None)
+        model.timed = False
+        if r: runs.append((model.cpu - before) / turns * 1e6)   # the first run warms up
+    per_turn = statistics.median(runs)
+    print(f"the shipped model's own CPU in a shipped 1-tool turn (2 requests; median of {repeat}x{turns} turns): "
+          f"{per_turn:.1f} µs per turn, {per_turn / 2:.1f} µs per request")
 
 
 def building(agent, provider, history, turns, repeat):
@@ -140,6 +164,29 @@ def building(agent, provider, history, turns, repeat):
             build(ProposalRequest(agent, signal, transcript, [], '')); transcript.pop(); return 1
         k, p = (cpu_per_request(lambda: grow(f), turns, repeat) for f in (kept, plain))
         print(f"  {f'at message {n}':24} kept {k:7.1f} µs   plain build {p:7.1f} µs   kept/plain {k / p:.2f}")
+
+
+ANSWERS = {   # a tool call's answer as each wire format's server sends it
+    'OpenAIProvider': {'id': 'x', 'object': 'chat.completion', 'choices': [{'index': 0, 'finish_reason': 'tool_calls', 'message': {
+        'role': 'assistant', 'content': 'Doing what you asked.', 'tool_calls': [{'id': 'call_0', 'type': 'function', 'function': {
+            'name': 'echo', 'arguments': '{"text": "hi"}'}}]}}], 'usage': {'prompt_tokens': 2970, 'completion_tokens': 12}},
+    'OllamaProvider': {'model': 'm', 'message': {'role': 'assistant', 'content': 'Doing what you asked.', 'tool_calls': [
+        {'function': {'name': 'echo', 'arguments': {'text': 'hi'}}}]}, 'done': True, 'prompt_eval_count': 2970, 'eval_count': 12},
+    'AnthropicProvider': {'id': 'msg_1', 'type': 'message', 'role': 'assistant', 'content': [{'type': 'text', 'text': 'Doing what you asked.'},
+        {'type': 'tool_use', 'id': 'toolu_1', 'name': 'echo', 'input': {'text': 'hi'}}], 'usage': {'input_tokens': 2970, 'output_tokens': 12}},
+}
+
+
+def answer_reading(runs:int, repeat:int):
+    "CPU per answer of reading a tool call's answer into a proposal (`_read`, `_proposal`), against `json.loads` then the same."
+    from passepartout.providers import OllamaProvider, AnthropicProvider
+    print(f"answer reading, a tool call's answer (CPU per answer, median of {repeat}):")
+    for provider in (OpenAIProvider('m', base_url='http://127.0.0.1:9/v1'), OllamaProvider('m'), AnthropicProvider('m', base_url='http://127.0.0.1:9')):
+        raw = json.dumps(ANSWERS[type(provider).__name__]).encode()
+        ours = lambda: (provider._proposal(provider._read(raw)), 1)[1]
+        plain = lambda: (provider._proposal(provider.parse(json.loads(raw))), 1)[1]
+        k, p = (cpu_per_request(f, runs, repeat) for f in (ours, plain))
+        print(f"  {type(provider).__name__:24} read  {k:7.1f} µs   json.loads    {p:7.1f} µs   read/json.loads {k / p:.2f}")
 
 
 def main():
@@ -176,6 +223,7 @@ def main():
           f"(of which httpx + loopback: {med['floor'] - server_us:.1f})")
     httpd.shutdown()
     request_building(args.turns, args.repeat)
+    answer_reading(args.turns * 10, args.repeat)
 
 
 if __name__ == '__main__':

@@ -10,8 +10,8 @@ __all__ = ['TEXT_MODE_RULES', 'TEXT_MODE_WHY', 'ProviderError', 'retry_after_sec
            'anthropic_messages', 'HTTPProvider', 'openai_tools', 'OpenAIProvider', 'OpenAIStream', 'OllamaProvider',
            'OllamaStream', 'anthropic_tools', 'AnthropicProvider', 'AnthropicStream']
 
-# %% ../nbs/10_providers.ipynb #84ce8a8e
-import copy, dataclasses, json, operator, re, threading, time, email.utils
+# %% ../nbs/10_providers.ipynb #8ed110e3
+import copy, dataclasses, json, json.decoder, json.scanner, operator, re, threading, time, email.utils
 from operator import is_not
 from dataclasses import dataclass, field
 from .basics import patch
@@ -47,13 +47,26 @@ class Answer:
     usage:dict=field(default_factory=dict)      # input_tokens, output_tokens (and cost_usd if reported)
     raw:str=''                                  # the body (or the stream) as received
 
-# %% ../nbs/10_providers.ipynb #bdcd6b84
+# %% ../nbs/10_providers.ipynb #3ac956c3
+_scan = json.scanner.c_make_scanner and json.scanner.c_make_scanner(json.decoder.JSONDecoder())   # `json`'s C scanner, as `json.loads` uses it
+
+def _loads(text:str|bytes):
+    "`json.loads(text)` of a JSON object (as text or UTF-8 bytes): the same value, or the same error, without `json.loads`'s steps in Python."
+    if type(text) is bytes:
+        if text[:1] != b'{' or text[1:2] == b'\x00': return json.loads(text)   # what `json.detect_encoding` reads as UTF-8 only
+        text = text.decode('utf-8', 'surrogatepass')                            # as `json.loads` decodes it
+    if _scan is None or text[:1] != '{': return json.loads(text)
+    try: value, end = _scan(text, 0)
+    except StopIteration: return json.loads(text)
+    return value if end == len(text) else json.loads(text)                       # trailing space, or extra data: as `json.loads` has it
+
+# %% ../nbs/10_providers.ipynb #5f44b9ad
 def _arguments(call:dict, provider:str) -> dict:
     "A tool call's arguments as a dict; anything but a JSON object is an unusable answer."
     args = call.get('arguments')
     if args is None or args == '': return {}
     if isinstance(args, str):
-        try: args = json.loads(args)
+        try: args = _loads(args)
         except (ValueError, RecursionError): raise UnusableAnswer(f"the arguments of tool call {call.get('name')!r} are not valid JSON: {args[:200]!r}", provider=provider) from None
     if not isinstance(args, dict): raise UnusableAnswer(f"the arguments of tool call {call.get('name')!r} must be a JSON object", provider=provider)
     return args
@@ -222,10 +235,11 @@ def _snippet(r) -> str:
     text = ' '.join(str(text).split())
     return text[:200] + ('…' if len(text) > 200 else '')
 
-# %% ../nbs/10_providers.ipynb #5cc1ebba
+# %% ../nbs/10_providers.ipynb #1fac4f0a
 class HTTPProvider:
     "A model behind an HTTP API: clients, timeouts, error mapping, streaming; one subclass per wire format."
     kind, path, key_env = 'http', '', ''
+    _framed_body = None   # the wire format's own `body`, which `_prepare` sends from a frame (`_frame`)
     def __init__(self, model:str, base_url:str, api_key:str|None=None, *,
                  name:str|None=None,     # shown in errors and proposals (default: the wire format)
                  text_mode:bool=False,   # ask for JSON actions in text instead of native tool calls
@@ -274,33 +288,44 @@ def _check(self:HTTPProvider, r):
     kind = 'server error' if r.status_code >= 500 else 'request refused'
     raise self._fail(f"{kind} (HTTP {r.status_code}): {why}", status=r.status_code)
 
-# %% ../nbs/10_providers.ipynb #b2a17690
+# %% ../nbs/10_providers.ipynb #0870655a
 @patch
 def _parsed(self:HTTPProvider, r) -> Answer:
     "The neutral answer in a whole (non-streamed) response."
     self._check(r)
-    try: data = r.json()
-    except (ValueError, RecursionError): raise self._fail(f"malformed body: not JSON ({_snippet(r)})", status=r.status_code) from None
-    try: answer = self.parse(data)
-    except ProviderError: raise
-    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
-        raise self._fail(f"malformed body: unexpected shape ({type(e).__name__}: {e})", status=r.status_code) from None
+    answer = self._read(r.content, r.status_code, lambda: _snippet(r))
     answer.raw = r.text
     return answer
 
-# %% ../nbs/10_providers.ipynb #f1ab5761
+@patch
+def _read(self:HTTPProvider, content:bytes, status:int=200,
+          quoted=None) -> Answer: # quoted(): what to quote of a body that is not JSON (default: its text)
+    "The neutral answer in a response's body (`_parsed`): a body not JSON, or of another shape, is a ProviderError."
+    try: data = _loads(content)
+    except (ValueError, RecursionError):
+        raise self._fail(f"malformed body: not JSON ({quoted() if quoted else ' '.join(content[:200].decode(errors='replace').split())})", status=status) from None
+    try: return self.parse(data)
+    except ProviderError: raise
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
+        raise self._fail(f"malformed body: unexpected shape ({type(e).__name__}: {e})", status=status) from None
+
+# %% ../nbs/10_providers.ipynb #033ea26b
 @patch
 def _prepare(self:HTTPProvider, request, model:str|None, stream:bool) -> tuple:
     "URL, headers and JSON bytes for one call; refuses early when a needed key is missing."
     if self.key_env and not self._key and self._needs_key():
         raise self._fail(f"no API key (set {self.key_env})")
-    headers = {'content-type': 'application/json', **self.extra_headers, **self.auth_headers()}
-    return self.url, headers, self._body_bytes(self.body(request, model or self.model, stream))
+    headers, model = {'content-type': 'application/json', **self.extra_headers, **self.auth_headers()}, model or self.model
+    if type(self).body is not type(self)._framed_body:   # a body a subclass wrote: serialised as it is
+        return self.url, headers, self._body_bytes(self.body(request, model, stream))
+    frame = self._frame(request, model, stream)
+    prompt = frame.prompt if frame.prompt is not None else self._text_json(request.system)
+    return self.url, headers, b''.join([*frame.before, prompt, *frame.after, *self._transcript_json(request.messages), *frame.tail])
 
-# %% ../nbs/10_providers.ipynb #67f50587
+# %% ../nbs/10_providers.ipynb #57d453f7
 class _ShapedTools(list):
     "A provider's own deep copy of the tool schemas in its wire shape, with their JSON as UTF-8 (`_tools_for`); nothing edits it."
-    __slots__ = ('source', 'json')
+    __slots__ = ('source', 'schemas', 'json')   # the list shaped, each schema in it, the JSON
 
 @patch
 def _tools_json(self:HTTPProvider, tools:list) -> bytes:
@@ -353,51 +378,61 @@ def _rest_json(messages:list) -> tuple:
     rest = _encode(messages[1:])[1:-1]
     return (b', ' + rest.encode(),) if rest else ()
 
-# %% ../nbs/10_providers.ipynb #85d7fc08
+# %% ../nbs/10_providers.ipynb #d544d3e3
 @patch
-def _body_bytes(self:HTTPProvider, body:dict) -> bytes:
+def _body_bytes(self:HTTPProvider, body:dict,
+                cut:bool=False) -> bytes|tuple: # cut: `(head, tail, i)`, the JSON's pieces cut before the `]` that closes `messages`, `head[i]` the prompt's (`_frame`)
     "`json.dumps(body).encode()`, the parts that are the same call after call (tools, system prompt, the messages sent before) serialised once."
-    out = [b'{']                                      # the pieces, joined once at the end: every kept text is copied once
+    out, at, prompt_at = [b'{'], None, None           # the pieces, joined once at the end: every kept text is copied once
     for k, v in body.items():
         if type(k) is not str: return _encode(body).encode()   # keys JSON writes otherwise (numbers, None): all of it as `json.dumps` does
         out += (b', ' if len(out) > 1 else b'', _key_json(k), b': ')
         if k == 'tools' and v: out.append(self._tools_json(v))
-        elif k == 'system' and type(v) is str: out.append(self._text_json(v))   # Anthropic's
+        elif k == 'system' and type(v) is str: prompt_at = len(out); out.append(self._text_json(v))   # Anthropic's
         elif k == 'messages' and _system_first(v):                               # chat completions', Ollama's
+            prompt_at = len(out) + 1
             out += (b'[{"role": "system", "content": ', self._text_json(v[0]['content']), b'}', *_rest_json(v), b']')
         elif k == 'messages' and type(v) is _WireTurns and len(v) == len(v.sent) and not any(map(is_not, v.sent, v)):   # Anthropic's
             out += (b'[', b', '.join(v.json), b']')
         else: out.append(_scalar_json.get(v) if type(v) is bool else str(v).encode() if type(v) is int else _encode(v).encode())
+        if k == 'messages': at = len(out)                                        # its last piece ends with the `]`
     out.append(b'}')
+    if cut: return (*out[:at - 1], out[at - 1][:-1]), (b']', *out[at:]), prompt_at   # as pieces: each copied once, into the request
     return b''.join(out)
 
-# %% ../nbs/10_providers.ipynb #701ed6b3
+# %% ../nbs/10_providers.ipynb #311b53d6
 @patch
 def _tools_for(self:HTTPProvider, tools:list, shape) -> list:
-    "`shape(tools)`, the wire form of the request's tool schemas, made (copied, serialised) once while the request offers the same list."
+    "`shape(tools)`, the wire form of the request's tool schemas, made (copied, serialised) once while the request offers the same list of the same schemas."
     kept = self.__dict__.get('_shaped')
-    if kept is None or kept.source is not tools or len(kept) != len(tools):
+    if kept is None or kept.source is not tools or len(kept.schemas) != len(tools) or any(map(is_not, kept.schemas, tools)):
         kept = _ShapedTools(copy.deepcopy(shape(tools)))
-        kept.source, kept.json = tools, json.dumps(kept, ensure_ascii=False).encode()
+        kept.source, kept.schemas, kept.json = tools, tuple(tools), json.dumps(kept, ensure_ascii=False).encode()
         self._shaped = kept
     return kept
 
-# %% ../nbs/10_providers.ipynb #602db0dc
+# %% ../nbs/10_providers.ipynb #4ec0006c
 _ATOMS = frozenset({str, int, float, bool, type(None)})   # what a copy can share: nothing edits them
 
 def _copied(value):
-    "A deep copy of a JSON-like `value` (dicts, lists, strings, numbers), six times faster than `copy.deepcopy`; anything else by `deepcopy`."
+    "A deep copy of a JSON-like `value` (dicts, lists, strings, numbers), ten times faster than `copy.deepcopy`; anything else by `deepcopy`."
     t = type(value)
-    if t in _ATOMS: return value
     if t is dict:
-        if _ATOMS.issuperset(map(type, value.values())): return value.copy()   # in C: a user's message, a tool's result
-        return {k: v if type(v) in _ATOMS else _copied(v) for k, v in value.items()}
-    if t is list: return [v if type(v) in _ATOMS else _copied(v) for v in value]
-    return copy.deepcopy(value)
+        out = value.copy()
+        if _ATOMS.issuperset(map(type, out.values())): return out   # in C: a user's message, a tool's result
+        for k, v in out.items():
+            if type(v) not in _ATOMS: out[k] = _copied(v)          # a value replaced, no key added: the loop goes on safely
+        return out
+    if t is list:
+        out = value.copy()
+        for i, v in enumerate(out):
+            if type(v) not in _ATOMS: out[i] = _copied(v)
+        return out
+    return value if t in _ATOMS else copy.deepcopy(value)
 
-# %% ../nbs/10_providers.ipynb #602cf2c0
+# %% ../nbs/10_providers.ipynb #257c8abb
 class _Sent:
-    "One transcript as a provider last sent it: each message (the very object, and a copy of it), its wire form, that form's JSON."
+    "One transcript as a provider last sent it: each message (the very object, and a copy of it), its wire form (its JSON, when written at once), that form's JSON."
     __slots__ = ('one', 'seen', 'copies', 'wire', 'json', 'groups')   # groups: Anthropic's turns (`_anthropic_turns`)
     def __init__(self, one): self.one, self.seen, self.copies, self.wire, self.json, self.groups = one, [], [], [], [], []
     def cut(self, start:int, stop:int|None=None):
@@ -418,33 +453,129 @@ def _unchanged(sent:_Sent, messages:list) -> int:
     if not any(map(is_not, seen, messages)) and sent.copies[:n] == messages[:n]: return n   # in C: the usual request only appends
     return next((i for i in range(n) if seen[i] is not messages[i] or sent.copies[i] != messages[i]), 0)
 
-# %% ../nbs/10_providers.ipynb #5d10ec86
+# %% ../nbs/10_providers.ipynb #8cfa01d5
 def _json_after_comma(wire) -> bytes:
     "`', '` and the JSON of one wire message, as UTF-8."
     return (', ' + _encode(wire)).encode()
 
 @patch
 def _caught_up(self:HTTPProvider, messages:list, one, serialise) -> _Sent:
-    "What this provider keeps of `messages`, every message in it converted by `one` and serialised by `serialise` (under `_sent_lock`)."
-    sent = self._sent.pop(id(messages), None)
+    "What this provider keeps of `messages`, every message in it converted by `one` and serialised by `serialise` (None: `one` writes its JSON) (under `_sent_lock`)."
+    kept, key = self._sent, id(messages)
+    sent = kept.pop(key, None)
     if sent is None or sent.one is not one: sent = _Sent(one)
-    self._sent[id(messages)] = sent                                  # the transcripts sent most recently last
-    if len(self._sent) > 64: del self._sent[next(iter(self._sent))]  # bounded: the one sent longest ago is let go
-    if len(sent.seen): sent.cut(_unchanged(sent, messages))
-    for m in messages[len(sent.seen):]:
-        wire = one(m); text = serialise(wire)                        # a message that JSON cannot carry fails here, as it always did
-        sent.seen.append(m); sent.copies.append(_copied(m)); sent.wire.append(wire); sent.json.append(text)
+    kept[key] = sent                                                 # the transcripts sent most recently last
+    if len(kept) > 64: del kept[next(iter(kept))]                    # bounded: the one sent longest ago is let go
+    seen = sent.seen
+    if seen and (n := _unchanged(sent, messages)) < len(seen): sent.cut(n)
+    if len(messages) > len(seen):
+        copies, wires, pieces = sent.copies, sent.wire, sent.json
+        for m in messages[len(seen):]:
+            wire = one(m); text = serialise(wire) if serialise is not None else wire   # a message that JSON cannot carry fails here, as it always did
+            seen.append(m); copies.append(_copied(m)); wires.append(wire); pieces.append(text)
     return sent
 
-# %% ../nbs/10_providers.ipynb #42a3f794
+# %% ../nbs/10_providers.ipynb #bb899d84
 @patch
 def _wire_messages(self:HTTPProvider, system:str, messages:list, one) -> _WireList:
     "`[system message, *map(one, messages)]`, each message converted by `one` and serialised once while the transcript grows by appending."
+    if not messages: out = _WireList([{'role': 'system', 'content': system}]); out.sent = out.json = (); return out   # nothing to keep
     with self._sent_lock:
         sent = self._caught_up(messages, one, _json_after_comma)
         out = _WireList([{'role': 'system', 'content': system}, *sent.wire])
         out.sent, out.json = tuple(sent.wire), tuple(sent.json)
     return out
+
+# %% ../nbs/10_providers.ipynb #811c1677
+@patch
+def _transcript_json(self:HTTPProvider, messages:list) -> list:
+    "The JSON of `messages` in this wire format, as the UTF-8 pieces that go after a frame's prompt and before its tail (`_prepare`)."
+    if not messages: return []
+    one, serialise = self._writer()
+    with self._sent_lock: return list(self._caught_up(messages, one, serialise).json)
+
+@patch
+def _writer(self:HTTPProvider) -> tuple:
+    "How a message becomes its JSON after `', '`: `(one, serialise)` for `_caught_up` (by default: converted, then serialised)."
+    return self._converter(), _json_after_comma
+
+# %% ../nbs/10_providers.ipynb #76e0b3be
+_str_json = json.encoder.encode_basestring   # a string's JSON, as `json.dumps(..., ensure_ascii=False)` writes it (in C)
+
+def _openai_json(m:dict) -> bytes:
+    "`_json_after_comma(_openai_message(m))`, written at once where the message's fields are strings, as they are in the usual message."
+    role = m['role']
+    if role == 'tool':
+        call_id, content = m.get('call_id') or '', m.get('content', '')
+        if type(call_id) is str and type(content) is str:
+            return f', {{"role": "tool", "tool_call_id": {_str_json(call_id)}, "content": {_str_json(("Error: " if m.get("is_error") else "") + content)}}}'.encode()
+    elif calls := m.get('tool_calls'):
+        content, written = m.get('content') or None, []
+        for c in calls:
+            call_id, name = c.get('id') or '', c['name']
+            if type(call_id) is not str or type(name) is not str: break
+            written.append(f'{{"id": {_str_json(call_id)}, "type": "function", "function": {{"name": {_str_json(name)}, "arguments": {_str_json(_encode(c["args"]))}}}}}')
+        else:
+            if content is None or type(content) is str:
+                return f', {{"role": "assistant", "content": {"null" if content is None else _str_json(content)}, "tool_calls": [{", ".join(written)}]}}'.encode()
+    elif type(role) is str and type(content := m['content']) is str:
+        return f', {{"role": {_str_json(role)}, "content": {_str_json(content)}}}'.encode()
+    return _json_after_comma(_openai_message(m))   # a field of another type: converted, then serialised
+
+# %% ../nbs/10_providers.ipynb #83155e5e
+def _ollama_json(m:dict) -> bytes:
+    "`_json_after_comma(_ollama_message(m))`, written at once where the message's fields are strings, as they are in the usual message."
+    role = m['role']
+    if role == 'tool':
+        name, content = m.get('name') or '', m.get('content', '')
+        if type(name) is str and type(content) is str:
+            return f', {{"role": "tool", "tool_name": {_str_json(name)}, "content": {_str_json(("Error: " if m.get("is_error") else "") + content)}}}'.encode()
+    elif calls := m.get('tool_calls'):
+        content, written = m.get('content') or '', []
+        for c in calls:
+            if type(name := c['name']) is not str: break
+            written.append(f'{{"function": {{"name": {_str_json(name)}, "arguments": {_encode(c["args"])}}}}}')
+        else:
+            if type(content) is str: return f', {{"role": "assistant", "content": {_str_json(content)}, "tool_calls": [{", ".join(written)}]}}'.encode()
+    elif type(role) is str and type(content := m['content']) is str:
+        return f', {{"role": {_str_json(role)}, "content": {_str_json(content)}}}'.encode()
+    return _json_after_comma(_ollama_message(m))
+
+def _ollama_text_json(m:dict) -> bytes:
+    "`_json_after_comma(_ollama_text_message(m))`."
+    return _json_after_comma(_ollama_text_message(m))
+
+def _openai_text_json(m:dict) -> bytes:
+    "`_json_after_comma(_openai_text_message(m))`."
+    return _json_after_comma(_openai_text_message(m))
+
+# %% ../nbs/10_providers.ipynb #59b931bc
+@dataclass(slots=True)
+class _Framing:
+    "The request a frame is made from (`_frame`): the system prompt and the tool schemas of the request framed, and no message."
+    system:str; tools:list; messages:tuple=(); agent:object=None
+
+class _Frame:
+    "A request's body less its transcript, as pieces of UTF-8: `before`, the prompt, `after`, the messages' JSON, `tail`; and what it was made from."
+    __slots__ = ('made_of', 'system', 'tools', 'schemas', 'before', 'prompt', 'after', 'tail')   # prompt: its JSON, or None: the request's own goes there
+    def fits(self, made_of:tuple, system:str, tools:list) -> bool:
+        "Was this frame made from these settings and these very tool schemas (the list and each schema), and this prompt if it holds it?"
+        return (self.made_of == made_of and len(tools) == len(self.schemas) and (self.prompt is None or self.system == system)
+                and (self.tools is tools or not tools) and not any(map(is_not, tools, self.schemas)))
+
+@patch
+def _frame(self:HTTPProvider, request, model:str, stream:bool) -> _Frame:
+    "The frame of `request`'s body (`body()` with no message, cut where the prompt and the messages go), kept while the model, settings and tool schemas stay the same."
+    system, tools, made_of = request.system, request.tools or (), (model, stream, self.max_tokens, self.text_mode)
+    frame = self.__dict__.get('_framed')
+    if frame is None or not frame.fits(made_of, system, tools):
+        frame = _Frame()
+        head, frame.tail, i = self._body_bytes(self.body(_Framing(system, request.tools), model, stream), cut=True)
+        if i is None or self.text_mode: frame.before, frame.prompt, frame.after = head, b'', ()   # the prompt made from the tools: held
+        else: frame.before, frame.prompt, frame.after = head[:i], None, head[i + 1:]               # the request's prompt goes at `i`
+        frame.made_of, frame.system, frame.tools, frame.schemas = made_of, system, tools, tuple(tools)
+        self._framed = frame
+    return frame
 
 # %% ../nbs/10_providers.ipynb #f6c8c2af
 @patch
@@ -529,7 +660,7 @@ def openai_tools(tools:list) -> list:
     return [{'type': 'function', 'function': {'name': t['name'], 'description': t.get('description', ''),
                                               'parameters': t.get('parameters') or {'type': 'object', 'properties': {}}}} for t in tools]
 
-# %% ../nbs/10_providers.ipynb #2c8623f9
+# %% ../nbs/10_providers.ipynb #84143633
 class OpenAIProvider(HTTPProvider):
     "OpenAI chat completions, and every server speaking it (OpenRouter, vLLM, llama.cpp, LM Studio)."
     kind, path, key_env = 'openai', '/chat/completions', 'OPENAI_API_KEY'
@@ -537,12 +668,15 @@ class OpenAIProvider(HTTPProvider):
         super().__init__(model, base_url, api_key, **kw)
     def _needs_key(self): return 'api.openai.com' in self.base_url or 'openrouter.ai' in self.base_url
     def auth_headers(self): return {'authorization': f"Bearer {self._key}"} if self._key else {}
+    def _converter(self): return _openai_text_message if self.text_mode else _openai_message
+    def _writer(self): return (_openai_text_json if self.text_mode else _openai_json), None
     def body(self, request, model, stream) -> dict:
-        system, one = (text_mode_prompt(request.system, request.tools), _openai_text_message) if self.text_mode else (request.system, _openai_message)
-        b = {'model': model, 'messages': self._wire_messages(system, request.messages, one), 'max_tokens': self.max_tokens}
+        system = text_mode_prompt(request.system, request.tools) if self.text_mode else request.system
+        b = {'model': model, 'messages': self._wire_messages(system, request.messages, self._converter()), 'max_tokens': self.max_tokens}
         if request.tools and not self.text_mode: b['tools'] = self._tools_for(request.tools, openai_tools)
         if stream: b.update(stream=True, stream_options={'include_usage': True})
         return b
+    _framed_body = body   # the body `_prepare` sends from a frame
 
 # %% ../nbs/10_providers.ipynb #25452bd1
 def _snippet_of(err) -> str:
@@ -569,13 +703,13 @@ class OpenAIStream:
     "Server-sent events of a streamed chat completion: `data: {chunk}` lines, then `data: [DONE]`."
     def __init__(self): self.text, self.calls, self.usage, self.done = [], {}, {}, False
 
-# %% ../nbs/10_providers.ipynb #5fefb4a6
+# %% ../nbs/10_providers.ipynb #35bfaaf7
 @patch
 def feed(self:OpenAIStream, line:str) -> str|None:
     if not line.startswith('data:'): return None
     data = line[5:].strip()
     if data == '[DONE]': self.done = True; return None
-    chunk = json.loads(data)
+    chunk = _loads(data)
     if 'error' in chunk: raise ProviderError(f"API error in stream: {_snippet_of(chunk['error'])}")
     if chunk.get('usage'): self.usage = _openai_usage(chunk['usage'])
     for choice in chunk.get('choices') or ():
@@ -598,18 +732,21 @@ def finish(self:OpenAIStream, provider) -> Answer:
 @patch
 def stream_parser(self:OpenAIProvider): return OpenAIStream()
 
-# %% ../nbs/10_providers.ipynb #532650c0
+# %% ../nbs/10_providers.ipynb #13e43992
 class OllamaProvider(HTTPProvider):
     "Ollama's `/api/chat`: tool calls with object arguments, NDJSON streaming, token counts."
     kind, path = 'ollama', '/api/chat'
     def __init__(self, model:str='llama3.2', host:str='http://127.0.0.1:11434', **kw):
         super().__init__(model, host if '://' in host else f"http://{host}", None, **kw)
     def auth_headers(self): return {}
+    def _converter(self): return _ollama_text_message if self.text_mode else _ollama_message
+    def _writer(self): return (_ollama_text_json if self.text_mode else _ollama_json), None
     def body(self, request, model, stream) -> dict:
-        system, one = (text_mode_prompt(request.system, request.tools), _ollama_text_message) if self.text_mode else (request.system, _ollama_message)
-        b = {'model': model, 'messages': self._wire_messages(system, request.messages, one), 'stream': stream, 'options': {'num_predict': self.max_tokens}}
+        system = text_mode_prompt(request.system, request.tools) if self.text_mode else request.system
+        b = {'model': model, 'messages': self._wire_messages(system, request.messages, self._converter()), 'stream': stream, 'options': {'num_predict': self.max_tokens}}
         if request.tools and not self.text_mode: b['tools'] = self._tools_for(request.tools, openai_tools)
         return b
+    _framed_body = body   # the body `_prepare` sends from a frame
 
 # %% ../nbs/10_providers.ipynb #fef4d3ee
 def _ollama_usage(d:dict) -> dict:
@@ -658,7 +795,7 @@ def anthropic_tools(tools:list) -> list:
     "Tool schemas in the Anthropic Messages `tools` shape."
     return [{'name': t['name'], 'description': t.get('description', ''), 'input_schema': t.get('parameters') or {'type': 'object'}} for t in tools]
 
-# %% ../nbs/10_providers.ipynb #fc81db1f
+# %% ../nbs/10_providers.ipynb #d0c3d095
 class AnthropicProvider(HTTPProvider):
     "Anthropic Messages: `x-api-key`, `anthropic-version`, content blocks, `tool_use` and `tool_result`."
     kind, path, key_env, version = 'anthropic', '/v1/messages', 'ANTHROPIC_API_KEY', '2023-06-01'
@@ -667,13 +804,15 @@ class AnthropicProvider(HTTPProvider):
     def _needs_key(self): return 'api.anthropic.com' in self.base_url
     def auth_headers(self):
         return {'anthropic-version': self.version, **({'x-api-key': self._key} if self._key else {})}
+    def _converter(self): return _anthropic_text_blocks if self.text_mode else _anthropic_blocks
     def body(self, request, model, stream) -> dict:
-        system, one = (text_mode_prompt(request.system, request.tools), _anthropic_text_blocks) if self.text_mode else (request.system, _anthropic_blocks)
-        b = {'model': model, 'max_tokens': self.max_tokens, 'system': system, 'messages': self._anthropic_turns(request.messages, one)}
+        system = text_mode_prompt(request.system, request.tools) if self.text_mode else request.system
+        b = {'model': model, 'max_tokens': self.max_tokens, 'system': system, 'messages': self._anthropic_turns(request.messages, self._converter())}
         if request.tools and not self.text_mode:
             b['tools'] = self._tools_for(request.tools, anthropic_tools)
         if stream: b['stream'] = True
         return b
+    _framed_body = body   # the body `_prepare` sends from a frame
 
 # %% ../nbs/10_providers.ipynb #d2ecd599
 _TURN, _TURN_JSON = operator.itemgetter(0), operator.itemgetter(3)   # of a turn kept: the turn, its JSON
@@ -695,15 +834,23 @@ def _turns_of(sent:_Sent) -> list:
         i = j
     return turns
 
-# %% ../nbs/10_providers.ipynb #bc944e00
+# %% ../nbs/10_providers.ipynb #cf768b41
 @patch
 def _anthropic_turns(self:AnthropicProvider, messages:list, one) -> _WireTurns:
     "`anthropic_messages(messages)`, each message converted by `one` and serialised once, each finished turn merged once."
+    if not messages: out = _WireTurns(); out.sent = out.json = (); return out   # nothing to keep
     with self._sent_lock:
         turns = _turns_of(self._caught_up(messages, one, _blocks_json))
         out = _WireTurns(map(_TURN, turns))
         out.sent, out.json = tuple(out), tuple(map(_TURN_JSON, turns))
     return out
+
+# %% ../nbs/10_providers.ipynb #737047fc
+@patch
+def _transcript_json(self:AnthropicProvider, messages:list) -> list:
+    "The JSON of `messages` as Anthropic turns, the one piece that goes after a frame's prompt and before its tail (`_prepare`)."
+    if not messages: return []
+    with self._sent_lock: return [b', '.join(map(_TURN_JSON, _turns_of(self._caught_up(messages, self._converter(), _blocks_json))))]
 
 # %% ../nbs/10_providers.ipynb #a61a3541
 @patch

@@ -115,3 +115,54 @@ def test_encode_fails_as_json_dumps_does():
         with pytest.raises(Exception) as ours: _encode(bad)
         with pytest.raises(Exception) as theirs: json.dumps(bad, ensure_ascii=False)
         assert (type(ours.value), str(ours.value)) == (type(theirs.value), str(theirs.value))
+
+
+@pytest.mark.parametrize('text', [
+    '{"a": [1, 2.5, null, true], "é": "\\u00e9\\ud800", "n": {"deep": {}}}', b'{"a": "\xc3\xa9"}', ' {"a": 1}', '{"a": 1}\n', '{"a": 1} x',
+    '[1]', '"s"', '', '{', b'{"cut', '{"a": 1'.encode('utf-16'), '{"a": 1}'.encode('utf-8-sig'), b'{\x00"', b'{"a": "\xff"}', '{"a": NaN}',
+    '{"a": 1, "a": 2}', '{' * 100000 + '}' * 100000,
+], ids=lambda t: repr(t[:20]))
+def test_loads_is_json_loads(text):
+    "The answer's reader gives `json.loads`'s value, or fails with its error (type and message), for objects and everything else."
+    import json
+    from passepartout.providers import _loads
+    try: expected = ('value', json.loads(text))
+    except (ValueError, RecursionError) as e: expected = ('error', type(e), str(e))
+    try: got = ('value', _loads(text))
+    except (ValueError, RecursionError) as e: got = ('error', type(e), str(e))
+    assert got == expected
+
+
+MESSAGES = [
+    {'role': 'user', 'content': 'héllo "there"\n\u2028 ✓ \x00 😀', 'owner': True}, {'role': 'user', 'content': ''},
+    {'role': 'system', 'content': 'S'}, {'role': 'assistant', 'content': 'Done.'}, {'role': 'assistant', 'content': None},
+    {'role': 'assistant', 'content': 'Looking.', 'tool_calls': [{'id': 'c1', 'name': 'read_file', 'args': {'path': 'a "b".txt', 'n': [1, 2.5, None, True], 'd': {'é': -0.0}}}]},
+    {'role': 'assistant', 'content': '', 'tool_calls': [{'id': 'c3', 'name': 'now', 'args': {}}, {'id': None, 'name': 'read_file', 'args': {'path': 'z'}}]},
+    {'role': 'assistant', 'content': None, 'tool_calls': [{'id': 7, 'name': 'n', 'args': {}}]}, {'role': 'assistant', 'content': 3, 'tool_calls': [{'name': 'n', 'args': {}}]},
+    {'role': 'assistant', 'content': 'x', 'tool_calls': []}, {'role': 'assistant', 'content': 'x', 'tool_calls': [{'id': 'c', 'name': 5, 'args': {}}]},
+    {'role': 'tool', 'call_id': 'c1', 'name': 'read_file', 'content': 'x' * 300, 'is_error': False},
+    {'role': 'tool', 'call_id': 'c1', 'name': 'read_file', 'content': 'Permission denied', 'is_error': True},
+    {'role': 'tool', 'call_id': None, 'name': None, 'content': 12, 'is_error': False, 'held': 'tok'}, {'role': 'tool'},
+    {'role': 'tool', 'call_id': 5, 'name': 5, 'content': 'out'}, {'role': 5, 'content': 'odd'}, {'role': 'user', 'content': ['a', 1]},
+]
+
+
+@pytest.mark.parametrize('kind', ['openai', 'ollama'])
+@pytest.mark.parametrize('message', MESSAGES, ids=lambda m: repr(m)[:40])
+def test_a_message_written_at_once_is_the_message_converted_then_serialised(kind, message):
+    "The JSON a provider writes at once for a message (`_openai_json`, `_ollama_json`) is the very JSON of the converted message."
+    from passepartout.providers import _openai_json, _ollama_json, _openai_message, _ollama_message, _json_after_comma
+    write, convert = {'openai': (_openai_json, _openai_message), 'ollama': (_ollama_json, _ollama_message)}[kind]
+    assert write(message) == _json_after_comma(convert(message))
+
+
+@pytest.mark.parametrize('kind', ['openai', 'ollama'])
+def test_a_message_that_cannot_be_written_fails_as_its_conversion_does(kind):
+    "A message without a role, a call without a name, arguments JSON cannot carry: the same error as converting, then serialising."
+    from passepartout.providers import _openai_json, _ollama_json, _openai_message, _ollama_message, _json_after_comma
+    write, convert = {'openai': (_openai_json, _openai_message), 'ollama': (_ollama_json, _ollama_message)}[kind]
+    for bad in ({'content': 'no role'}, {'role': 'assistant', 'content': '', 'tool_calls': [{'id': 'c', 'args': {}}]}, {'role': 'user', 'content': 'lone \ud800'},
+                {'role': 'assistant', 'content': '', 'tool_calls': [{'id': 'c', 'name': 'n', 'args': {'x': object()}}]}):
+        with pytest.raises(Exception) as ours: write(bad)
+        with pytest.raises(Exception) as theirs: _json_after_comma(convert(bad))
+        assert (type(ours.value), str(ours.value)) == (type(theirs.value), str(theirs.value))

@@ -132,3 +132,48 @@ def test_a_provider_keeps_a_bounded_number_of_conversations():
         assert provider._prepare(request, None, False)[2] == plain('openai', provider, request, False)
         talk.append(result(len(talk)))
     assert len(provider._sent) == 64
+
+
+def test_a_frame_is_made_anew_whenever_what_it_was_made_from_changes():
+    "The frame (`_frame`: the body less its messages) follows every change of the tools (in place too), prompt, model and settings; two conversations interleave."
+    made = providers()
+    tools, box = [dict(t) for t in TOOLS], {'model': None}
+    talks = [[{'role': 'user', 'content': 'first', 'owner': True}], [{'role': 'user', 'content': 'second', 'owner': False}]]
+    system = ['You are P.']
+    def changes(p):
+        tools[:], system[0] = [dict(t) for t in TOOLS], 'You are P.'
+        yield 'as it is'
+        tools.append(dict(OTHER_TOOLS[0])); yield 'a tool added in place'
+        tools.pop(0); yield 'a tool removed in place'
+        tools[0] = {'name': 'now', 'description': 'The time, in UTC.'}; yield 'a schema replaced in place'
+        tools[:] = [dict(t) for t in TOOLS]; yield 'the same tools again, other objects'
+        system[0] = 'You are Q.'; yield 'the prompt changed'
+        box['model'] = 'other-model'; yield 'another model asked for'
+        p.max_tokens = 77; yield 'max_tokens changed'
+        p.text_mode = True; yield 'text mode on'
+        p.text_mode = False; yield 'text mode off'
+        talks[0][0]['content'] = 'first, edited'; yield 'a message edited in place'
+        tools.clear(); yield 'no tools'
+    for kind, p in made.items():
+        for name in changes(p):
+            for i in range(3):                                   # the two conversations in turn, each growing
+                for talk in talks:
+                    request = SimpleNamespace(system=system[0], messages=talk, tools=tools, agent=None)
+                    for stream in (False, True):
+                        sent = p._prepare(request, box['model'], stream)[2]
+                        assert sent == plain(kind, p, request, stream).replace(b'"model": "m"', json.dumps({'model': box['model'] or 'm'})[1:-1].encode()), (kind, name, i)
+                    talk.append(result(len(talk)) if talk[-1]['role'] != 'tool' else call(len(talk)))
+            assert p._framed.before[0] == b'{', (kind, name)   # sent from a frame, not field by field
+        box['model'] = None
+
+
+def test_a_body_a_subclass_writes_is_sent_as_written():
+    "A subclass that overrides `body` (reading more of the request than a frame is made from) is serialised from its `body()`, every call."
+    class Tempered(OpenAIProvider):
+        def body(self, request, model, stream):
+            return {**super().body(request, model, stream), 'temperature': 0.1 * len(request.rejections)}
+    p = Tempered('m', base_url='http://127.0.0.1:9/v1')
+    for rejections in ([], ['no'], ['no', 'again']):
+        request = SimpleNamespace(system='S', messages=[{'role': 'user', 'content': 'hi'}], tools=TOOLS, agent=None, rejections=rejections)
+        assert json.loads(p._prepare(request, None, False)[2])['temperature'] == 0.1 * len(rejections)
+    assert '_framed' not in p.__dict__
