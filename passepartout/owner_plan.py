@@ -569,7 +569,7 @@ def _read_view(text:str) -> tuple:
     "`(its whole fields, its lone addresses, its links outside every instruction span)` of a tool output's `text` (the last few remembered)."
     return _field_forms(text), _lone(text), links_of(text)[0]
 
-# %% ../nbs/26_owner_plan.ipynb #d4818814
+# %% ../nbs/26_owner_plan.ipynb #ac49ad86
 def pointed_reads(sv, transcript:list, flow, world:World) -> list:
     "`(fields, lone addresses, links, pointed)` of each tool output of the current request whose call's arguments are all the owner's (`pointed`: it had one at least)."
     if not sv.owner: return []
@@ -582,7 +582,10 @@ def pointed_reads(sv, transcript:list, flow, world:World) -> list:
             if args is None: continue
             given = {a: v for a, v in args.items() if a != WHY and v is not None}
             src = Source(m.get('name'), {a: _norm(v) for a, v in given.items() if _mine(flow, world, 'object', v)}, {})
-            if not given or _pinned(src, args): out.append((*_read_view(m['content']), bool(given)))
+            if not given or _pinned(src, args):
+                fields, lone, links = _read_view(m['content'])
+                web = any(_link_tokens(v) for v in given.values() if isinstance(v, str))   # a page fetched: its links are the open web's
+                out.append((fields, lone, frozenset() if web else links, bool(given)))
     return out
 
 # %% ../nbs/26_owner_plan.ipynb #7a87db9d
