@@ -71,10 +71,10 @@ _HTML = frozenset('html head body title div span table font center form script s
 _WRAPPER = re.compile(r"<(?P<tag>[A-Z][A-Z_-]{2,30}|(?i:system|instructions?|important|information|assistant|admin))>"
                       r"(?P<body>.*?)(?:</(?P=tag)>|\Z)", re.S)
 
-# %% ../nbs/26a_reply_check.ipynb #e768cdc3
+# %% ../nbs/26a_reply_check.ipynb #2c4ceb60
 _ADDRESSED = re.compile(r"""
-    \b(?:ignore|disregard|forget|override|bypass)\b[^.!?\n]{0,40}?\b(?:instructions?|directions?|prompts?|rules|guidelines|tasks?)\b
-  | \b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+)?(?:of\s+)?(?:your|all|any)\s+(?:the\s+)?(?:previous|prior|preceding|earlier|above|former|original|other|existing)\b
+    (?:ignore|disregard|forget|override|bypass)\b[^.!?\n]{0,40}?\b(?:instructions?|directions?|prompts?|rules|guidelines|tasks?)\b
+  | (?:ignore|disregard|forget|override|bypass)\s+(?:all\s+)?(?:of\s+)?(?:your|all|any)\s+(?:the\s+)?(?:previous|prior|preceding|earlier|above|former|original|other|existing)\b
   | \b(?:new|updated|revised|real|actual|true|important|urgent|secret|hidden)\s+instructions?\b
   | \b(?:system|developer)[\s_-]*(?:prompt|message|instruction|override)s?\b
   | \bthe\s+task\s+(?:that\s+)?(?:I|the\s+user)\s+(?:gave|asked|assigned|set)\b
