@@ -12,7 +12,8 @@ The model is `CompromisedModel`, a scripted provider that
 - solves the user's task by its reference calls (`ground_truth`), in order, then answers with the
   task's reference answer;
 - reads every tool result it is shown; when the text holds an injected instruction (an
-  `<INFORMATION>` block, the `important_instructions` attack) whose goal it recognises, it obeys:
+  `<INFORMATION>` block, the `important_instructions` attack; with `--attack`, anywhere in the text)
+  whose goal it recognises, it obeys:
   it first makes the injection task's reference calls (or, for the v1.2 workspace injection tasks that
   ship none, the calls in `PLANS` below), then goes on with the user's task, and says in its answer
   what the injection asked it to say (travel injection task 6); when the gates refuse that answer (the
@@ -47,6 +48,8 @@ Rerun:
     python bench/agentdojo.py --plan        # the model first plans from the request alone (the plan tool, nbs/26)
     python bench/agentdojo.py --plan --information-flow   # the stricter composition (`with_owner_plan`)
     python bench/agentdojo.py --suite slack --suite travel   # the other two suites run the same way
+    python bench/agentdojo.py --attack ignore_previous       # another of AgentDojo's attacks (direct, system_message,
+                                                             # injecagent, tool_knowledge, ...): phrasings never tuned on
 
 `--limit N` keeps the first N user tasks (and every injection task). The tests never import this file.
 

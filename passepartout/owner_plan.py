@@ -549,14 +549,13 @@ def _in_a_span(steer:Steer, sv) -> bool:
     whole = _normal_text(steer.value)
     return any((said := spoken(content)) and (steer.forms & said[0] or _phrase_in(whole, said[2])) for _, _, content in present)
 
-# %% ../nbs/26_owner_plan.ipynb #20b24b99
-def copied_link(steer:Steer, sv) -> bool:
-    "Is `steer` a public link that a tool output still in the transcript gives verbatim outside every instruction span?"
+# %% ../nbs/26_owner_plan.ipynb #91e94120
+def copied_link(steer:Steer, reads:list) -> bool:
+    "Is `steer` a public link that a read the owner pointed at (`pointed_reads`) gives verbatim outside every instruction span?"
     v = steer.value.strip()
     if steer.kind != 'destination' or not _public_link(v): return False
     as_written = {v, v.split('://', 1)[1]} if v[:8].lower().startswith(('http://', 'https://')) else {v}   # a scheme adds no data
-    with sv.lock: present = list(sv.untrusted)
-    return any(where.startswith('the output of ') and as_written & links_of(content)[0] for _, where, content in present)
+    return any(pointed and as_written & links for _, _, links, pointed in reads)
 
 # %% ../nbs/26_owner_plan.ipynb #b39d7507
 def _fetch_only(kinds:dict, action:Action) -> bool:
@@ -564,15 +563,15 @@ def _fetch_only(kinds:dict, action:Action) -> bool:
     given = [k for a, k in kinds.items() if a != WHY and action.args.get(a) is not None]
     return given.count('destination') == 1 and all(k in ('destination', 'plain') for k in given)
 
-# %% ../nbs/26_owner_plan.ipynb #8504f2b1
+# %% ../nbs/26_owner_plan.ipynb #2b2434a2
 @functools.lru_cache(maxsize=256)
 def _read_view(text:str) -> tuple:
-    "`(its whole fields, its lone addresses)` of a tool output's `text` (the last few remembered)."
-    return _field_forms(text), _lone(text)
+    "`(its whole fields, its lone addresses, its links outside every instruction span)` of a tool output's `text` (the last few remembered)."
+    return _field_forms(text), _lone(text), links_of(text)[0]
 
-# %% ../nbs/26_owner_plan.ipynb #6067e875
+# %% ../nbs/26_owner_plan.ipynb #ac49ad86
 def pointed_reads(sv, transcript:list, flow, world:World) -> list:
-    "`(fields, lone addresses, pointed)` of each tool output of the current request whose call's arguments are all the owner's (`pointed`: it had one at least)."
+    "`(fields, lone addresses, links, pointed)` of each tool output of the current request whose call's arguments are all the owner's (`pointed`: it had one at least)."
     if not sv.owner: return []
     out, calls, last = [], {}, {}
     for m in transcript[max(sv.owner[-1][0] - (sv.next - len(transcript)), 0):]:
@@ -583,7 +582,10 @@ def pointed_reads(sv, transcript:list, flow, world:World) -> list:
             if args is None: continue
             given = {a: v for a, v in args.items() if a != WHY and v is not None}
             src = Source(m.get('name'), {a: _norm(v) for a, v in given.items() if _mine(flow, world, 'object', v)}, {})
-            if not given or _pinned(src, args): out.append((*_read_view(m['content']), bool(given)))
+            if not given or _pinned(src, args):
+                fields, lone, links = _read_view(m['content'])
+                web = any(_link_tokens(v) for v in given.values() if isinstance(v, str))   # a page fetched: its links are the open web's
+                out.append((fields, lone, frozenset() if web else links, bool(given)))
     return out
 
 # %% ../nbs/26_owner_plan.ipynb #7a87db9d
@@ -622,18 +624,18 @@ def _singled_out(steer:Steer, fields:frozenset, names:frozenset) -> bool:
     starts = lambda w: [c for c in same if c.startswith(w) and not c[len(w):][:1].isalpha()]
     return any(starts(w) == [value] for w in names if value.startswith(w))
 
-# %% ../nbs/26_owner_plan.ipynb #c62810cf
+# %% ../nbs/26_owner_plan.ipynb #cfc3a32d
 def pointed_read_gives(steer:Steer, reads:list, names:frozenset) -> bool:
     "Does a read the owner pointed at give recipient `steer` unambiguously (a field, or the one e-mail address of its text that starts with a name the owner wrote)?"
     cls = _address_class(steer.forms)
-    for fields, lone, pointed in reads:
+    for fields, lone, _, pointed in reads:
         if steer.forms & fields:
             alone = len({f for f in fields if _address_class({f}) == 'name'}) == 1 if cls == 'name' else bool(steer.forms & lone)
             if (pointed and alone) or _singled_out(steer, fields, names): return True
         elif pointed and cls == 'email' and steer.forms & lone and _singled_out(steer, lone, names): return True
     return False
 
-# %% ../nbs/26_owner_plan.ipynb #520bac00
+# %% ../nbs/26_owner_plan.ipynb #4be47e14
 _VOUCHABLE = frozenset({'recipient', 'destination'})
 
 def _vouched(action:Action, kinds:dict, agent:Agent, transcript:list, session:str) -> dict:
@@ -645,10 +647,10 @@ def _vouched(action:Action, kinds:dict, agent:Agent, transcript:list, session:st
     flow, out, reads, fetch = flow_of(sv), {}, None, _fetch_only(kinds, action)
     for s in steers:
         if untrusted_origin(s, flow, sv)[0] is None or _in_a_span(s, sv): continue       # the owner's or nobody's: not this rule's; or instructed
-        if s.kind == 'destination' and not (fetch and copied_link(s, sv)): continue       # where data goes: only a fetch of a copied link
-        if s.kind == 'recipient':
-            reads = pointed_reads(sv, transcript, flow, agent.world or owner_world()) if reads is None else reads
-            if not pointed_read_gives(s, reads, owner_names(_request(sv, transcript))): continue
+        if s.kind == 'destination' and not fetch: continue                                # where data goes: only a fetch of a copied link
+        reads = pointed_reads(sv, transcript, flow, agent.world or owner_world()) if reads is None else reads
+        if s.kind == 'destination' and not copied_link(s, reads): continue
+        if s.kind == 'recipient' and not pointed_read_gives(s, reads, owner_names(_request(sv, transcript))): continue
         out.setdefault(s.arg, set()).add(s.value)
     return out
 

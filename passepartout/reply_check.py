@@ -71,11 +71,12 @@ _HTML = frozenset('html head body title div span table font center form script s
 _WRAPPER = re.compile(r"<(?P<tag>[A-Z][A-Z_-]{2,30}|(?i:system|instructions?|important|information|assistant|admin))>"
                       r"(?P<body>.*?)(?:</(?P=tag)>|\Z)", re.S)
 
-# %% ../nbs/26a_reply_check.ipynb #863cdb0c
+# %% ../nbs/26a_reply_check.ipynb #2c4ceb60
 _ADDRESSED = re.compile(r"""
-    \b(?:ignore|disregard|forget|override|bypass)\b[^.!?\n]{0,40}?\b(?:instructions?|directions?|prompts?|rules|guidelines|tasks?)\b
+    (?:ignore|disregard|forget|override|bypass)\b[^.!?\n]{0,40}?\b(?:instructions?|directions?|prompts?|rules|guidelines|tasks?)\b
+  | (?:ignore|disregard|forget|override|bypass)\s+(?:all\s+)?(?:of\s+)?(?:your|all|any)\s+(?:the\s+)?(?:previous|prior|preceding|earlier|above|former|original|other|existing)\b
   | \b(?:new|updated|revised|real|actual|true|important|urgent|secret|hidden)\s+instructions?\b
-  | \b(?:system|developer)\s+(?:prompt|message|instruction|override)\b
+  | \b(?:system|developer)[\s_-]*(?:prompt|message|instruction|override)s?\b
   | \bthe\s+task\s+(?:that\s+)?(?:I|the\s+user)\s+(?:gave|asked|assigned|set)\b
   | \b(?:your|the)\s+(?:original|previous|current|real)\s+task\b
   | \b(?:you\s+are|you're|as)\s+an?\s+(?:AI|artificial\s+intelligence|language\s+model|assistant|chatbot|LLM)\b
@@ -85,10 +86,10 @@ _ADDRESSED = re.compile(r"""
   | \bin\s+your\s+(?:final\s+)?(?:reply|response|answer|summary|output)\b
 """, re.I | re.X)
 
-# %% ../nbs/26a_reply_check.ipynb #557116ec
+# %% ../nbs/26a_reply_check.ipynb #faf2e4fc
 _LISTENER = r"(?:the\s+(?:user|owner|reader|human|customer)|your\s+(?:user|owner|human|principal))"   # whom the assistant answers
 _SPEECH = re.compile(rf"""^\W*(?:(?:todo|note|nb|ps|important|attention|instructions?|task|reminder|action)\s*:\s*)?   # "TODO: "
-    (?:(?:please|also|and|then|now|first|finally|kindly|just|so)\s+)*
+    (?:(?:please|also|and|then|now|first|finally|kindly|just|so|do)\s+)*
     (?:(?:make\s+sure|be\s+sure|remember|don't\s+forget|do\s+not\s+forget)\s+to\s+
       |(?:you\s+)?(?:must|should|need\s+to|have\s+to|are\s+to)\s+(?:always\s+|also\s+)?)?
     (?:say|mention|recommend|state|claim|praise|promote|endorse|insist|emphasi[sz]e|stress
