@@ -71,9 +71,10 @@ _HTML = frozenset('html head body title div span table font center form script s
 _WRAPPER = re.compile(r"<(?P<tag>[A-Z][A-Z_-]{2,30}|(?i:system|instructions?|important|information|assistant|admin))>"
                       r"(?P<body>.*?)(?:</(?P=tag)>|\Z)", re.S)
 
-# %% ../nbs/26a_reply_check.ipynb #2c4ceb60
-_ADDRESSED = re.compile(r"""
-    (?:ignore|disregard|forget|override|bypass)\b[^.!?\n]{0,40}?\b(?:instructions?|directions?|prompts?|rules|guidelines|tasks?)\b
+# %% ../nbs/26a_reply_check.ipynb #82d01e87
+_AI = r"(?:(?:an?|the|any|every)\s+)?(?:\bAI(?:\s+(?:assistants?|agents?|models?|systems?|bots?))?|chatbots?|LLMs?|language\s+models?|virtual\s+assistants?|GPT[-\w.]*|Claude|Gemini)\b"   # what only an AI is called (not a bare "assistant": people have those)
+_ADDRESSED = re.compile(rf"""
+    (?:ignore|disregard|forget|override|bypass)\b[^.!?\n]{{0,40}}?\b(?:instructions?|directions?|prompts?|rules|guidelines|tasks?)\b
   | (?:ignore|disregard|forget|override|bypass)\s+(?:all\s+)?(?:of\s+)?(?:your|all|any)\s+(?:the\s+)?(?:previous|prior|preceding|earlier|above|former|original|other|existing)\b
   | \b(?:new|updated|revised|real|actual|true|important|urgent|secret|hidden)\s+instructions?\b
   | \b(?:system|developer)[\s_-]*(?:prompt|message|instruction|override)s?\b
@@ -81,6 +82,10 @@ _ADDRESSED = re.compile(r"""
   | \b(?:your|the)\s+(?:original|previous|current|real)\s+task\b
   | \b(?:you\s+are|you're|as)\s+an?\s+(?:AI|artificial\s+intelligence|language\s+model|assistant|chatbot|LLM)\b
   | \b(?:dear|hey|hi|hello|attention|note\s+to|message\s+to|to\s+you,?)\s+(?:the\s+)?(?:AI|assistant|agent|model|bot|chatbot|LLM|GPT[-\w.]*|Claude|Gemini)\b
+  | \b(?:notes?|messages?|instructions?|p\.?\s?s\.?|reminders?|requests?)\s+(?:to|for)\s+{_AI}
+  | (?:{_AI}|\bautomated\s+(?:systems?|assistants?|agents?|tools?))\s+(?:reading|processing|parsing|summari[sz]ing|handling)\s+(?:this|these)(?:\s+\w+)?\s*[:,;!]
+  | <\|\s*(?:im_start|system|user|assistant)\s*\|> | \[/?(?:INST|SYS|SYSTEM)\] | <</?SYS>>
+  | (?:^|(?<=\n))[ \t]*\#{{2,}}[ \t]*(?:system|instructions?|assistant)\b
   | \bGPT-?\d | \b(?:language\s+model|LLM)s?\b
   | \b(?:tell|inform|say\s+to|show|remind|convince|assure|advise|answer|respond\s+to|reply\s+to|recommend\s+to)\s+the\s+user\b
   | \bin\s+your\s+(?:final\s+)?(?:reply|response|answer|summary|output)\b
@@ -127,11 +132,11 @@ def instruction_ranges_plain(text:str) -> list:
     "The reference for `instruction_ranges`: every pattern tried on every text."
     return _ranges(plain(text))
 
-# %% ../nbs/26a_reply_check.ipynb #ff9d9f0a
+# %% ../nbs/26a_reply_check.ipynb #1ed248d5
 _HINTS = re.compile('|'.join(['<', 'ignore', 'disregard', 'forget', 'override', 'bypass', 'instruction', 'system', 'developer', 'task', 'ai',
     'artificial', 'language', 'assistant', 'chatbot', 'llm', 'agent', 'model', 'bot', 'gpt', 'claude', 'gemini', 'user', 'your', 'say',
     'mention', 'recommend', 'state', 'claim', 'praise', 'promote', 'endorse', 'insist', 'emphasi', 'stress', 'tell', 'inform', 'remind',
-    'advise', 'assure', 'convince', 'show', 'let', 'reply', 'respond', 'answer']))   # a word (or `<`) in every match of every pattern above
+    'advise', 'assure', 'convince', 'show', 'let', 'reply', 'respond', 'answer', 'inst', 'sys', 'automated']))   # a word (or `<`) in every match of every pattern above
 
 def instruction_ranges(text:str) -> list:
     "The `(start, end)` ranges of `plain(text)` that tell the assistant what to do, in order."
