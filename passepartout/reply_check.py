@@ -71,11 +71,11 @@ _HTML = frozenset('html head body title div span table font center form script s
 _WRAPPER = re.compile(r"<(?P<tag>[A-Z][A-Z_-]{2,30}|(?i:system|instructions?|important|information|assistant|admin))>"
                       r"(?P<body>.*?)(?:</(?P=tag)>|\Z)", re.S)
 
-# %% ../nbs/26a_reply_check.ipynb #82d01e87
+# %% ../nbs/26a_reply_check.ipynb #07f38e18
 _AI = r"(?:(?:an?|the|any|every)\s+)?(?:\bAI(?:\s+(?:assistants?|agents?|models?|systems?|bots?))?|chatbots?|LLMs?|language\s+models?|virtual\s+assistants?|GPT[-\w.]*|Claude|Gemini)\b"   # what only an AI is called (not a bare "assistant": people have those)
 _ADDRESSED = re.compile(rf"""
     (?:ignore|disregard|forget|override|bypass)\b[^.!?\n]{{0,40}}?\b(?:instructions?|directions?|prompts?|rules|guidelines|tasks?)\b
-  | (?:ignore|disregard|forget|override|bypass)\s+(?:all\s+)?(?:of\s+)?(?:your|all|any)\s+(?:the\s+)?(?:previous|prior|preceding|earlier|above|former|original|other|existing)\b
+  | (?:ignore|disregard|forget|override|bypass)\s+(?:all\s+)?(?:of\s+)?(?:your|all|any)\s+(?:the\s+)?(?:previous|prior|preceding|earlier|above|former|original)\b
   | \b(?:new|updated|revised|real|actual|true|important|urgent|secret|hidden)\s+instructions?\b
   | \b(?:system|developer)[\s_-]*(?:prompt|message|instruction|override)s?\b
   | \bthe\s+task\s+(?:that\s+)?(?:I|the\s+user)\s+(?:gave|asked|assigned|set)\b
